@@ -1,0 +1,201 @@
+package iofog
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// DefaultTimeout bounds each call when WithTimeout is not given; it is
+	// the timeout the upstream SDK uses.
+	DefaultTimeout = 10 * time.Second
+
+	// APIPath is the path prefix of the Controller REST API.
+	APIPath = "/api/v3"
+
+	// DefaultUserAgent is sent when WithUserAgent is not given.
+	DefaultUserAgent = "kubeopera-operator"
+
+	// maxResponseBytes bounds how much of a response body is read.
+	maxResponseBytes = 1 << 20
+)
+
+// Client calls the Controller REST API. Build it with New. It is safe for
+// concurrent use.
+type Client struct {
+	apiURL     *url.URL
+	httpClient *http.Client
+	timeout    time.Duration
+	userAgent  string
+
+	mu    sync.RWMutex
+	token string
+}
+
+// Option configures a Client in New.
+type Option func(*options)
+
+type options struct {
+	httpClient *http.Client
+	timeout    time.Duration
+	rootCAs    *x509.CertPool
+	userAgent  string
+}
+
+// WithHTTPClient makes the Client send requests through a copy of hc. If hc
+// has no CheckRedirect, redirects are not followed. New fails if hc's
+// transport is an *http.Transport that skips TLS verification; a custom
+// RoundTripper is trusted as given.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.httpClient = hc }
+}
+
+// WithTimeout bounds every call (connect, request, reading the answer) to d.
+// The default is DefaultTimeout. d must be positive.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// WithRootCAs verifies servers against pool instead of the system roots.
+// It applies to the Controller and to the identity provider used by
+// LoginClientCredentials; build pool from x509.SystemCertPool when both a
+// private and a public CA are needed. It requires the transport to be an
+// *http.Transport (the default).
+func WithRootCAs(pool *x509.CertPool) Option {
+	return func(o *options) { o.rootCAs = pool }
+}
+
+// WithUserAgent sets the User-Agent header. The default is DefaultUserAgent.
+func WithUserAgent(ua string) Option {
+	return func(o *options) { o.userAgent = ua }
+}
+
+// New returns a Client for the Controller at baseURL, e.g.
+// "https://controller.ns.svc.cluster.local:51121"; APIPath is appended. A
+// path in baseURL (a reverse-proxy prefix) is kept in front of APIPath.
+// New does no I/O.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	o := options{timeout: DefaultTimeout, userAgent: DefaultUserAgent}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.timeout <= 0 {
+		return nil, fmt.Errorf("configure controller client: timeout must be positive, got %s", o.timeout)
+	}
+
+	apiURL, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("configure controller client: %w", err)
+	}
+	apiURL.Path = strings.TrimSuffix(apiURL.Path, "/") + APIPath
+	apiURL.RawPath = ""
+
+	hc, err := buildHTTPClient(o)
+	if err != nil {
+		return nil, fmt.Errorf("configure controller client: %w", err)
+	}
+	return &Client{
+		apiURL:     apiURL,
+		httpClient: hc,
+		timeout:    o.timeout,
+		userAgent:  o.userAgent,
+	}, nil
+}
+
+// SetToken sets the bearer token sent on protected routes. An empty token
+// sends no Authorization header (the Controller answers 401).
+func (c *Client) SetToken(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.token = token
+}
+
+func (c *Client) bearerToken() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.token
+}
+
+// parseBaseURL accepts an absolute http(s) URL without user info, query or
+// fragment.
+func parseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse base URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("base URL scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, errors.New("base URL has no host")
+	}
+	if u.User != nil {
+		return nil, errors.New("base URL must not contain user info")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("base URL must not contain a query or fragment")
+	}
+	return u, nil
+}
+
+// buildHTTPClient returns the http.Client for o. TLS verification is always
+// on: a transport that skips it is rejected rather than silently fixed.
+func buildHTTPClient(o options) (*http.Client, error) {
+	var hc http.Client
+	if o.httpClient != nil {
+		hc = *o.httpClient
+	} else {
+		hc.Transport = defaultTransport()
+	}
+	if hc.CheckRedirect == nil {
+		// An API answer is never a redirect; surface one as an error
+		// instead of replaying a request (and maybe a token) elsewhere.
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+
+	if o.rootCAs != nil {
+		rt := hc.Transport
+		if rt == nil {
+			rt = defaultTransport()
+		}
+		t, ok := rt.(*http.Transport)
+		if !ok {
+			return nil, fmt.Errorf("root CAs need an *http.Transport, got %T", rt)
+		}
+		t = t.Clone()
+		if t.TLSClientConfig == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		t.TLSClientConfig.RootCAs = o.rootCAs
+		hc.Transport = t
+	}
+
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if t, ok := rt.(*http.Transport); ok && t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+		return nil, errors.New("TLS verification cannot be disabled")
+	}
+	return &hc, nil
+}
+
+func defaultTransport() *http.Transport {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return &http.Transport{
+			Proxy:           http.ProxyFromEnvironment,
+			TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12},
+		}
+	}
+	t := base.Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	return t
+}

@@ -1,0 +1,44 @@
+package iofog
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+// UpsertNatsHub registers or updates the default NATS hub with
+// PUT /nats/hub. The call is idempotent. Zero ports are left to the
+// Controller's defaults.
+func (c *Client) UpsertNatsHub(ctx context.Context, hub NatsHub) error {
+	cl := call{method: http.MethodPut, url: c.endpoint("nats", "hub"), authorize: true}
+	if err := c.doJSON(ctx, cl, hub, nil); err != nil {
+		return fmt.Errorf("register NATS hub: %w", err)
+	}
+	return nil
+}
+
+// NatsBootstrap fetches the NATS operator and system account material with
+// GET /nats/bootstrap. The Controller answers 403 when it does not run as
+// the Kubernetes control plane and 404 (ErrNotFound) when one of its secrets
+// is missing. An answer with an empty field wraps ErrInvalidResponse.
+func (c *Client) NatsBootstrap(ctx context.Context) (*NatsBootstrap, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("nats", "bootstrap"), authorize: true}
+	var b NatsBootstrap
+	if err := c.doJSON(ctx, cl, nil, &b); err != nil {
+		return nil, fmt.Errorf("get NATS bootstrap: %w", err)
+	}
+	fields := []struct{ name, value string }{
+		{"operatorJwt", b.OperatorJwt},
+		{"operatorPublicKey", b.OperatorPublicKey},
+		{"operatorSeed", b.OperatorSeed},
+		{"systemAccountJwt", b.SystemAccountJwt},
+		{"systemAccountPublicKey", b.SystemAccountPublicKey},
+		{"sysUserCredsBase64", b.SysUserCredsBase64},
+	}
+	for _, f := range fields {
+		if f.value == "" {
+			return nil, fmt.Errorf("get NATS bootstrap: %w: empty %s", ErrInvalidResponse, f.name)
+		}
+	}
+	return &b, nil
+}

@@ -1,0 +1,448 @@
+package iofog_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+)
+
+func TestPutDefaultRouter(t *testing.T) {
+	tests := []struct {
+		name     string
+		router   iofog.Router
+		wantBody string
+		want     iofog.Router
+	}{
+		{
+			name:     "zero ports are omitted and defaulted by the Controller",
+			router:   iofog.Router{Host: "10.0.0.1"},
+			wantBody: `{"host":"10.0.0.1"}`,
+			want:     iofog.Router{Host: "10.0.0.1", MessagingPort: 5671, EdgeRouterPort: 45671, InterRouterPort: 55671},
+		},
+		{
+			name:     "explicit ports",
+			router:   iofog.Router{Host: "router.example.com", MessagingPort: 5672, EdgeRouterPort: 45672, InterRouterPort: 55672},
+			wantBody: `{"host":"router.example.com","messagingPort":5672,"edgeRouterPort":45672,"interRouterPort":55672}`,
+			want:     iofog.Router{Host: "router.example.com", MessagingPort: 5672, EdgeRouterPort: 45672, InterRouterPort: 55672},
+		},
+		{
+			name:     "one port set",
+			router:   iofog.Router{Host: "h", InterRouterPort: 1},
+			wantBody: `{"host":"h","interRouterPort":1}`,
+			want:     iofog.Router{Host: "h", MessagingPort: 5671, EdgeRouterPort: 45671, InterRouterPort: 1},
+		},
+		{
+			name:     "empty host passes the schema",
+			router:   iofog.Router{},
+			wantBody: `{"host":""}`,
+			want:     iofog.Router{MessagingPort: 5671, EdgeRouterPort: 45671, InterRouterPort: 55671},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv := newFake(t)
+			c, _ := loggedIn(t, srv)
+
+			g.Expect(c.PutDefaultRouter(context.Background(), tt.router)).To(Succeed())
+
+			reqs := srv.RequestsTo(http.MethodPut, "/api/v3/router")
+			g.Expect(reqs).To(HaveLen(1))
+			g.Expect(reqs[0].Body).To(MatchJSON(tt.wantBody))
+			got, ok := srv.Router()
+			g.Expect(ok).To(BeTrue())
+			g.Expect(*got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestPutDefaultRouterIsAnUpsert(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	c, _ := loggedIn(t, srv)
+
+	g.Expect(c.PutDefaultRouter(context.Background(), iofog.Router{Host: "a"})).To(Succeed())
+	g.Expect(c.PutDefaultRouter(context.Background(), iofog.Router{Host: "b", MessagingPort: 1000})).To(Succeed())
+
+	got, _ := srv.Router()
+	g.Expect(*got).To(Equal(iofog.Router{Host: "b", MessagingPort: 1000, EdgeRouterPort: 45671, InterRouterPort: 55671}))
+}
+
+func TestValidationErrors(t *testing.T) {
+	tests := []struct {
+		name        string
+		call        func(context.Context, *iofog.Client) error
+		wantMessage string // empty: any (the Controller dumps the validator error)
+	}{
+		{
+			name: "router negative port",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.PutDefaultRouter(ctx, iofog.Router{Host: "h", MessagingPort: -1})
+			},
+			wantMessage: "messagingPort must be greater than or equal to 1",
+		},
+		{
+			name: "router port above 65535",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.PutDefaultRouter(ctx, iofog.Router{Host: "h", EdgeRouterPort: 70000})
+			},
+		},
+		{
+			name: "hub negative port",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.UpsertNatsHub(ctx, iofog.NatsHub{Host: "h", LeafPort: -5})
+			},
+			wantMessage: "leafPort must be greater than or equal to 1",
+		},
+		{
+			name: "hub Kubernetes-style size",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.UpsertNatsHub(ctx, iofog.NatsHub{Host: "h", JsStorageSize: "10Gi"})
+			},
+			wantMessage: "Invalid format for field 'jsStorageSize'",
+		},
+		{
+			name: "CA without secretName",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.CreateCA(ctx, iofog.CARequest{Name: "x", Type: iofog.CATypeK8sSecret})
+			},
+			wantMessage: "Required field 'secretName' is missing",
+		},
+		{
+			name: "CA of unknown type",
+			call: func(ctx context.Context, c *iofog.Client) error {
+				return c.CreateCA(ctx, iofog.CARequest{Name: "x", Type: "pkcs12", SecretName: "x"})
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv := newFake(t)
+			c, _ := loggedIn(t, srv)
+
+			err := tt.call(context.Background(), c)
+
+			apiErr := apiError(g, err)
+			g.Expect(apiErr.StatusCode).To(Equal(http.StatusBadRequest))
+			g.Expect(apiErr.Name).To(Equal("ValidationError"))
+			if tt.wantMessage != "" {
+				g.Expect(apiErr.Message).To(Equal(tt.wantMessage))
+			}
+			g.Expect(iofog.IsRetryable(err)).To(BeFalse())
+			_, routerSet := srv.Router()
+			_, hubSet := srv.Hub()
+			g.Expect(routerSet || hubSet).To(BeFalse(), "a rejected upsert stores nothing")
+			g.Expect(srv.ImportedCAs()).To(BeEmpty())
+		})
+	}
+}
+
+func TestUpsertNatsHub(t *testing.T) {
+	tests := []struct {
+		name     string
+		hub      iofog.NatsHub
+		wantBody string
+		want     iofog.NatsHub
+	}{
+		{
+			name:     "defaults",
+			hub:      iofog.NatsHub{Host: "10.0.0.2"},
+			wantBody: `{"host":"10.0.0.2"}`,
+			want: iofog.NatsHub{Host: "10.0.0.2", ServerPort: 4222, ClusterPort: 6222, LeafPort: 7422,
+				MqttPort: 8883, HTTPPort: 8222},
+		},
+		{
+			name: "everything explicit",
+			hub: iofog.NatsHub{Host: "nats.example.com", ServerPort: 14222, ClusterPort: 16222, LeafPort: 17422,
+				MqttPort: 18883, HTTPPort: 18222, JsStorageSize: "10G", JsMemoryStoreSize: "512 mb"},
+			wantBody: `{"host":"nats.example.com","serverPort":14222,"clusterPort":16222,"leafPort":17422,` +
+				`"mqttPort":18883,"httpPort":18222,"jsStorageSize":"10G","jsMemoryStoreSize":"512 mb"}`,
+			want: iofog.NatsHub{Host: "nats.example.com", ServerPort: 14222, ClusterPort: 16222, LeafPort: 17422,
+				MqttPort: 18883, HTTPPort: 18222, JsStorageSize: "10G", JsMemoryStoreSize: "512 mb"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv := newFake(t)
+			c, _ := loggedIn(t, srv)
+
+			g.Expect(c.UpsertNatsHub(context.Background(), tt.hub)).To(Succeed())
+
+			reqs := srv.RequestsTo(http.MethodPut, "/api/v3/nats/hub")
+			g.Expect(reqs).To(HaveLen(1))
+			g.Expect(reqs[0].Body).To(MatchJSON(tt.wantBody))
+			got, ok := srv.Hub()
+			g.Expect(ok).To(BeTrue())
+			g.Expect(*got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestNatsBootstrap(t *testing.T) {
+	t.Run("default material", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+
+		first, err := c.NatsBootstrap(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		second, err := c.NatsBootstrap(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+
+		g.Expect(*first).To(Equal(srv.Bootstrap()))
+		g.Expect(*second).To(Equal(*first), "the Controller reuses its operator")
+		creds, err := first.SysUserCreds()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(creds)).To(HavePrefix("-----BEGIN NATS USER JWT-----\n"))
+		g.Expect(string(creds)).To(ContainSubstring("-----BEGIN USER NKEY SEED-----\nSU"))
+	})
+
+	t.Run("material set by the test", func(t *testing.T) {
+		g := NewWithT(t)
+		want := iofog.NatsBootstrap{
+			OperatorJwt: "op.jwt.sig", OperatorPublicKey: "OABC", OperatorSeed: "SOABC",
+			SystemAccountJwt: "acc.jwt.sig", SystemAccountPublicKey: "AABC",
+			SysUserCredsBase64: base64.StdEncoding.EncodeToString([]byte("creds file\n")),
+		}
+		srv := newFake(t, fake.WithBootstrap(want))
+		c, _ := loggedIn(t, srv)
+
+		got, err := c.NatsBootstrap(context.Background())
+
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(*got).To(Equal(want))
+		creds, err := got.SysUserCreds()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(creds)).To(Equal("creds file\n"))
+	})
+
+	t.Run("creds that are not base64", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		b := srv.Bootstrap()
+		b.SysUserCredsBase64 = "not base64!"
+		srv.SetBootstrap(b)
+		c, _ := loggedIn(t, srv)
+
+		got, err := c.NatsBootstrap(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		creds, err := got.SysUserCreds()
+
+		g.Expect(creds).To(BeNil())
+		g.Expect(err).To(MatchError(iofog.ErrInvalidResponse))
+		var corrupt base64.CorruptInputError
+		g.Expect(errors.As(err, &corrupt)).To(BeTrue())
+	})
+
+	t.Run("URL-safe base64 is rejected", func(t *testing.T) {
+		g := NewWithT(t)
+		b := iofog.NatsBootstrap{SysUserCredsBase64: base64.URLEncoding.EncodeToString([]byte{0xfb, 0xff})}
+		_, err := b.SysUserCreds()
+		g.Expect(err).To(MatchError(iofog.ErrInvalidResponse))
+	})
+
+	t.Run("empty field", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		b := srv.Bootstrap()
+		b.OperatorSeed = ""
+		srv.SetBootstrap(b)
+		c, _ := loggedIn(t, srv)
+
+		_, err := c.NatsBootstrap(context.Background())
+
+		g.Expect(err).To(MatchError(iofog.ErrInvalidResponse))
+		g.Expect(err.Error()).To(ContainSubstring("operatorSeed"))
+	})
+
+	t.Run("not the Kubernetes control plane", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		srv.SetKubernetesControlPlane(false)
+		c, _ := loggedIn(t, srv)
+
+		_, err := c.NatsBootstrap(context.Background())
+
+		apiErr := apiError(g, err)
+		g.Expect(apiErr.StatusCode).To(Equal(http.StatusForbidden))
+		g.Expect(apiErr.Name).To(Equal("ForbiddenError"))
+		g.Expect(iofog.IsRetryable(err)).To(BeFalse())
+	})
+
+	t.Run("secret missing", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		srv.SetBootstrapSecretMissing("nats-operator-seed")
+		c, _ := loggedIn(t, srv)
+
+		_, err := c.NatsBootstrap(context.Background())
+
+		g.Expect(err).To(MatchError(iofog.ErrNotFound))
+		apiErr := apiError(g, err)
+		g.Expect(apiErr.Message).To(Equal(`Secret with name "nats-operator-seed" not found`))
+	})
+}
+
+func TestEnsureCA(t *testing.T) {
+	const ca = "router-site-ca"
+	const getCA = "GET /api/v3/certificates/ca/" + ca
+	const postCA = "POST /api/v3/certificates/ca"
+
+	t.Run("imports once, then only looks up", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+
+		created, err := c.EnsureCA(context.Background(), ca, ca)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(created).To(BeTrue())
+		g.Expect(srv.Calls()).To(Equal([]string{getCA, postCA}))
+		g.Expect(srv.Requests()[1].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
+
+		srv.Reset()
+		created, err = c.EnsureCA(context.Background(), ca, ca)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(created).To(BeFalse())
+		g.Expect(srv.Calls()).To(Equal([]string{getCA}), "an existing CA is never re-imported")
+	})
+
+	for _, conflictStatus := range []int{http.StatusInternalServerError, http.StatusConflict} {
+		t.Run("duplicate answer counts as imported: "+http.StatusText(conflictStatus), func(t *testing.T) {
+			g := NewWithT(t)
+			srv := newFake(t, fake.WithConflictStatus(conflictStatus))
+			g.Expect(srv.ImportCA(ca)).To(Succeed())
+			c, _ := loggedIn(t, srv)
+			// A concurrent import lands between our GET and POST.
+			srv.FailNext(getCA, fake.Failure{Status: http.StatusNotFound, Message: "CA with name " + ca + " not found"})
+
+			created, err := c.EnsureCA(context.Background(), ca, ca)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(created).To(BeFalse())
+			g.Expect(srv.Calls()).To(Equal([]string{getCA, postCA}))
+		})
+	}
+
+	t.Run("duplicate surfaces from CreateCA as ErrConflict", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		g.Expect(srv.ImportCA(ca)).To(Succeed())
+		c, _ := loggedIn(t, srv)
+
+		err := c.CreateCA(context.Background(), iofog.CARequest{Name: ca, Type: iofog.CATypeK8sSecret, SecretName: ca})
+
+		g.Expect(err).To(MatchError(iofog.ErrConflict))
+		apiErr := apiError(g, err)
+		g.Expect(apiErr.StatusCode).To(Equal(http.StatusInternalServerError))
+		g.Expect(apiErr.Name).To(Equal("ConflictError"))
+	})
+
+	t.Run("missing Kubernetes Secret", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t, fake.WithKnownSecrets("some-other-secret"))
+		c, _ := loggedIn(t, srv)
+
+		created, err := c.EnsureCA(context.Background(), ca, ca)
+
+		g.Expect(created).To(BeFalse())
+		apiErr := apiError(g, err)
+		g.Expect(apiErr.StatusCode).To(Equal(http.StatusInternalServerError))
+		g.Expect(apiErr.Name).To(Equal("Error"))
+		g.Expect(errors.Is(err, iofog.ErrConflict)).To(BeFalse())
+		g.Expect(iofog.IsRetryable(err)).To(BeTrue(), "the Secret may appear later")
+		g.Expect(srv.ImportedCAs()).To(BeEmpty())
+	})
+
+	for name, failure := range map[string]fake.Failure{
+		"lookup fails with 500": {Status: http.StatusInternalServerError},
+		"lookup hangs":          {Hang: true},
+	} {
+		t.Run(name+": no import attempted", func(t *testing.T) {
+			g := NewWithT(t)
+			srv := newFake(t)
+			c, _ := loggedIn(t, srv, iofog.WithTimeout(200_000_000))
+			srv.FailNext(getCA, failure)
+
+			created, err := c.EnsureCA(context.Background(), ca, ca)
+
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(created).To(BeFalse())
+			g.Expect(iofog.IsRetryable(err)).To(BeTrue())
+			g.Expect(srv.Calls()).To(Equal([]string{getCA}))
+		})
+	}
+}
+
+func TestGetCA(t *testing.T) {
+	t.Run("imported CA", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+		_, err := c.EnsureCA(context.Background(), "nats-site-ca", "nats-site-ca")
+		g.Expect(err).NotTo(HaveOccurred())
+
+		info, err := c.GetCA(context.Background(), "nats-site-ca")
+
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.Name).To(Equal("nats-site-ca"))
+		g.Expect(info.IsCA).To(BeTrue())
+		g.Expect(info.ValidTo).To(BeTemporally(">", info.ValidFrom))
+		g.Expect(info.SerialNumber).To(MatchRegexp(`^[0-9a-f]+$`))
+		block, _ := pem.Decode([]byte(info.Data.Certificate))
+		g.Expect(block).NotTo(BeNil())
+		cert, err := x509.ParseCertificate(block.Bytes)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cert.IsCA).To(BeTrue())
+		g.Expect(cert.NotAfter.Equal(info.ValidTo)).To(BeTrue())
+		g.Expect(info.Data.PrivateKey).To(HavePrefix("-----BEGIN PRIVATE KEY-----"))
+	})
+
+	t.Run("unknown CA", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+
+		info, err := c.GetCA(context.Background(), "default-nats-local-ca")
+
+		g.Expect(info).To(BeNil())
+		g.Expect(err).To(MatchError(iofog.ErrNotFound))
+		g.Expect(apiError(g, err).Message).To(Equal("CA with name default-nats-local-ca not found"))
+		g.Expect(iofog.IsRetryable(err)).To(BeFalse())
+	})
+
+	t.Run("name is one escaped path segment", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+
+		_, err := c.GetCA(context.Background(), "a b/c?d")
+
+		// A JSON NotFoundError (not the HTML route 404) proves the route matched.
+		g.Expect(apiError(g, err).Name).To(Equal("NotFoundError"))
+		g.Expect(srv.Calls()).To(Equal([]string{"GET /api/v3/certificates/ca/a b/c?d"}))
+		g.Expect(srv.Requests()[0].RawQuery).To(BeEmpty())
+	})
+
+	t.Run("unusable names are refused without a request", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+		for _, name := range []string{"", ".", ".."} {
+			_, err := c.GetCA(context.Background(), name)
+			g.Expect(err).To(HaveOccurred())
+		}
+		g.Expect(srv.Calls()).To(BeEmpty())
+	})
+}
