@@ -1,0 +1,53 @@
+// Package natsconf renders server.conf, the NATS server configuration kept in
+// ConfigMap "iofog-nats-config" (spec §6.9).
+//
+// Render is pure: the previous server.conf is passed in as a string so that
+// routes added by the Controller survive, and nothing is read or written here.
+package natsconf
+
+// ConfigMap holding server.conf.
+const (
+	ConfigMapName = "iofog-nats-config"
+	ConfigKey     = "server.conf"
+)
+
+// Ports of the NATS container, fixed in server.conf and the container env
+// (spec §6.2); ingresses.nats.*Port never change them.
+const (
+	ClientPort  = 4222
+	ClusterPort = 6222
+	LeafPort    = 7422
+	MQTTPort    = 8883
+	MonitorPort = 8222
+)
+
+// Names the routes and SANs are derived from: pods of StatefulSet "nats" are
+// reachable as nats-<i>.nats-headless.
+const (
+	StatefulSetName     = "nats"
+	HeadlessServiceName = "nats-headless"
+)
+
+// Paths inside the NATS pod (spec §6.8).
+const (
+	PIDFile  = "/home/runner/run/nats.pid"
+	StoreDir = "/home/runner/data"
+	JWTDir   = "/home/runner/nats/jwt"
+	// CertsDir holds one directory per server Secret, named after it.
+	CertsDir         = "/etc/nats/certs"
+	SiteServerSecret = "nats-site-server"
+	MQTTServerSecret = "nats-mqtt-server"
+)
+
+// JetStream store limits written when the CR leaves them empty, in NATS units.
+const (
+	DefaultMemoryStore = "1G"
+	DefaultFileStore   = "10G"
+)
+
+// serverNameRef is written verbatim as server_name: a NATS variable reference
+// resolved from the pod's SELFNAME env (downward API metadata.name).
+const serverNameRef = "$SELFNAME"
+
+// tlsTimeout is the TLS handshake timeout of the cluster, leaf and MQTT listeners.
+const tlsTimeout = "3s"
