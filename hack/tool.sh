@@ -3,6 +3,7 @@
 # prints that directory. A second call finds the stamp file and does nothing.
 #
 #   hack/tool.sh envtest|flux|operator-sdk|opm|controller-gen|kustomize|golangci-lint
+#   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
 # `go install mod@version` or from a wrapper module under hack/tools/<name> (for tools whose own
@@ -107,19 +108,39 @@ build() {
 	esac
 }
 
-tool=${1:?usage: hack/tool.sh TOOL}
-out=$(dir_for "$tool")
-if [[ -f "$out/.complete" ]]; then
+# main is called on the last line, so bash has parsed the whole file before running any of it
+# (editing a running script is then harmless).
+main() {
+	if [[ ${1:-} == --dir ]]; then
+		# Print where a tool lives (built or not) without building it.
+		dir_for "${2:?usage: hack/tool.sh --dir TOOL}"
+		exit 0
+	fi
+	local tool out start
+	tool=${1:?usage: hack/tool.sh [--dir] TOOL}
+	out=$(dir_for "$tool")
+	if [[ -f "$out/.complete" ]]; then
+		echo "$out"
+		exit 0
+	fi
+	# One builder per tool at a time: a second caller waits, then finds the stamp.
+	mkdir -p "$(dirname "$out")"
+	exec 9>"$out.lock"
+	flock 9
+	if [[ -f "$out/.complete" ]]; then
+		echo "$out"
+		exit 0
+	fi
+	log "building $tool into $out (first time only; this can take several minutes on 2 cores)"
+	rm -rf "$out.tmp"
+	mkdir -p "$out.tmp"
+	start=$SECONDS
+	build "$tool" "$out.tmp"
+	touch "$out.tmp/.complete"
+	rm -rf "$out"
+	mv "$out.tmp" "$out"
+	log "built $tool in $((SECONDS - start))s"
 	echo "$out"
-	exit 0
-fi
-log "building $tool into $out (first time only; this can take several minutes on 2 cores)"
-rm -rf "$out.tmp"
-mkdir -p "$out.tmp"
-start=$SECONDS
-build "$tool" "$out.tmp"
-touch "$out.tmp/.complete"
-rm -rf "$out"
-mv "$out.tmp" "$out"
-log "built $tool in $((SECONDS - start))s"
-echo "$out"
+}
+
+main "$@"

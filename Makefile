@@ -1,0 +1,202 @@
+# kubeopera-operator: the ControlPlane and KubeOperaApp reconcilers in one manager.
+#
+# The README's two commands: `make run` and `make test`. Every tool is compiled from the Go module
+# proxy by hack/tool.sh into a versioned user cache ($(TOOLS_CACHE_DIR)), so a fresh clone on a
+# machine that built them before does no tool work at all.
+
+# Version of the operator and of its OLM bundle.
+VERSION ?= 0.1.0
+# Registry and names of the images (nothing here builds images: there is no container engine).
+IMAGE_TAG_BASE ?= ghcr.io/kubeopera/kubeopera-operator
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# OLM package and channels.
+PACKAGE ?= kubeopera-operator
+CHANNELS ?= stable,candidate
+DEFAULT_CHANNEL ?= stable
+# Kubernetes version the bundle claims and is validated against (the client libraries' version).
+K8S_VERSION ?= 1.37
+
+# Where the tools live; override TOOLS_CACHE_DIR to move the whole cache.
+TOOLS_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubeopera-operator
+export TOOLS_CACHE_DIR
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+export GOTOOLCHAIN = local
+export GOWORK = off
+export GOFLAGS = -mod=readonly -buildvcs=false
+
+tooldir = $(shell hack/tool.sh --dir $(1))
+ENVTEST_ASSETS_DIR ?= $(call tooldir,envtest)
+FLUX_BIN_DIR ?= $(call tooldir,flux)
+CONTROLLER_GEN = $(call tooldir,controller-gen)/controller-gen
+KUSTOMIZE = $(call tooldir,kustomize)/kustomize
+OPERATOR_SDK = $(call tooldir,operator-sdk)/operator-sdk
+SCORECARD_TEST = $(call tooldir,operator-sdk)/scorecard-test
+OPM = $(call tooldir,opm)/opm
+GOLANGCI_LINT = $(call tooldir,golangci-lint)/golangci-lint
+
+# Test timeout for the whole go test run (envtest suites and the Flux end-to-end test).
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show the targets and what they do.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate the CRDs, RBAC and the Tenant fixture CRD from markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/datasance/..." paths="./api/kubeopera/..." paths="./controllers/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) crd paths="./api/external/..." output:crd:artifacts:config=test/crds
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: verify-generated
+verify-generated: ## Fail when committed CRDs, RBAC or DeepCopy code are stale.
+	@hack/verify-generated.sh
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -s -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: test
+test: verify-generated vet lint envtest-assets flux-controllers git-cli ## Run every check and test (what CI runs).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
+		go test ./... -count=1 -timeout $(TEST_TIMEOUT)
+	$(MAKE) --no-print-directory bundle-verify catalog-verify scorecard
+
+.PHONY: test-unit
+test-unit: ## Run only the tests that need no tools (pure packages).
+	go test -short ./...
+
+.PHONY: bench
+bench: envtest-assets ## Run the benchmarks (speed and memory).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test -run '^$$' -bench . -benchmem ./...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary into bin/kubeopera-operator.
+	go build -trimpath -o bin/kubeopera-operator .
+
+.PHONY: run
+run: envtest-assets ## Run the operator against $KUBECONFIG, or an embedded local control plane when none is reachable.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go run ./hack/devenv $(RUN_ARGS)
+
+.PHONY: docker-build
+docker-build: ## Print the image build command (no container engine here).
+	@echo "docker build -t $(IMG) ."
+
+##@ Deployment
+
+.PHONY: install
+install: manifests kustomize ## Install the CRDs into the cluster of $KUBECONFIG.
+	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize ## Remove the CRDs (and every ControlPlane and KubeOperaApp) from the cluster.
+	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy the operator (image $(IMG)) to the cluster.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove the operator from the cluster.
+	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
+
+##@ OLM bundle and catalog
+
+.PHONY: bundle
+bundle: manifests kustomize operator-sdk ## Regenerate bundle/ and bundle.Dockerfile, then validate.
+	@hack/bundle.sh generate
+
+.PHONY: bundle-validate
+bundle-validate: operator-sdk ## Validate bundle/ with operator-sdk (operatorframework suite; 0 errors, 0 warnings).
+	@hack/bundle.sh validate
+
+.PHONY: bundle-verify
+bundle-verify: manifests kustomize operator-sdk ## Fail when bundle/ is stale or invalid.
+	@hack/bundle.sh verify
+
+.PHONY: bundle-build
+bundle-build: ## Print the bundle image build command (no container engine here).
+	@echo "docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) ."
+
+.PHONY: catalog
+catalog: opm ## Regenerate the file-based catalog catalog/$(PACKAGE) from bundle/.
+	@hack/catalog.sh generate
+
+.PHONY: catalog-validate
+catalog-validate: opm ## Validate the catalog with opm and check every image is filled in.
+	@hack/catalog.sh validate
+
+.PHONY: catalog-verify
+catalog-verify: opm ## Fail when the catalog is stale or invalid.
+	@hack/catalog.sh verify
+
+.PHONY: catalog-build
+catalog-build: ## Print the catalog image build command (no container engine here).
+	@echo "docker build -f catalog.Dockerfile -t $(CATALOG_IMG) ."
+
+.PHONY: scorecard
+scorecard: operator-sdk ## Run the six basic and OLM scorecard tests locally against bundle/.
+	@hack/scorecard.sh
+
+##@ Tools (built from the Go module proxy, cached in $(TOOLS_CACHE_DIR))
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver, etcd and kubectl for envtest.
+	@hack/tool.sh envtest >/dev/null
+
+.PHONY: flux-controllers
+flux-controllers: ## Build the Flux source-controller and kustomize-controller (end-to-end test).
+	@hack/tool.sh flux >/dev/null
+
+.PHONY: controller-gen
+controller-gen: ## Build controller-gen.
+	@hack/tool.sh controller-gen >/dev/null
+
+.PHONY: kustomize
+kustomize: ## Build kustomize.
+	@hack/tool.sh kustomize >/dev/null
+
+.PHONY: operator-sdk
+operator-sdk: ## Build operator-sdk and scorecard-test.
+	@hack/tool.sh operator-sdk >/dev/null
+
+.PHONY: opm
+opm: ## Build opm.
+	@hack/tool.sh opm >/dev/null
+
+.PHONY: golangci-lint
+golangci-lint: ## Build golangci-lint.
+	@hack/tool.sh golangci-lint >/dev/null
+
+.PHONY: tools
+tools: envtest-assets flux-controllers controller-gen kustomize operator-sdk opm golangci-lint ## Build every tool.
+
+.PHONY: git-cli
+git-cli: ## Make sure the git CLI is installed (the test Git server needs it).
+	@command -v git >/dev/null || { echo "installing git (apt)"; apt-get update -qq && apt-get install -y -qq git >/dev/null; }

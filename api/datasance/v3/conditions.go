@@ -1,0 +1,47 @@
+package v3
+
+// Condition types. Exactly one of them is True on a ControlPlane: the state of the state machine.
+const (
+	// ConditionDeploying is True during the first rollout, or when no valid True condition exists.
+	ConditionDeploying = "deploying"
+	// ConditionUpdating is True while a spec change (a new generation) is rolled out.
+	ConditionUpdating = "updating"
+	// ConditionReady is True when every component finished for the condition's observedGeneration.
+	ConditionReady = "ready"
+)
+
+// Reasons on the True condition and on component status. UpperCamel, stable: users alert on them.
+const (
+	// ReasonReconciled: every component finished.
+	ReasonReconciled = "Reconciled"
+	// ReasonProgressing: a pass is under way, nothing to wait for yet.
+	ReasonProgressing = "Progressing"
+	// ReasonTransitioned marks the condition that stopped being True.
+	ReasonTransitioned = "Transitioned"
+	// ReasonWaitingForLoadBalancer: a LoadBalancer Service has no address yet.
+	ReasonWaitingForLoadBalancer = "WaitingForLoadBalancer"
+	// ReasonWaitingForDeployment: the Controller Deployment was just created.
+	ReasonWaitingForDeployment = "WaitingForDeployment"
+	// ReasonControllerUnavailable: the Controller REST API did not answer or answered an error.
+	ReasonControllerUnavailable = "ControllerUnavailable"
+	// ReasonLoginFailed: the operator could not log in to the Controller.
+	ReasonLoginFailed = "LoginFailed"
+	// ReasonRegistrationFailed: registering the router, NATS hub or a CA failed.
+	ReasonRegistrationFailed = "RegistrationFailed"
+	// ReasonNatsBootstrapFailed: GET /nats/bootstrap failed.
+	ReasonNatsBootstrapFailed = "NatsBootstrapFailed"
+	// ReasonSecretNotFound: a Secret the spec references does not exist or lacks the key.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonInvalidCertificate: a user-supplied (BYO) CA Secret holds invalid PEM or no CA.
+	ReasonInvalidCertificate = "InvalidCertificate"
+	// ReasonInvalidConfiguration: the spec is valid for the API server but cannot be acted on.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+	// ReasonMissingRouterAddress: the router is not a LoadBalancer and has no ingress address.
+	ReasonMissingRouterAddress = "MissingRouterAddress"
+	// ReasonIngressNotReady: the controller Ingress has no load-balancer status yet.
+	ReasonIngressNotReady = "IngressNotReady"
+	// ReasonImmutableFieldChanged: a field fixed at creation (e.g. NATS storage) was changed.
+	ReasonImmutableFieldChanged = "ImmutableFieldChanged"
+	// ReasonApplyFailed: writing an owned object to the API server failed.
+	ReasonApplyFailed = "ApplyFailed"
+)

@@ -1,0 +1,42 @@
+package v1alpha1
+
+// Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
+const Finalizer = "kubeopera.io/app-cleanup"
+
+// Condition types of a KubeOperaApp.
+const (
+	// ConditionReady: the operator's part is done (tenant resolved, manifests committed, Flux
+	// objects in place). It does not wait for Flux: see ConditionSynced.
+	ConditionReady = "Ready"
+	// ConditionTenantResolved: the Tenant and a client for its vCluster are available.
+	ConditionTenantResolved = "TenantResolved"
+	// ConditionManifestsCommitted: the rendered manifests are pushed to Git.
+	ConditionManifestsCommitted = "ManifestsCommitted"
+	// ConditionFluxConfigured: the GitRepository and Kustomization exist in the vCluster.
+	ConditionFluxConfigured = "FluxConfigured"
+	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready.
+	ConditionSynced = "Synced"
+)
+
+// Reasons. UpperCamel and stable: the KubeOpera API and dashboards read them.
+const (
+	ReasonSucceeded                = "Succeeded"
+	ReasonProgressing              = "Progressing"
+	ReasonTenantNotFound           = "TenantNotFound"
+	ReasonTenantNotReady           = "TenantNotReady"
+	ReasonTenantCloudSpaceMismatch = "TenantCloudSpaceMismatch"
+	ReasonTenantAPIUnavailable     = "TenantAPIUnavailable"
+	ReasonTenantPinned             = "TenantPinned"
+	ReasonKubeconfigInvalid        = "KubeconfigInvalid"
+	ReasonVClusterUnreachable      = "VClusterUnreachable"
+	ReasonRegistrySecretNotFound   = "RegistrySecretNotFound"
+	ReasonGitSecretNotFound        = "GitSecretNotFound"
+	ReasonGitAuthFailed            = "GitAuthFailed"
+	ReasonGitFailed                = "GitFailed"
+	ReasonPushConflict             = "PushConflict"
+	ReasonFluxConfigFailed         = "FluxConfigFailed"
+	ReasonKustomizationNotReady    = "KustomizationNotReady"
+	ReasonRevisionNotApplied       = "RevisionNotApplied"
+	ReasonDeleteFailed             = "DeleteFailed"
+	ReasonDeleting                 = "Deleting"
+)

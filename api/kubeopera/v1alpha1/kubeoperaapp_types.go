@@ -1,0 +1,305 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeOperaAppSpec is the application the KubeOpera API asks for. The field names are the contract
+// with the KubeOpera API, which writes these objects: never rename them.
+//
+// +kubebuilder:validation:XValidation:rule=`!has(oldSelf.tenantCRName) || (has(self.tenantCRName) && self.tenantCRName == oldSelf.tenantCRName)`,message="spec.tenantCRName cannot be changed once set: an app never moves to another vCluster",fieldPath=".tenantCRName"
+// +kubebuilder:validation:XValidation:rule=`!has(self.ingress) || (!self.ingress.?tls.orValue(false) && self.ingress.?host.orValue("") == "") || size(self.app.?ports.orValue([])) > 0`,message="spec.app.ports must list at least one port when an Ingress is requested",fieldPath=".app.ports"
+type KubeOperaAppSpec struct {
+	// CloudSpaceID is the CloudSpace that owns the app. Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self == oldSelf`,message="spec.cloudSpaceId is immutable"
+	// +required
+	CloudSpaceID string `json:"cloudSpaceId"`
+
+	// TenantCRName is the exact Tenant (in the app's namespace) to deploy into. Its
+	// kubeopera.io/cloudspace-id label must equal cloudSpaceId. When empty, the Tenant of the
+	// CloudSpace that became Ready first is used, and then pinned in status.tenant.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	TenantCRName string `json:"tenantCRName,omitempty"`
+
+	// TargetNamespace is the namespace inside the vCluster; default the app's name.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// App is the workload.
+	// +required
+	App AppSpec `json:"app"`
+
+	// Registry names the image pull Secret copied into the vCluster.
+	// +optional
+	Registry *RegistrySpec `json:"registry,omitempty"`
+
+	// Git is the tenant apps repository the manifests are committed to.
+	// +required
+	Git GitSpec `json:"git"`
+
+	// Ingress exposes the app; rendered when tls is true or host is set.
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// Flux configures the Flux objects in the vCluster.
+	// +kubebuilder:default={}
+	// +optional
+	Flux FluxSpec `json:"flux,omitempty"`
+}
+
+// AppSpec is the workload: one Deployment and its Service.
+//
+// +kubebuilder:validation:XValidation:rule=`!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))`,message="spec.app.ports names must be unique",fieldPath=".ports"
+type AppSpec struct {
+	// Image of the app's container.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule=`self.trim() == self && !self.contains(' ')`,message="spec.app.image must not contain spaces"
+	// +required
+	Image string `json:"image"`
+
+	// Replicas of the Deployment; default 1.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Ports of the container and the Service.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Ports []AppPort `json:"ports,omitempty"`
+
+	// Env of the container. Values are committed to Git: reference Secrets (valueFrom) for
+	// anything secret.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Command overrides the image entrypoint.
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// Args to the entrypoint.
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Resources of the container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// LivenessProbe of the container.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+
+	// ReadinessProbe of the container.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+}
+
+// AppPort is one container port, published by the Service.
+type AppPort struct {
+	// Name of the port (IANA service name).
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// ContainerPort is the port the container listens on.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +required
+	ContainerPort int32 `json:"containerPort"`
+	// ServicePort is the Service port; default the container port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	ServicePort int32 `json:"servicePort,omitempty"`
+	// Protocol is TCP, UDP or SCTP; default TCP.
+	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	// +optional
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+}
+
+// LocalSecretReference names a Secret in the app's namespace on the host cluster.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+}
+
+// RegistrySpec names the image pull Secret.
+type RegistrySpec struct {
+	// SecretRef is a kubernetes.io/dockerconfigjson Secret in the app's namespace, copied by name
+	// and contents into the app namespace in the vCluster and used as imagePullSecret.
+	// +required
+	SecretRef LocalSecretReference `json:"secretRef"`
+}
+
+// GitSpec is the tenant apps repository.
+type GitSpec struct {
+	// URL of the repository: https://, http:// or ssh://.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^(https?|ssh)://[^\s]+$`
+	// +required
+	URL string `json:"url"`
+
+	// Branch to commit to; default main.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9._/]*$`
+	// +kubebuilder:default=main
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Path of the app's folder, relative to the repository root; default
+	// apps/<targetNamespace>/<name>.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
+	// +kubebuilder:validation:XValidation:rule=`!self.split('/').exists(s, s == '..' || s == '.')`,message="spec.git.path must be relative and must not contain '.' or '..' segments"
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('.git/') && self != '.git'`,message="spec.git.path must not point into .git"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// SecretRef holds the Git credentials (HTTPS: username and password, or a token; SSH:
+	// identity and known_hosts), in the app's namespace.
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+}
+
+// IngressSpec exposes the app through an Ingress.
+//
+// +kubebuilder:validation:XValidation:rule=`!self.?tls.orValue(false) || self.?host.orValue("") != ""`,message="spec.ingress.host is required when spec.ingress.tls is true",fieldPath=".host"
+// +kubebuilder:validation:XValidation:rule=`!self.?tls.orValue(false) || self.?clusterIssuer.orValue("") != ""`,message="spec.ingress.clusterIssuer is required when spec.ingress.tls is true",fieldPath=".clusterIssuer"
+type IngressSpec struct {
+	// Host of the Ingress rule.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Host string `json:"host,omitempty"`
+	// TLS adds a tls block and the cert-manager.io/cluster-issuer annotation.
+	// +optional
+	TLS bool `json:"tls,omitempty"`
+	// ClusterIssuer is the cert-manager ClusterIssuer that signs the certificate.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClusterIssuer string `json:"clusterIssuer,omitempty"`
+	// ClassName is the IngressClass.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClassName string `json:"className,omitempty"`
+}
+
+// FluxSpec configures the Flux objects in the vCluster.
+type FluxSpec struct {
+	// Interval of the GitRepository and Kustomization; default 1m.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:default="1m"
+	// +optional
+	Interval string `json:"interval,omitempty"`
+	// Namespace of the Flux objects in the vCluster; default flux-system.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:default=flux-system
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// TenantReference names the Tenant an app was placed in.
+type TenantReference struct {
+	// Namespace of the Tenant on the host cluster.
+	Namespace string `json:"namespace"`
+	// Name of the Tenant.
+	Name string `json:"name"`
+}
+
+// KubeOperaAppStatus is the observed state.
+type KubeOperaAppStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (the operator's part is done), TenantResolved, ManifestsCommitted,
+	// FluxConfigured and Synced (Flux applied the pushed commit).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Tenant the app was placed in. Once set, the app stays there.
+	// +optional
+	Tenant *TenantReference `json:"tenant,omitempty"`
+
+	// Commit is the SHA of the last pushed commit holding the app's manifests.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// ShortCommit is the first 8 characters of commit, for printing.
+	// +optional
+	ShortCommit string `json:"shortCommit,omitempty"`
+
+	// Path of the app's folder in the repository.
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// AppliedRevision is the Flux Kustomization's lastAppliedRevision in the vCluster.
+	// +optional
+	AppliedRevision string `json:"appliedRevision,omitempty"`
+
+	// URL of the app when an Ingress exists.
+	// +optional
+	URL string `json:"url,omitempty"`
+}
+
+// KubeOperaApp is one tenant application. The operator renders it to a Deployment, Service and
+// Ingress, commits them to the tenant apps repository and points Flux in the tenant vCluster at
+// them.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=koapp,categories=kubeopera
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant.name`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.shortCommit`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) <= 63`,message="metadata.name must be at most 63 characters: it names objects and a namespace in the vCluster"
+type KubeOperaApp struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired application.
+	// +required
+	Spec KubeOperaAppSpec `json:"spec"`
+
+	// Status is the observed state.
+	// +optional
+	Status KubeOperaAppStatus `json:"status,omitempty"`
+}
+
+// KubeOperaAppList is a list of KubeOperaApps.
+//
+// +kubebuilder:object:root=true
+type KubeOperaAppList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubeOperaApp `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubeOperaApp{}, &KubeOperaAppList{})
+}

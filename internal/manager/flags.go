@@ -1,0 +1,49 @@
+package manager
+
+import (
+	"flag"
+	"os"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+)
+
+// BindFlags registers the manager's command-line flags on fs, with opts' values as defaults.
+func BindFlags(fs *flag.FlagSet, opts *Options) {
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", opts.MetricsBindAddress,
+		`Address of the metrics endpoint ("0" disables it).`)
+	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress,
+		"Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect,
+		"Enable leader election, so only one replica reconciles at a time.")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID,
+		"Name of the leader election Lease.")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace,
+		"Namespace of the leader election Lease (default: the operator's namespace).")
+	fs.BoolVar(&opts.EnableControlPlane, "enable-controlplane-controller", opts.EnableControlPlane,
+		"Run the ControlPlane (datasance.com/v3) reconciler.")
+	fs.BoolVar(&opts.EnableApps, "enable-app-controller", opts.EnableApps,
+		"Run the KubeOperaApp (kubeopera.io/v1alpha1) reconciler.")
+	fs.StringVar(&opts.ControlPlane.ControllerEndpointTemplate, "controller-endpoint-template", opts.ControlPlane.ControllerEndpointTemplate,
+		"host:port the operator uses to reach a ControlPlane's Controller API; {namespace} and {name} are replaced "+
+			"(env CONTROLLER_ENDPOINT_TEMPLATE). The scheme follows spec.controller.https.")
+	fs.StringVar(&opts.ControlPlane.ControllerCAFile, "controller-ca-file", opts.ControlPlane.ControllerCAFile,
+		"PEM file of extra CAs trusted when the Controller API is served over HTTPS (the system roots are always trusted).")
+	fs.StringVar(&opts.Apps.GitCacheDir, "git-cache-dir", opts.Apps.GitCacheDir,
+		"Directory for the local clones of tenant apps repositories.")
+}
+
+// ImagesFromEnv fills the default operand images from the RELATED_IMAGE_* variables OLM sets
+// (the bundle lists the same images in spec.relatedImages). Unset variables keep the built-in
+// defaults.
+func ImagesFromEnv(images controlplane.Images) controlplane.Images {
+	if v := os.Getenv("RELATED_IMAGE_CONTROLLER"); v != "" {
+		images.Controller = v
+	}
+	if v := os.Getenv("RELATED_IMAGE_ROUTER"); v != "" {
+		images.Router = v
+	}
+	if v := os.Getenv("RELATED_IMAGE_NATS"); v != "" {
+		images.Nats = v
+	}
+	return images
+}

@@ -1,0 +1,139 @@
+// Package manager builds the controller-runtime manager that runs both reconcilers. main.go and the
+// local development environment (hack/devenv) share it, so `make run` runs exactly what ships.
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+)
+
+// Name is the project's one name: module, binary, OLM package, app.kubernetes.io/name label.
+const Name = "kubeopera-operator"
+
+// DefaultLeaderElectionID is the upstream operator's lease name, kept so that an upgrade from it
+// never runs two leaders.
+const DefaultLeaderElectionID = "iofog.operator"
+
+// Options configure the manager.
+type Options struct {
+	// MetricsBindAddress serves /metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string
+	// LeaderElect turns leader election on.
+	LeaderElect bool
+	// LeaderElectionID is the Lease name.
+	LeaderElectionID string
+	// LeaderElectionNamespace is where the Lease lives; empty means the pod's namespace.
+	LeaderElectionNamespace string
+	// WatchNamespaces restricts the cache; nil means all namespaces (see ParseWatchNamespaces).
+	WatchNamespaces []string
+
+	// EnableControlPlane runs the ControlPlane reconciler.
+	EnableControlPlane bool
+	// EnableApps runs the KubeOperaApp reconciler.
+	EnableApps bool
+
+	// ControlPlane configures the ControlPlane reconciler.
+	ControlPlane controlplane.Options
+	// Apps configures the KubeOperaApp reconciler.
+	Apps app.Options
+}
+
+// DefaultOptions returns the options main.go starts from.
+func DefaultOptions() Options {
+	return Options{
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		LeaderElectionID:       DefaultLeaderElectionID,
+		EnableControlPlane:     true,
+		EnableApps:             true,
+		ControlPlane:           controlplane.DefaultOptions(),
+		Apps: app.Options{
+			GitCacheDir: filepath.Join(os.TempDir(), Name, "git"),
+		},
+	}
+}
+
+// Scheme returns a scheme with every type the manager reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(datasancev3.AddToScheme(s))
+	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
+	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	return s
+}
+
+// New builds the manager with the enabled reconcilers and health checks. It does not start it.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if !opts.EnableControlPlane && !opts.EnableApps {
+		return nil, errors.New("both reconcilers are disabled: nothing to run")
+	}
+	cacheOpts := cache.Options{}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// The manager exits right after losing the lease, so a new leader takes over quickly.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add ready check: %w", err)
+	}
+
+	if opts.EnableControlPlane {
+		r := controlplane.NewReconciler(mgr, opts.ControlPlane)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up ControlPlane reconciler: %w", err)
+		}
+	}
+	if opts.EnableApps {
+		r, err := app.NewReconciler(mgr, opts.Apps)
+		if err != nil {
+			return nil, fmt.Errorf("create KubeOperaApp reconciler: %w", err)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up KubeOperaApp reconciler: %w", err)
+		}
+	}
+	return mgr, nil
+}

@@ -1,0 +1,75 @@
+// Command kubeopera-operator runs the ControlPlane (datasance.com/v3) and KubeOperaApp
+// (kubeopera.io/v1alpha1) reconcilers in one controller-runtime manager.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubeopera/kubeopera-operator/internal/manager"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	opts := manager.DefaultOptions()
+	opts.ControlPlane.ControllerEndpointTemplate = envOr("CONTROLLER_ENDPOINT_TEMPLATE", opts.ControlPlane.ControllerEndpointTemplate)
+
+	fs := flag.NewFlagSet(manager.Name, flag.ContinueOnError)
+	manager.BindFlags(fs, &opts)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+
+	// ENVIRONMENT=development: human-readable debug logs; otherwise JSON at info. Explicit zap
+	// flags still win because they were parsed into zapOpts.
+	if os.Getenv("ENVIRONMENT") == "development" {
+		zapOpts.Development = true
+		if zapOpts.Level == nil {
+			zapOpts.Level = zapcore.DebugLevel
+		}
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	namespaces, err := manager.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "invalid WATCH_NAMESPACE: %v\n", err)
+		return 2
+	}
+	opts.WatchNamespaces = namespaces
+	opts.ControlPlane.Images = manager.ImagesFromEnv(opts.ControlPlane.Images)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Unable to load a Kubernetes client configuration")
+		return 1
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		log.Error(err, "Unable to create the manager")
+		return 1
+	}
+	log.Info("Starting manager", "namespaces", namespaces, "controlPlane", opts.EnableControlPlane, "apps", opts.EnableApps)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		return 1
+	}
+	return 0
+}
+
+func envOr(key, fallback string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return fallback
+}

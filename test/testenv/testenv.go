@@ -1,0 +1,104 @@
+// Package testenv starts real kube-apiserver + etcd test environments (controller-runtime envtest)
+// with the project's CRDs, for the suites of every package. The binaries come from
+// `make envtest-assets` (KUBEBUILDER_ASSETS); nothing is downloaded.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubeopera/kubeopera-operator/internal/manager"
+)
+
+// ErrNoAssets means KUBEBUILDER_ASSETS is not set up. Outside CI a suite may skip on it; under
+// CI=true it must fail, so a broken tool build can never pass as "no tests".
+var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set or holds no kube-apiserver: run `make envtest-assets` or `make test`")
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Env is one running API server with a client.
+type Env struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	Client client.Client
+}
+
+// Options select what is installed.
+type Options struct {
+	// ExtraCRDDirs are installed besides the operator's own CRDs and the Tenant fixture.
+	ExtraCRDDirs []string
+	// WithoutTenantCRD leaves the Tenant fixture CRD out (the "CRD absent" case).
+	WithoutTenantCRD bool
+}
+
+// Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
+// otherwise, the Tenant fixture CRD (test/crds).
+func Start(opts Options) (*Env, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, ErrNoAssets
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("%w (%s)", ErrNoAssets, err)
+	}
+	dirs := []string{filepath.Join(Root(), "config", "crd", "bases")}
+	if !opts.WithoutTenantCRD {
+		dirs = append(dirs, filepath.Join(Root(), "test", "crds"))
+	}
+	dirs = append(dirs, opts.ExtraCRDDirs...)
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     dirs,
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start envtest: %w", err)
+	}
+	scheme := manager.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("add apiextensions to scheme: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return &Env{Env: env, Config: cfg, Client: c}, nil
+}
+
+// Stop stops the API server.
+func (e *Env) Stop() error {
+	if e == nil || e.Env == nil {
+		return nil
+	}
+	return e.Env.Stop()
+}
+
+// MainStart is the TestMain helper: it starts the environment, or returns (nil, exit code) when
+// that is impossible — skipping (exit 0 with a message) outside CI, failing under CI=true.
+func MainStart(opts Options) (*Env, int) {
+	env, err := Start(opts)
+	if err == nil {
+		return env, -1
+	}
+	if errors.Is(err, ErrNoAssets) && os.Getenv("CI") != "true" {
+		fmt.Fprintln(os.Stderr, "SKIP envtest suite:", err)
+		return nil, 0
+	}
+	fmt.Fprintln(os.Stderr, "FAIL envtest suite:", err)
+	return nil, 1
+}
