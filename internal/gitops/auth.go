@@ -1,0 +1,262 @@
+package gitops
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/skeema/knownhosts"
+	"golang.org/x/crypto/ssh"
+)
+
+// Keys read from a credentials Secret by AuthFromSecretData. They follow the
+// Flux GitRepository Secret format, so the same Secret can be copied into the
+// vCluster for Flux.
+const (
+	// SecretKeyUsername and SecretKeyPassword select HTTP basic auth.
+	SecretKeyUsername = "username"
+	SecretKeyPassword = "password"
+	// SecretKeyToken selects HTTP basic auth with the token as password and
+	// SecretKeyUsername as user, or "git" when absent. This is what GitHub,
+	// GitLab and Gitea accept for personal, project and deploy tokens.
+	SecretKeyToken = "token"
+	// SecretKeyBearerToken selects an "Authorization: Bearer" header, for
+	// servers that accept OAuth bearer tokens on Git smart HTTP.
+	SecretKeyBearerToken = "bearerToken"
+	// SecretKeyCA is an optional PEM CA bundle for HTTPS, added to the system
+	// roots.
+	SecretKeyCA = "ca.crt"
+	// SecretKeyIdentity is the PEM private key for SSH; SecretKeyPassword is
+	// its passphrase when the key is encrypted.
+	SecretKeyIdentity = "identity"
+	// SecretKeyKnownHosts is required for SSH: host keys are always verified.
+	SecretKeyKnownHosts = "known_hosts"
+)
+
+const (
+	// defaultSSHUser is used when an ssh:// URL names no user.
+	defaultSSHUser = "git"
+	// defaultTokenUser is the basic-auth user sent with a "token".
+	defaultTokenUser = "git"
+)
+
+// Auth holds the credentials for one repository. Build it with
+// AuthFromSecretData; the zero value is anonymous access. Auth never prints
+// its secrets and every error returned by the Writer is scrubbed of them.
+type Auth struct {
+	method   transport.AuthMethod
+	caBundle []byte
+	// secrets are replaced by "*****" in error messages, in case a server or
+	// library echoes them.
+	secrets []string
+	// id is a digest of the credentials. Changes are only batched together
+	// when they carry the same credentials, because one push carries them all.
+	id string
+}
+
+// AuthFromSecretData builds the auth for repoURL from the data of a
+// Kubernetes Secret (nil or empty data means anonymous, allowed only for
+// HTTP(S)).
+//
+// For http(s) URLs exactly one of these is accepted:
+//   - "username" + "password": HTTP basic auth;
+//   - "token" (optional "username", default "git"): basic auth with the token
+//     as password;
+//   - "bearerToken": an Authorization: Bearer header.
+//
+// plus an optional "ca.crt". For ssh URLs "identity" (PEM private key,
+// passphrase in "password") and "known_hosts" are both required; the user is
+// the one in the URL, or "git". Errors wrap ErrInvalidAuth and never contain
+// secret values.
+func AuthFromSecretData(repoURL string, data map[string][]byte) (Auth, error) {
+	ep, err := transport.NewEndpoint(repoURL)
+	if err != nil || repoURL == "" {
+		return Auth{}, fmt.Errorf("%w: repository URL %q cannot be parsed", ErrInvalidAuth, redactURL(repoURL))
+	}
+	switch ep.Protocol {
+	case "http", "https":
+		return httpAuth(data)
+	case "ssh":
+		return sshAuth(ep, data)
+	default:
+		return Auth{}, fmt.Errorf("%w: scheme %q is not supported (use https, http or ssh)", ErrInvalidAuth, ep.Protocol)
+	}
+}
+
+func httpAuth(data map[string][]byte) (Auth, error) {
+	user := string(data[SecretKeyUsername])
+	pass := string(data[SecretKeyPassword])
+	token := string(data[SecretKeyToken])
+	bearer := string(data[SecretKeyBearerToken])
+	a := Auth{caBundle: data[SecretKeyCA]}
+
+	switch {
+	case bearer != "" && (user != "" || pass != "" || token != ""):
+		return Auth{}, fmt.Errorf("%w: set either %q or %q/%q/%q, not both",
+			ErrInvalidAuth, SecretKeyBearerToken, SecretKeyUsername, SecretKeyPassword, SecretKeyToken)
+	case token != "" && pass != "":
+		return Auth{}, fmt.Errorf("%w: set either %q or %q, not both", ErrInvalidAuth, SecretKeyToken, SecretKeyPassword)
+	case bearer != "":
+		a.method = &githttp.TokenAuth{Token: bearer}
+		a.secrets = []string{bearer}
+	case token != "":
+		if user == "" {
+			user = defaultTokenUser
+		}
+		a.method = &githttp.BasicAuth{Username: user, Password: token}
+		a.secrets = []string{token}
+	case user != "" && pass != "":
+		a.method = &githttp.BasicAuth{Username: user, Password: pass}
+		a.secrets = []string{pass}
+	case user != "" || pass != "":
+		return Auth{}, fmt.Errorf("%w: %q and %q must be set together", ErrInvalidAuth, SecretKeyUsername, SecretKeyPassword)
+	case len(data[SecretKeyIdentity]) > 0:
+		return Auth{}, fmt.Errorf("%w: the Secret holds an SSH %q but the repository URL is HTTP(S)", ErrInvalidAuth, SecretKeyIdentity)
+	}
+	a.id = digest("http", user, pass, token, bearer, string(a.caBundle))
+	return a, nil
+}
+
+func sshAuth(ep *transport.Endpoint, data map[string][]byte) (Auth, error) {
+	identity := data[SecretKeyIdentity]
+	knownHosts := data[SecretKeyKnownHosts]
+	if len(knownHosts) == 0 {
+		return Auth{}, fmt.Errorf("%w: ssh repository needs %q in the Secret: host keys are always verified",
+			ErrInvalidAuth, SecretKeyKnownHosts)
+	}
+	if len(identity) == 0 {
+		return Auth{}, fmt.Errorf("%w: ssh repository needs a private key in %q", ErrInvalidAuth, SecretKeyIdentity)
+	}
+	user := ep.User
+	if user == "" {
+		user = defaultSSHUser
+	}
+	passphrase := string(data[SecretKeyPassword])
+	keys, err := gitssh.NewPublicKeys(user, identity, passphrase)
+	if err != nil {
+		// x/crypto parse errors describe the format, never the key bytes.
+		return Auth{}, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, SecretKeyIdentity, err)
+	}
+	db, err := knownHostsDB(knownHosts)
+	if err != nil {
+		return Auth{}, err
+	}
+	port := ep.Port
+	if port == 0 {
+		port = 22
+	}
+	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
+	algos := db.HostKeyAlgorithms(hostPort)
+	if len(algos) == 0 {
+		return Auth{}, fmt.Errorf("%w: %q has no key for host %s", ErrInvalidAuth, SecretKeyKnownHosts, hostPort)
+	}
+	keys.HostKeyCallback = db.HostKeyCallback()
+	// Offer only the algorithms known_hosts has keys for, otherwise the server
+	// may present another key type and verification fails spuriously.
+	keys.HostKeyAlgorithms = algos
+
+	secrets := []string{string(identity)}
+	if passphrase != "" {
+		secrets = append(secrets, passphrase)
+	}
+	return Auth{
+		method:  sshKeysWithTimeout{keys},
+		secrets: secrets,
+		id:      digest("ssh", user, string(identity), passphrase, string(knownHosts)),
+	}, nil
+}
+
+// knownHostsDB parses known_hosts content. The parsers only read files, so
+// the content goes through a private temporary file that is removed at once.
+func knownHostsDB(content []byte) (*knownhosts.HostKeyDB, error) {
+	f, err := os.CreateTemp("", "kubeopera-known-hosts-*")
+	if err != nil {
+		return nil, fmt.Errorf("write known_hosts: %w", err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	_, werr := f.Write(content)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		return nil, fmt.Errorf("write known_hosts: %w", firstErr(werr, cerr))
+	}
+	db, err := knownhosts.NewDB(f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, SecretKeyKnownHosts, err)
+	}
+	return db, nil
+}
+
+// digest returns a short, non-reversible identifier of the parts.
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		// Length prefix keeps ("ab","c") and ("a","bc") apart.
+		_, _ = fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// redact returns err with every secret of a replaced in its message, keeping
+// the chain for errors.Is/As.
+func (a Auth) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	redacted := msg
+	for _, s := range a.secrets {
+		if s != "" {
+			redacted = strings.ReplaceAll(redacted, s, "*****")
+		}
+	}
+	if redacted == msg {
+		return err
+	}
+	return &redactedError{msg: redacted, err: err}
+}
+
+// redactedError carries a scrubbed message over the original error chain.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sshDialTimeout bounds the TCP connect of SSH transports: go-git dials SSH
+// without the operation's context, so a black-holed host would otherwise
+// hold the repository's queue for the kernel's connect timeout.
+const sshDialTimeout = 30 * time.Second
+
+// sshKeysWithTimeout is go-git's public-key auth with a dial timeout.
+type sshKeysWithTimeout struct {
+	*gitssh.PublicKeys
+}
+
+// ClientConfig implements gitssh.AuthMethod.
+func (k sshKeysWithTimeout) ClientConfig() (*ssh.ClientConfig, error) {
+	cfg, err := k.PublicKeys.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = sshDialTimeout
+	return cfg, nil
+}

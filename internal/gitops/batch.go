@@ -1,0 +1,251 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-logr/logr"
+)
+
+// write applies a batch on top of the remote branch and pushes one commit.
+// It returns the branch head that contains the batch. On a non-fast-forward
+// rejection it fetches, resets and re-applies the same changes on the new
+// head, waiting with capped exponential backoff between attempts; it never
+// force-pushes.
+func (w *Writer) write(ctx context.Context, st *repoState, auth Auth, batch []*request) (string, error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues(
+		"repository", redactURL(st.url), "branch", st.branch, "changes", len(batch))
+
+	repo, base, err := w.checkout(ctx, st, auth)
+	if err != nil {
+		return "", err
+	}
+	delay := w.opts.backoff.Initial
+	for attempt := 1; ; attempt++ {
+		commit, err := w.commit(repo, base, batch)
+		if err != nil {
+			return "", err
+		}
+		if commit.IsZero() {
+			log.V(1).Info("Git branch already up to date", "head", hashString(base))
+			return hashString(base), nil
+		}
+
+		if w.opts.beforePush != nil {
+			w.opts.beforePush()
+		}
+		pushErr := push(ctx, repo, auth, st.branch)
+		if pushErr == nil {
+			log.Info("Pushed Git commit", "commit", commit.String(), "attempt", attempt)
+			return commit.String(), nil
+		}
+		moved, err := remoteMoved(ctx, repo, auth, st.branch, base, commit, pushErr)
+		switch {
+		case err != nil:
+			return "", err
+		case !moved:
+			// The error was transient but the commit landed.
+			log.Info("Pushed Git commit", "commit", commit.String(), "attempt", attempt)
+			return commit.String(), nil
+		case attempt >= w.opts.backoff.Attempts:
+			return "", fmt.Errorf("push to branch %s: %d attempts rejected: %w (last: %w)",
+				st.branch, attempt, ErrPushConflict, pushErr)
+		}
+
+		log.V(1).Info("Remote branch moved during push, re-applying changes", "attempt", attempt, "wait", delay)
+		if err := sleep(ctx, delay); err != nil {
+			return "", fmt.Errorf("wait to retry push: %w", err)
+		}
+		delay = min(2*delay, w.opts.backoff.Max)
+		if base, err = syncBranch(ctx, repo, auth, st.branch); err != nil {
+			return "", err
+		}
+	}
+}
+
+// push sends the local branch to the remote without force.
+func push(ctx context.Context, repo *git.Repository, auth Auth, branch string) error {
+	ref := plumbing.NewBranchReferenceName(branch)
+	err := repo.PushContext(ctx, &git.PushOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:       auth.method,
+		CABundle:   auth.caBundle,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return err
+}
+
+// remoteMoved explains a failed push by the state of the remote branch, not
+// by the error text (go-git reports a non-fast-forward update only as a
+// formatted string): moved is true when the branch is no longer at base, the
+// commit we built on, so the push must be redone on the new head. It returns
+// moved=false and no error when the branch already is at commit (the push
+// landed despite the error), and the push error itself when the branch is
+// still at base or cannot be read.
+func remoteMoved(ctx context.Context, repo *git.Repository, auth Auth, branch string, base, commit plumbing.Hash, pushErr error) (bool, error) {
+	pushErr = classifyRemote(pushErr)
+	if errors.Is(pushErr, ErrAuthFailed) {
+		return false, fmt.Errorf("push to branch %s: %w", branch, pushErr)
+	}
+	head, err := remoteHead(ctx, repo, auth, branch)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("push to branch %s: %w", branch, pushErr)
+	case head == commit:
+		return false, nil
+	case head == base:
+		return false, fmt.Errorf("push to branch %s: %w", branch, pushErr)
+	default:
+		return true, nil
+	}
+}
+
+// remoteHead lists the remote and returns the branch head, zero if absent.
+func remoteHead(ctx context.Context, repo *git.Repository, auth Auth, branch string) (plumbing.Hash, error) {
+	remote, err := repo.Remote(remoteName)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("list remote: %w", err)
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth.method, CABundle: auth.caBundle})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("list remote: %w", classifyRemote(err))
+	}
+	name := plumbing.NewBranchReferenceName(branch)
+	for _, ref := range refs {
+		if ref.Name() == name {
+			return ref.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// commit writes the changes of the batch that differ from base into the
+// worktree and commits them. It sets request.changed and returns the zero
+// hash when nothing differs (never an empty commit).
+func (w *Writer) commit(repo *git.Repository, base plumbing.Hash, batch []*request) (plumbing.Hash, error) {
+	var baseTree *object.Tree
+	if !base.IsZero() {
+		c, err := repo.CommitObject(base)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read head commit: %w", err)
+		}
+		if baseTree, err = c.Tree(); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read head tree: %w", err)
+		}
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("open worktree: %w", err)
+	}
+
+	// When a folder is changed twice in one batch, the later change wins.
+	last := map[string]*request{}
+	for _, r := range batch {
+		if r.err == nil {
+			last[r.change.Path] = r
+		}
+	}
+	var applied []*request
+	for _, r := range batch {
+		r.changed = false
+		if r.err != nil || last[r.change.Path] != r {
+			continue
+		}
+		differs, err := differsFrom(baseTree, r.change)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("compare %s with head: %w", r.change.Path, err)
+		}
+		if !differs {
+			continue
+		}
+		if err := checkFolderWritable(wt.Filesystem, r.change.Path); err != nil {
+			r.err = fmt.Errorf("app %s: %w", r.change.AppKey, err)
+			continue
+		}
+		if err := writeChange(wt.Filesystem, r.change); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("write %s: %w", r.change.Path, err)
+		}
+		r.changed = true
+		applied = append(applied, r)
+	}
+	defer func() {
+		for _, r := range batch {
+			if winner := last[r.change.Path]; r.err == nil && winner != r {
+				r.changed, r.err = winner.changed, winner.err
+			}
+		}
+	}()
+	if len(applied) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("stage changes: %w", err)
+	}
+	sig := &object.Signature{Name: w.opts.authorName, Email: w.opts.authorEmail, When: w.opts.clock.Now()}
+	hash, err := wt.Commit(commitMessage(applied), &git.CommitOptions{Author: sig, Committer: sig})
+	if errors.Is(err, git.ErrEmptyCommit) {
+		// Defensive: differsFrom said otherwise, but Git has the last word.
+		for _, r := range applied {
+			r.changed = false
+		}
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	return hash, nil
+}
+
+// commitMessage is the change's own message for one change, else a summary
+// line and the first line of each change's message, sorted by app.
+func commitMessage(applied []*request) string {
+	if len(applied) == 1 {
+		return applied[0].change.message() + "\n"
+	}
+	lines := make([]string, 0, len(applied))
+	for _, r := range applied {
+		first, _, _ := strings.Cut(r.change.message(), "\n")
+		first = strings.TrimSpace(first)
+		if !strings.Contains(first, r.change.AppKey) {
+			first = r.change.AppKey + ": " + first
+		}
+		lines = append(lines, "- "+first)
+	}
+	sort.Strings(lines)
+	return fmt.Sprintf("kubeopera: update %d apps\n\n%s\n", len(applied), strings.Join(lines, "\n"))
+}
+
+func hashString(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

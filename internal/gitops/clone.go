@@ -1,0 +1,206 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/util"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-logr/logr"
+)
+
+const (
+	remoteName = "origin"
+	// maxPackFiles triggers a fresh clone: go-git never repacks, and every
+	// fetch of outside commits adds a pack file that later reads must scan.
+	maxPackFiles = 50
+)
+
+// errStaleClone marks a clone that must be replaced although it is readable.
+var errStaleClone = errors.New("local clone needs to be replaced")
+
+// checkout returns the clone of st, reset to the remote branch head, and that
+// head (zero when the branch does not exist on the remote yet). A clone that
+// cannot be opened or synced for a local reason is deleted and fetched again
+// once; network and server errors are returned as they are.
+func (w *Writer) checkout(ctx context.Context, st *repoState, auth Auth) (*git.Repository, plumbing.Hash, error) {
+	repo, head, err := w.openAndSync(ctx, st, auth)
+	if err == nil || isRemoteError(err) {
+		return repo, head, err
+	}
+	logr.FromContextOrDiscard(ctx).Info("Replacing local Git clone",
+		"repository", redactURL(st.url), "branch", st.branch, "reason", err.Error())
+	if rmErr := os.RemoveAll(st.dir); rmErr != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("remove broken clone: %w", rmErr)
+	}
+	return w.openAndSync(ctx, st, auth)
+}
+
+func (w *Writer) openAndSync(ctx context.Context, st *repoState, auth Auth) (*git.Repository, plumbing.Hash, error) {
+	repo, err := w.open(st)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	head, err := syncBranch(ctx, repo, auth, st.branch)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	return repo, head, nil
+}
+
+// open opens the clone of st, or initialises an empty one with the remote
+// configured; the first sync fetches it. Init+fetch instead of clone handles
+// an empty remote and a missing branch the same way as an existing one.
+func (w *Writer) open(st *repoState) (*git.Repository, error) {
+	_, err := os.Stat(filepath.Join(st.dir, git.GitDirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return initClone(st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open clone: %w", err)
+	}
+	repo, err := git.PlainOpen(st.dir)
+	if err != nil {
+		return nil, fmt.Errorf("open clone: %w", err)
+	}
+	remote, err := repo.Remote(remoteName)
+	if err != nil {
+		return nil, fmt.Errorf("open clone: %w", err)
+	}
+	if urls := remote.Config().URLs; len(urls) != 1 || urls[0] != st.url {
+		return nil, fmt.Errorf("open clone: remote points elsewhere: %w", errStaleClone)
+	}
+	packs, err := filepath.Glob(filepath.Join(st.dir, git.GitDirName, "objects", "pack", "*.pack"))
+	if err != nil {
+		return nil, fmt.Errorf("open clone: %w", err)
+	}
+	if len(packs) > maxPackFiles {
+		return nil, fmt.Errorf("open clone: %d pack files: %w", len(packs), errStaleClone)
+	}
+	return repo, nil
+}
+
+func initClone(st *repoState) (*git.Repository, error) {
+	// A directory without .git is a half-created clone: start over.
+	if err := os.RemoveAll(st.dir); err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	if err := os.MkdirAll(st.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	repo, err := git.PlainInit(st.dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	_, err = repo.CreateRemote(&config.RemoteConfig{
+		Name:  remoteName,
+		URLs:  []string{st.url},
+		Fetch: []config.RefSpec{fetchRefSpec(st.branch)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	return repo, nil
+}
+
+// fetchRefSpec fetches only the branch, forced: the tracking ref must follow
+// the remote even when someone rewrote the branch.
+func fetchRefSpec(branch string) config.RefSpec {
+	return config.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, remoteName, branch))
+}
+
+// syncBranch fetches the branch and hard-resets the worktree to the remote head, so
+// whatever happened to the remote (outside commits, force pushes, deletion)
+// and whatever a failed attempt left locally, the next change starts from
+// exactly what the remote has. It returns the remote head, zero when the
+// remote has no such branch (then the worktree is emptied).
+func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string) (plumbing.Hash, error) {
+	err := repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{fetchRefSpec(branch)},
+		Auth:       auth.method,
+		CABundle:   auth.caBundle,
+		Tags:       git.NoTags,
+		Force:      true,
+	})
+	tracking := plumbing.NewRemoteReferenceName(remoteName, branch)
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
+		if err := repo.Storer.RemoveReference(tracking); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("forget deleted remote branch: %w", err)
+		}
+		return plumbing.ZeroHash, resetToEmpty(repo, branch)
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s: %w", branch, classifyRemote(err))
+	}
+	ref, err := repo.Reference(tracking, true)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read fetched branch %s: %w", branch, err)
+	}
+	return ref.Hash(), resetTo(repo, branch, ref.Hash())
+}
+
+// resetTo points HEAD at branch, the branch at head, and makes index and
+// worktree match it, dropping untracked files.
+func resetTo(repo *git.Repository, branch string, head plumbing.Hash) error {
+	branchRef := plumbing.NewBranchReferenceName(branch)
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(branchRef, head)); err != nil {
+		return fmt.Errorf("reset branch: %w", err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branchRef)); err != nil {
+		return fmt.Errorf("reset HEAD: %w", err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("reset worktree: %w", err)
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: head, Mode: git.HardReset}); err != nil {
+		return fmt.Errorf("reset worktree: %w", err)
+	}
+	if err := wt.Clean(&git.CleanOptions{Dir: true}); err != nil {
+		return fmt.Errorf("clean worktree: %w", err)
+	}
+	return nil
+}
+
+// resetToEmpty prepares the first commit of branch: HEAD names the unborn
+// branch, and index and worktree are empty.
+func resetToEmpty(repo *git.Repository, branch string) error {
+	branchRef := plumbing.NewBranchReferenceName(branch)
+	if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branchRef)); err != nil {
+		return fmt.Errorf("reset HEAD: %w", err)
+	}
+	if err := repo.Storer.RemoveReference(branchRef); err != nil {
+		return fmt.Errorf("reset branch: %w", err)
+	}
+	if err := repo.Storer.SetIndex(&index.Index{Version: 2}); err != nil {
+		return fmt.Errorf("reset index: %w", err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("reset worktree: %w", err)
+	}
+	entries, err := wt.Filesystem.ReadDir("")
+	if err != nil {
+		return fmt.Errorf("reset worktree: %w", err)
+	}
+	for _, e := range entries {
+		if strings.EqualFold(e.Name(), git.GitDirName) {
+			continue
+		}
+		if err := util.RemoveAll(wt.Filesystem, e.Name()); err != nil {
+			return fmt.Errorf("reset worktree: %w", err)
+		}
+	}
+	return nil
+}

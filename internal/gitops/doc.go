@@ -1,0 +1,52 @@
+// Package gitops writes application manifests to Git for the App
+// Controller: Flux inside each tenant vCluster applies what is pushed here.
+//
+// # Layout
+//
+// A Writer (one per manager) keeps one working clone per (repository URL,
+// branch) under its cache directory, named by a hash of URL and branch so
+// that no part of the URL (nor any credential) reaches the filesystem.
+// Credentials are passed per call and never stored in the clone's config.
+// Each application owns one folder (e.g. apps/<namespace>/<app>); a Change
+// replaces that folder with exactly the given files, or deletes it.
+//
+// # Serialization and batching
+//
+// All work on one clone happens on one goroutine, started when a change is
+// queued and gone when the queue is empty. Apply queues the change and waits.
+// The goroutine takes every queued change (up to the batch size, default
+// 100; only changes with the same credentials share a batch), writes them all
+// to the worktree and makes one commit and one push. Changes queued while a
+// push is in flight therefore form the next batch: under load, reconciles of
+// many apps in one repository cost a handful of commits instead of one each,
+// and no fixed delay is ever added to collect them. Every caller in a batch
+// receives the commit that contains its change.
+//
+// # Freshness and determinism
+//
+// Before every batch the branch is fetched (forced refspec) and the worktree
+// is hard-reset to origin/<branch> and cleaned, so commits made outside the
+// controller, force pushes and leftovers of a failed attempt can never leave
+// the clone stale. A change whose files are byte-identical to the branch is
+// detected by comparing blob hashes with the head tree; when no change in a
+// batch differs, nothing is committed or pushed (never an empty commit). A
+// clone that fails to open or sync for a local reason (corruption, foreign
+// remote, too many pack files) is deleted and fetched again once. An empty
+// remote, or one without the branch, gets the branch with the first commit.
+//
+// # Retry policy
+//
+// Pushes never force. When a push fails and the remote branch is no longer
+// at the commit the batch was built on, another writer won the race: the
+// Writer fetches, resets to the new head, re-applies the same changes (which
+// may now be no-ops) and pushes again, waiting 100ms, 200ms, 400ms, 800ms
+// between the 5 attempts (configurable with WithBackoff). The race is
+// detected from the remote ref, not from error text. Only when every attempt
+// is rejected does Apply fail with ErrPushConflict; the reconciler requeues.
+//
+// # Errors
+//
+// Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth,
+// ErrAuthFailed or ErrPushConflict where that is the cause, and never
+// contain credentials: known secrets are scrubbed from every message.
+package gitops

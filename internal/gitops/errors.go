@@ -1,0 +1,32 @@
+package gitops
+
+import "errors"
+
+// Sentinel errors. Errors returned by this package wrap one of these when the
+// cause is known, so callers classify with errors.Is and never by text.
+var (
+	// ErrInvalidPath means a Change.Path or one of its file names is not a
+	// clean, non-empty path relative to the repository root, contains "..",
+	// or points into ".git". The change is never retried: fix the input.
+	ErrInvalidPath = errors.New("invalid path")
+
+	// ErrInvalidChange means a Change or Repo is malformed in another way
+	// (no files for an update, files on a delete, unsupported URL, invalid
+	// branch name, credentials embedded in the URL).
+	ErrInvalidChange = errors.New("invalid change")
+
+	// ErrInvalidAuth means the credentials Secret cannot be turned into an
+	// auth method (missing keys, unparsable private key or known_hosts).
+	// Callers usually report it with the same reason as ErrAuthFailed.
+	ErrInvalidAuth = errors.New("invalid git credentials")
+
+	// ErrAuthFailed means the Git server refused the credentials (HTTP
+	// 401/403, SSH authentication failure) or the SSH host key did not match
+	// known_hosts. The App Controller reports it as reason GitAuthFailed.
+	ErrAuthFailed = errors.New("git authentication failed")
+
+	// ErrPushConflict means every push attempt was rejected because the
+	// remote branch kept moving (non-fast-forward), even after fetching,
+	// resetting and re-applying the changes each time.
+	ErrPushConflict = errors.New("git push conflict: remote branch kept moving")
+)

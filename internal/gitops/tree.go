@@ -1,0 +1,132 @@
+package gitops
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/util"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// File modes in the worktree. Git records any non-executable file as 100644,
+// so the stricter modes change nothing in the repository.
+const (
+	fileMode = 0o600
+	dirMode  = 0o750
+)
+
+// differsFrom reports whether applying c to a branch whose tree is base
+// (nil: no branch yet) would change it. Comparing blob hashes against the
+// tree avoids touching the worktree when nothing changed, the common case
+// for a periodic reconcile.
+func differsFrom(base *object.Tree, c Change) (bool, error) {
+	if base == nil {
+		return !c.Delete, nil
+	}
+	folder, entry, err := lookup(base, c.Path)
+	switch {
+	case err != nil:
+		return false, err
+	case entry == nil:
+		return !c.Delete, nil
+	case c.Delete, folder == nil:
+		return true, nil
+	}
+	seen := 0
+	differs := false
+	err = folder.Files().ForEach(func(f *object.File) error {
+		seen++
+		want, ok := c.Files[f.Name]
+		if !ok || f.Mode != filemode.Regular || f.Hash != plumbing.ComputeHash(plumbing.BlobObject, want) {
+			differs = true
+			return storer.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return differs || seen != len(c.Files), nil
+}
+
+// lookup finds the entry at p in t, and its tree when it is a folder. The
+// entry is nil when p does not exist, also when a parent is not a folder.
+func lookup(t *object.Tree, p string) (*object.Tree, *object.TreeEntry, error) {
+	segments := strings.Split(p, "/")
+	for i, seg := range segments {
+		entry, err := t.FindEntry(seg)
+		if errors.Is(err, object.ErrEntryNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		last := i == len(segments)-1
+		if entry.Mode != filemode.Dir {
+			if last {
+				return nil, entry, nil
+			}
+			return nil, nil, nil
+		}
+		if t, err = t.Tree(seg); err != nil {
+			return nil, nil, err
+		}
+		if last {
+			return t, entry, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// writeChange replaces the folder of c in the worktree by exactly its files,
+// or removes it.
+func writeChange(fsys billy.Filesystem, c Change) error {
+	if err := util.RemoveAll(fsys, c.Path); err != nil {
+		return err
+	}
+	if c.Delete {
+		return nil
+	}
+	for name, content := range c.Files {
+		p := path.Join(c.Path, name)
+		if err := fsys.MkdirAll(path.Dir(p), dirMode); err != nil {
+			return err
+		}
+		if err := util.WriteFile(fsys, p, content, fileMode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFolderWritable refuses a folder that is, or lies under, a symbolic
+// link in the worktree, or whose parent is a file: the repository content is
+// not trusted, writing or deleting through a link could reach files outside
+// the clone, and either case would fail the whole batch later.
+func checkFolderWritable(fsys billy.Filesystem, p string) error {
+	segments := strings.Split(p, "/")
+	for i := range segments {
+		prefix := strings.Join(segments[:i+1], "/")
+		fi, err := fsys.Lstat(prefix)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w: %q is a symbolic link in the repository", ErrInvalidPath, prefix)
+		case !fi.IsDir() && i < len(segments)-1:
+			return fmt.Errorf("%w: %q is a file in the repository", ErrInvalidPath, prefix)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+package gitops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Defaults for the Writer options.
+const (
+	DefaultAuthorName  = "kubeopera-app-controller"
+	DefaultAuthorEmail = "app-controller@kubeopera.io"
+	// DefaultMaxBatch bounds how many changes go into one commit.
+	DefaultMaxBatch = 100
+	// DefaultTimeout bounds one batch: sync, commit and every push attempt.
+	DefaultTimeout = 2 * time.Minute
+)
+
+// DefaultBackoff is the retry policy for pushes rejected because the remote
+// branch moved: 5 attempts, waiting 100ms, 200ms, 400ms and 800ms between
+// them (doubling, capped at 2s).
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Attempts: 5}
+
+// Backoff is the retry policy for non-fast-forward pushes.
+type Backoff struct {
+	// Initial is the wait before the second attempt; it doubles after each.
+	Initial time.Duration
+	// Max caps the wait.
+	Max time.Duration
+	// Attempts is the total number of push attempts, at least 1.
+	Attempts int
+}
+
+// Clock gives commit timestamps. k8s.io/utils/clock.PassiveClock satisfies it.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Option configures a Writer.
+type Option func(*options)
+
+type options struct {
+	authorName  string
+	authorEmail string
+	clock       Clock
+	backoff     Backoff
+	maxBatch    int
+	timeout     time.Duration
+	beforePush  func()
+	// onQueued runs after a request joined its repository's queue (tests).
+	onQueued func()
+}
+
+// WithAuthor sets the commit author and committer.
+func WithAuthor(name, email string) Option {
+	return func(o *options) { o.authorName, o.authorEmail = name, email }
+}
+
+// WithClock sets the clock used for commit timestamps.
+func WithClock(c Clock) Option {
+	return func(o *options) { o.clock = c }
+}
+
+// WithBackoff sets the non-fast-forward retry policy.
+func WithBackoff(b Backoff) Option {
+	return func(o *options) { o.backoff = b }
+}
+
+// WithMaxBatch bounds the number of changes in one commit (at least 1).
+func WithMaxBatch(n int) Option {
+	return func(o *options) { o.maxBatch = n }
+}
+
+// WithTimeout bounds the work for one batch, independent of the callers'
+// contexts (a batch serves several callers, so none of them may cancel it).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// WithBeforePush registers a hook called before every push attempt, on the
+// goroutine doing the write. It exists for tests that need to act while a
+// push is pending (block it, or move the remote branch); production code has
+// no use for it.
+func WithBeforePush(f func()) Option {
+	return func(o *options) { o.beforePush = f }
+}
+
+// Writer commits and pushes application folders to Git repositories. Create
+// one per manager with NewWriter and share it between reconcilers; it is safe
+// for concurrent use. See the package documentation for the layout, the
+// batching and the retry policy.
+type Writer struct {
+	cacheDir string
+	opts     options
+
+	mu    sync.Mutex
+	repos map[string]*repoState
+}
+
+// NewWriter returns a Writer that keeps its clones under cacheDir (created
+// on first use, mode 0700). No other Writer or process may use cacheDir.
+func NewWriter(cacheDir string, opts ...Option) *Writer {
+	o := options{
+		authorName:  DefaultAuthorName,
+		authorEmail: DefaultAuthorEmail,
+		clock:       realClock{},
+		backoff:     DefaultBackoff,
+		maxBatch:    DefaultMaxBatch,
+		timeout:     DefaultTimeout,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.maxBatch = max(o.maxBatch, 1)
+	o.backoff.Attempts = max(o.backoff.Attempts, 1)
+	return &Writer{cacheDir: cacheDir, opts: o, repos: map[string]*repoState{}}
+}
+
+// repoState is the queue and the clone of one (URL, branch).
+type repoState struct {
+	url    string
+	branch string
+	dir    string
+
+	// mu guards pending and running.
+	mu      sync.Mutex
+	pending []*request
+	running bool
+
+	// work is held while the clone is in use, so Forget never deletes it
+	// under a running batch.
+	work sync.Mutex
+}
+
+// request is one Apply call waiting for its batch.
+type request struct {
+	ctx    context.Context
+	auth   Auth
+	change Change
+	done   chan struct{}
+
+	// Written by the batch goroutine before done is closed.
+	changed bool
+	result  Result
+	err     error
+}
+
+// Apply writes change to the branch of repo and pushes it, and returns when
+// the change is on the remote (or was already there).
+//
+// Calls for the same (URL, branch) are serialized; calls that arrive while a
+// write is in progress are committed together in the next single commit and
+// push, and each gets that commit in its Result. Apply is idempotent: content
+// identical to the branch creates no commit. When ctx ends before the change
+// was picked up, it is withdrawn; once it is being written, it may still be
+// pushed after Apply returned ctx's error.
+//
+// Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth (ssh without
+// credentials), ErrAuthFailed or ErrPushConflict when that is the cause;
+// others are network or server errors worth retrying later. Error messages
+// never contain credentials. Every caller of a batch gets the same Commit;
+// Changed is per change.
+func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, error) {
+	if err := repo.validate(); err != nil {
+		return Result{}, err
+	}
+	if err := change.validate(); err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("wait for git write: %w", err)
+	}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change.deepCopy(), done: make(chan struct{})}
+	st := w.state(repo)
+	w.enqueue(st, req)
+
+	select {
+	case <-req.done:
+		return req.result, req.err
+	case <-ctx.Done():
+		if st.withdraw(req) {
+			return Result{}, fmt.Errorf("wait for git write: %w", ctx.Err())
+		}
+		return Result{}, fmt.Errorf("wait for git write (the change may still be pushed): %w", ctx.Err())
+	}
+}
+
+// Forget deletes the local clone of repo; the next Apply clones again. It
+// waits for a running write to finish. Use it when a clone keeps failing in a
+// way Apply's own self-healing does not cover.
+func (w *Writer) Forget(repo Repo) error {
+	st := w.state(repo)
+	st.work.Lock()
+	defer st.work.Unlock()
+	if err := os.RemoveAll(st.dir); err != nil {
+		return fmt.Errorf("remove clone of %s: %w", redactURL(st.url), err)
+	}
+	return nil
+}
+
+// state returns the queue of repo, creating it on first use.
+func (w *Writer) state(repo Repo) *repoState {
+	name := cloneDirName(repo.URL, repo.branch())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.repos[name]
+	if !ok {
+		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
+		w.repos[name] = st
+	}
+	return st
+}
+
+// cloneDirName derives the clone directory from the URL and branch. A hash
+// keeps it short, filesystem-safe and free of anything in the URL.
+func cloneDirName(url, branch string) string {
+	sum := sha256.Sum256([]byte(url + "\x00" + branch))
+	return hex.EncodeToString(sum[:16])
+}
+
+// enqueue adds req to the queue and starts the queue's goroutine when none
+// runs. The goroutine drains the queue in batches and exits when it is empty,
+// so requests that arrive during a push form the next batch.
+func (w *Writer) enqueue(st *repoState, req *request) {
+	st.mu.Lock()
+	st.pending = append(st.pending, req)
+	start := !st.running
+	st.running = true
+	st.mu.Unlock()
+
+	if w.opts.onQueued != nil {
+		w.opts.onQueued()
+	}
+	if start {
+		go w.drain(st)
+	}
+}
+
+func (w *Writer) drain(st *repoState) {
+	for {
+		st.mu.Lock()
+		batch := st.takeBatch(w.opts.maxBatch)
+		if len(batch) == 0 {
+			st.running = false
+			st.mu.Unlock()
+			return
+		}
+		st.mu.Unlock()
+		w.process(st, batch)
+	}
+}
+
+// takeBatch removes up to n requests from the queue: the oldest and every
+// later one with the same credentials, in arrival order. Callers hold st.mu.
+func (st *repoState) takeBatch(n int) []*request {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	id := st.pending[0].auth.id
+	var batch, rest []*request
+	for _, r := range st.pending {
+		if r.auth.id == id && len(batch) < n {
+			batch = append(batch, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	st.pending = rest
+	return batch
+}
+
+// withdraw removes req from the queue if it has not been picked up yet.
+func (st *repoState) withdraw(req *request) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, r := range st.pending {
+		if r == req {
+			st.pending = append(st.pending[:i], st.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// process writes one batch and hands the outcome to every caller in it.
+func (w *Writer) process(st *repoState, batch []*request) {
+	st.work.Lock()
+	defer st.work.Unlock()
+
+	// The batch serves several callers: it keeps the first one's values (the
+	// logger) but none of their cancellations.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), w.opts.timeout)
+	defer cancel()
+
+	auth := batch[0].auth
+	commit, err := w.write(ctx, st, auth, batch)
+	err = auth.redact(err)
+	for _, r := range batch {
+		switch {
+		case r.err != nil:
+		case err != nil:
+			r.err = err
+		default:
+			r.result = Result{Commit: commit, Changed: r.changed}
+		}
+		close(r.done)
+	}
+}
+
+// deepCopy copies the change so a caller that gave up waiting may reuse its
+// buffers while the batch still reads them.
+func (c Change) deepCopy() Change {
+	files := make(map[string][]byte, len(c.Files))
+	for name, content := range c.Files {
+		files[name] = append([]byte(nil), content...)
+	}
+	c.Files = files
+	return c
+}

@@ -1,0 +1,542 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	. "github.com/onsi/gomega"
+)
+
+func TestApplyFirstWriteIntoEmptyRemote(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	g.Expect(remoteHeadOf(t, repo)).To(BeEmpty(), "remote starts without the branch")
+	w := newTestWriter(t, WithAuthor("tester", "tester@example.com"))
+
+	res, err := w.Apply(context.Background(), repo, appChange("web", map[string]string{
+		"deployment.yaml": "kind: Deployment\n",
+		"service.yaml":    "kind: Service\n",
+	}))
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(res.Commit).To(Equal(remoteHeadOf(t, repo)))
+	rem := readRemote(t, repo, nil)
+	g.Expect(rem.files(t)).To(Equal(map[string]string{
+		"apps/ns/web/deployment.yaml": "kind: Deployment\n",
+		"apps/ns/web/service.yaml":    "kind: Service\n",
+	}))
+	g.Expect(rem.commitCount(t)).To(Equal(1))
+	g.Expect(rem.head.Message).To(Equal("kubeopera: ns/web gen 1\n"))
+	g.Expect(rem.head.Author.Name).To(Equal("tester"))
+	g.Expect(rem.head.Author.Email).To(Equal("tester@example.com"))
+	g.Expect(rem.head.Author.When.Equal(testTime)).To(BeTrue(), "commit time comes from the injected clock")
+	g.Expect(rem.head.Committer.Name).To(Equal("tester"))
+}
+
+func TestApplyReplacesFolder(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	apply(t, w, repo, appChange("other", map[string]string{"deployment.yaml": "other"}))
+	apply(t, w, repo, appChange("web", map[string]string{
+		"deployment.yaml": "v1",
+		"ingress.yaml":    "stale",
+		"sub/extra.yaml":  "stale too",
+	}))
+
+	res := apply(t, w, repo, appChange("web", map[string]string{
+		"deployment.yaml": "v2",
+		"service.yaml":    "new",
+	}))
+
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(readRemote(t, repo, nil).files(t)).To(Equal(map[string]string{
+		"apps/ns/other/deployment.yaml": "other",
+		"apps/ns/web/deployment.yaml":   "v2",
+		"apps/ns/web/service.yaml":      "new",
+	}))
+}
+
+func TestApplyIdenticalContentMakesNoCommit(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	files := map[string]string{"deployment.yaml": "a", "service.yaml": "b"}
+	first := apply(t, w, repo, appChange("web", files))
+	before := remoteHeadOf(t, repo)
+
+	second := apply(t, w, repo, appChange("web", files))
+
+	g.Expect(second).To(Equal(Result{Commit: first.Commit, Changed: false}))
+	g.Expect(remoteHeadOf(t, repo)).To(Equal(before))
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(1))
+
+	// A fresh Writer (new clone, e.g. after a restart) agrees.
+	third := apply(t, newTestWriter(t), repo, appChange("web", files))
+	g.Expect(third).To(Equal(Result{Commit: before, Changed: false}))
+}
+
+func TestApplyDeleteFolder(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+
+	// Deleting from an empty remote succeeds and writes nothing.
+	res := apply(t, w, repo, deleteChange("web"))
+	g.Expect(res).To(Equal(Result{}))
+	g.Expect(remoteHeadOf(t, repo)).To(BeEmpty())
+
+	apply(t, w, repo, appChange("web", map[string]string{"deployment.yaml": "a", "sub/x.yaml": "x"}))
+	apply(t, w, repo, appChange("api", map[string]string{"deployment.yaml": "b"}))
+
+	res = apply(t, w, repo, deleteChange("web"))
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(res.Commit).To(Equal(remoteHeadOf(t, repo)))
+	rem := readRemote(t, repo, nil)
+	g.Expect(rem.files(t)).To(Equal(map[string]string{"apps/ns/api/deployment.yaml": "b"}))
+	g.Expect(rem.head.Message).To(Equal("kubeopera: delete ns/web\n"))
+
+	again := apply(t, w, repo, deleteChange("web"))
+	g.Expect(again).To(Equal(Result{Commit: res.Commit, Changed: false}))
+	g.Expect(remoteHeadOf(t, repo)).To(Equal(res.Commit))
+}
+
+// TestApplyBatchesConcurrentCallers holds the first push until all callers
+// are queued, so the grouping is guaranteed rather than timing-dependent:
+// the first batch is in flight, everyone else must land in the next one.
+func TestApplyBatchesConcurrentCallers(t *testing.T) {
+	g := NewWithT(t)
+	const apps = 30
+	repo := testRepo(newServer(t))
+	gate := holdFirstPushUntilQueued(apps)
+	w := newTestWriter(t, gate.options()...)
+
+	names := make([]string, apps)
+	for i := range names {
+		names[i] = fmt.Sprintf("app%02d", i)
+	}
+
+	results, errs := applyConcurrently(w, repo, names)
+
+	rem := readRemote(t, repo, nil)
+	files := rem.files(t)
+	commits := rem.commitCount(t)
+	t.Logf("%d concurrent Apply calls produced %d commits and %d pushes", apps, commits, gate.pushes.Load())
+	for i, name := range names {
+		g.Expect(errs[i]).NotTo(HaveOccurred(), name)
+		g.Expect(results[i].Changed).To(BeTrue(), name)
+		g.Expect(files).To(HaveKeyWithValue("apps/ns/"+name+"/deployment.yaml", "name: "+name))
+		// The returned commit really contains the caller's change.
+		g.Expect(rem.files(t, results[i].Commit)).To(HaveKey("apps/ns/"+name+"/deployment.yaml"), name)
+	}
+	g.Expect(files).To(HaveLen(apps))
+	g.Expect(commits).To(BeNumerically("<", apps))
+	g.Expect(commits).To(BeNumerically("<=", 2), "first batch in flight, all others queued behind it")
+	g.Expect(int(gate.pushes.Load())).To(Equal(commits))
+	// Each commit names exactly the apps it contains.
+	iter, err := rem.repo.Log(&git.LogOptions{From: rem.head.Hash})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(iter.ForEach(func(c *object.Commit) error {
+		stats, err := c.Stats()
+		if err != nil {
+			return err
+		}
+		if len(stats) == 1 {
+			g.Expect(c.Message).To(MatchRegexp(`^kubeopera: ns/app\d\d gen 1\n$`))
+		} else {
+			g.Expect(c.Message).To(MatchRegexp(fmt.Sprintf(`^kubeopera: update %d apps\n\n(- kubeopera: ns/app\d\d gen 1\n){%d}$`, len(stats), len(stats))))
+		}
+		return nil
+	})).To(Succeed())
+}
+
+// firstPushGate blocks the first push until n Apply calls are queued.
+type firstPushGate struct {
+	n         int32
+	queued    atomic.Int32
+	pushes    atomic.Int32
+	allQueued chan struct{}
+}
+
+func holdFirstPushUntilQueued(n int32) *firstPushGate {
+	return &firstPushGate{n: n, allQueued: make(chan struct{})}
+}
+
+func (gate *firstPushGate) options() []Option {
+	return []Option{
+		func(o *options) {
+			o.onQueued = func() {
+				if gate.queued.Add(1) == gate.n {
+					close(gate.allQueued)
+				}
+			}
+		},
+		WithBeforePush(func() {
+			if gate.pushes.Add(1) == 1 {
+				select {
+				case <-gate.allQueued:
+				case <-time.After(time.Minute):
+					// Let the test go on and fail on the commit count.
+				}
+			}
+		}),
+	}
+}
+
+// applyConcurrently applies one change per app name at once and waits.
+func applyConcurrently(w *Writer, repo Repo, names []string) ([]Result, []error) {
+	results := make([]Result, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			results[i], errs[i] = w.Apply(context.Background(), repo,
+				appChange(name, map[string]string{"deployment.yaml": "name: " + name}))
+		})
+	}
+	wg.Wait()
+	return results, errs
+}
+
+func TestApplyBoundsBatchSize(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	gate := holdFirstPushUntilQueued(5)
+	w := newTestWriter(t, append(gate.options(), WithMaxBatch(2))...)
+
+	_, errs := applyConcurrently(w, repo, []string{"a", "b", "c", "d", "e"})
+
+	g.Expect(errs).To(HaveEach(Not(HaveOccurred())))
+	rem := readRemote(t, repo, nil)
+	g.Expect(rem.files(t)).To(HaveLen(5))
+	// The first batch (1 or 2 changes) is in flight while the other 3 or 4
+	// wait; those go out 2 at a time: 3 commits either way.
+	g.Expect(rem.commitCount(t)).To(Equal(3))
+}
+
+func TestApplyRefusesBlockedFolder(t *testing.T) {
+	for name, tc := range map[string]struct {
+		block func(outside string) func(*git.Repository, *git.Worktree) error
+		want  string
+	}{
+		"symlink to outside the clone": {
+			block: func(outside string) func(*git.Repository, *git.Worktree) error {
+				return func(_ *git.Repository, wt *git.Worktree) error {
+					if err := wt.Filesystem.MkdirAll("apps", 0o750); err != nil {
+						return err
+					}
+					return wt.Filesystem.Symlink(outside, "apps/ns")
+				}
+			},
+			want: "symbolic link",
+		},
+		"file in place of a parent folder": {
+			block: func(string) func(*git.Repository, *git.Worktree) error { return writeFile("apps/ns", "a file") },
+			want:  "is a file",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			repo := testRepo(newServer(t))
+			w := newTestWriter(t)
+			apply(t, w, repo, Change{AppKey: "seed", Path: "other/seed", Files: map[string][]byte{"a.yaml": nil}})
+			outside := t.TempDir()
+			g.Expect(os.MkdirAll(filepath.Join(outside, "web"), 0o750)).To(Succeed())
+			keep := filepath.Join(outside, "web", "keep.txt")
+			g.Expect(os.WriteFile(keep, []byte("precious"), 0o600)).To(Succeed())
+			_, err := outsideCommit(repo, false, tc.block(outside))
+			g.Expect(err).NotTo(HaveOccurred())
+
+			_, err = w.Apply(context.Background(), repo, appChange("web", map[string]string{"a.yaml": "x"}))
+
+			g.Expect(err).To(MatchError(ErrInvalidPath))
+			g.Expect(err.Error()).To(ContainSubstring(tc.want))
+			g.Expect(keep).To(BeARegularFile(), "nothing outside the clone is touched")
+			g.Expect(filepath.Join(outside, "web", "a.yaml")).NotTo(BeAnExistingFile())
+			// The repository is not stuck for other apps.
+			res, err := w.Apply(context.Background(), repo, Change{AppKey: "ok", Path: "other/ok", Files: map[string][]byte{"a.yaml": nil}})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Changed).To(BeTrue())
+		})
+	}
+}
+
+func TestApplyRetriesNonFastForward(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	apply(t, newTestWriter(t), repo, appChange("first", map[string]string{"a.yaml": "1"}))
+
+	var attempts atomic.Int32
+	var outside string
+	var outsideErr error
+	w := newTestWriter(t, WithBeforePush(func() {
+		if attempts.Add(1) == 1 {
+			// Another writer wins the race between our fetch and our push.
+			outside, outsideErr = outsideCommit(repo, false, writeFile("outside/README.md", "hello"))
+		}
+	}))
+
+	res, err := w.Apply(context.Background(), repo, appChange("web", map[string]string{"deployment.yaml": "x"}))
+
+	g.Expect(outsideErr).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(attempts.Load()).To(BeEquivalentTo(2), "one rejected push, one retry")
+	rem := readRemote(t, repo, nil)
+	g.Expect(res.Commit).To(Equal(rem.head.Hash.String()))
+	g.Expect(rem.head.ParentHashes).To(Equal([]plumbing.Hash{plumbing.NewHash(outside)}), "rebuilt on the outside commit, not forced over it")
+	g.Expect(rem.files(t)).To(Equal(map[string]string{
+		"apps/ns/first/a.yaml":        "1",
+		"outside/README.md":           "hello",
+		"apps/ns/web/deployment.yaml": "x",
+	}))
+	g.Expect(rem.commitCount(t)).To(Equal(3))
+}
+
+func TestApplyGivesUpWithErrPushConflict(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	apply(t, newTestWriter(t), repo, appChange("first", map[string]string{"a.yaml": "1"}))
+
+	var attempts atomic.Int32
+	var hookErrs []error
+	w := newTestWriter(t,
+		WithBackoff(Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 3}),
+		WithBeforePush(func() {
+			n := attempts.Add(1)
+			_, err := outsideCommit(repo, false, writeFile("outside.txt", fmt.Sprint(n)))
+			hookErrs = append(hookErrs, err)
+		}))
+
+	_, err := w.Apply(context.Background(), repo, appChange("web", map[string]string{"deployment.yaml": "x"}))
+
+	g.Expect(hookErrs).To(HaveEach(Not(HaveOccurred())))
+	g.Expect(err).To(MatchError(ErrPushConflict))
+	g.Expect(attempts.Load()).To(BeEquivalentTo(3))
+	g.Expect(readRemote(t, repo, nil).files(t)).NotTo(HaveKey("apps/ns/web/deployment.yaml"))
+}
+
+// TestApplyAfterExternalForceReset rewrites the remote branch behind the
+// Writer's back: its clone is now ahead of, and diverged from, the remote.
+func TestApplyAfterExternalForceReset(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	c1 := apply(t, w, repo, appChange("one", map[string]string{"a.yaml": "1"})).Commit
+	apply(t, w, repo, appChange("two", map[string]string{"a.yaml": "2"}))
+
+	_, err := outsideCommit(repo, true, func(r *git.Repository, wt *git.Worktree) error {
+		if err := wt.Reset(&git.ResetOptions{Commit: plumbing.NewHash(c1), Mode: git.HardReset}); err != nil {
+			return err
+		}
+		return writeFile("outside.txt", "reset")(r, wt)
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	three := apply(t, w, repo, appChange("three", map[string]string{"a.yaml": "3"}))
+	// "two" is gone from the remote; the Writer must not believe it is there.
+	two := apply(t, w, repo, appChange("two", map[string]string{"a.yaml": "2"}))
+
+	g.Expect(three.Changed).To(BeTrue())
+	g.Expect(two.Changed).To(BeTrue(), "a stale clone would report 'two' as unchanged")
+	g.Expect(readRemote(t, repo, nil).files(t)).To(Equal(map[string]string{
+		"apps/ns/one/a.yaml":   "1",
+		"apps/ns/two/a.yaml":   "2",
+		"apps/ns/three/a.yaml": "3",
+		"outside.txt":          "reset",
+	}))
+}
+
+func TestApplyRecoversFromBrokenClone(t *testing.T) {
+	for name, breakClone := range map[string]func(dir string) error{
+		"objects deleted": func(dir string) error {
+			return os.RemoveAll(filepath.Join(dir, ".git", "objects"))
+		},
+		"config garbage": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".git", "config"), []byte("[[[ not git"), 0o600)
+		},
+		"remote changed": func(dir string) error {
+			r, err := git.PlainOpen(dir)
+			if err != nil {
+				return err
+			}
+			if err := r.DeleteRemote(remoteName); err != nil {
+				return err
+			}
+			_, err = r.CreateRemote(&config.RemoteConfig{Name: remoteName, URLs: []string{"http://127.0.0.1:1/elsewhere.git"}})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			repo := testRepo(newServer(t))
+			cache := t.TempDir()
+			w := NewWriter(cache, WithClock(fixedClock{}))
+			apply(t, w, repo, appChange("one", map[string]string{"a.yaml": "1"}))
+			g.Expect(breakClone(filepath.Join(cache, cloneDirName(repo.URL, repo.Branch)))).To(Succeed())
+
+			res, err := w.Apply(context.Background(), repo, appChange("two", map[string]string{"a.yaml": "2"}))
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Changed).To(BeTrue())
+			g.Expect(readRemote(t, repo, nil).files(t)).To(Equal(map[string]string{
+				"apps/ns/one/a.yaml": "1",
+				"apps/ns/two/a.yaml": "2",
+			}))
+		})
+	}
+}
+
+func TestForgetDropsClone(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	cache := t.TempDir()
+	w := NewWriter(cache)
+	apply(t, w, repo, appChange("one", map[string]string{"a.yaml": "1"}))
+	dir := filepath.Join(cache, cloneDirName(repo.URL, repo.Branch))
+	g.Expect(dir).To(BeADirectory())
+
+	g.Expect(w.Forget(repo)).To(Succeed())
+
+	g.Expect(dir).NotTo(BeAnExistingFile())
+	res := apply(t, w, repo, appChange("one", map[string]string{"a.yaml": "1"}))
+	g.Expect(res.Changed).To(BeFalse())
+	g.Expect(dir).To(BeADirectory())
+}
+
+func TestApplyWithdrawsCancelledWaiter(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	var queued atomic.Int32
+	secondQueued := make(chan struct{})
+	inPush := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	w := newTestWriter(t,
+		func(o *options) {
+			o.onQueued = func() {
+				if queued.Add(1) == 2 {
+					close(secondQueued)
+				}
+			}
+		},
+		WithBeforePush(func() {
+			once.Do(func() {
+				close(inPush)
+				<-release
+			})
+		}),
+	)
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := w.Apply(context.Background(), repo, appChange("first", map[string]string{"a.yaml": "1"}))
+		firstDone <- err
+	}()
+	<-inPush // the first change is being pushed; the next one must wait in the queue
+	ctx, cancel := context.WithCancel(context.Background())
+	secondDone := make(chan error, 1)
+	go func() {
+		_, err := w.Apply(ctx, repo, appChange("second", map[string]string{"a.yaml": "2"}))
+		secondDone <- err
+	}()
+	<-secondQueued
+	cancel()
+	g.Expect(<-secondDone).To(MatchError(context.Canceled))
+	close(release)
+	g.Expect(<-firstDone).NotTo(HaveOccurred())
+
+	files := readRemote(t, repo, nil).files(t)
+	g.Expect(files).To(HaveKey("apps/ns/first/a.yaml"))
+	g.Expect(files).NotTo(HaveKey("apps/ns/second/a.yaml"), "a withdrawn change is never written")
+}
+
+func TestApplyRejectsInvalidInput(t *testing.T) {
+	valid := appChange("web", map[string]string{"a.yaml": "x"})
+	// Nothing listens here: validation must fail before any network access.
+	repo := Repo{URL: "http://127.0.0.1:1/org/apps.git", Branch: "main"}
+	tests := []struct {
+		name   string
+		repo   func(*Repo)
+		change func(*Change)
+		want   error
+	}{
+		{name: "parent dir", change: func(c *Change) { c.Path = "../x" }, want: ErrInvalidPath},
+		{name: "absolute", change: func(c *Change) { c.Path = "/abs" }, want: ErrInvalidPath},
+		{name: "empty", change: func(c *Change) { c.Path = "" }, want: ErrInvalidPath},
+		{name: "git dir", change: func(c *Change) { c.Path = ".git/x" }, want: ErrInvalidPath},
+		{name: "nested git dir", change: func(c *Change) { c.Path = "apps/.GIT/x" }, want: ErrInvalidPath},
+		{name: "inner parent", change: func(c *Change) { c.Path = "apps/../x" }, want: ErrInvalidPath},
+		{name: "dot slash", change: func(c *Change) { c.Path = "./apps" }, want: ErrInvalidPath},
+		{name: "trailing slash", change: func(c *Change) { c.Path = "apps/" }, want: ErrInvalidPath},
+		{name: "root", change: func(c *Change) { c.Path = "." }, want: ErrInvalidPath},
+		{name: "backslash", change: func(c *Change) { c.Path = `apps\x` }, want: ErrInvalidPath},
+		{name: "file escapes", change: func(c *Change) { c.Files = map[string][]byte{"../evil": nil} }, want: ErrInvalidPath},
+		{name: "file into git", change: func(c *Change) { c.Files = map[string][]byte{".git/config": nil} }, want: ErrInvalidPath},
+		{name: "file and dir clash", change: func(c *Change) { c.Files = map[string][]byte{"a": nil, "a/b": nil} }, want: ErrInvalidPath},
+		{name: "no files", change: func(c *Change) { c.Files = nil }, want: ErrInvalidChange},
+		{name: "delete with files", change: func(c *Change) { c.Delete = true }, want: ErrInvalidChange},
+		{name: "no app key", change: func(c *Change) { c.AppKey = "" }, want: ErrInvalidChange},
+		{name: "file scheme", repo: func(r *Repo) { r.URL = "file:///tmp/x" }, want: ErrInvalidChange},
+		{name: "ssh without auth", repo: func(r *Repo) { r.URL = "ssh://git@example.com/x.git" }, want: ErrInvalidAuth},
+		{name: "bad branch", repo: func(r *Repo) { r.Branch = "a..b" }, want: ErrInvalidChange},
+		{name: "password in URL", repo: func(r *Repo) { r.URL = "https://u:hunter2-secret@example.com/x.git" }, want: ErrInvalidChange},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, c := repo, valid.deepCopy()
+			if tt.repo != nil {
+				tt.repo(&r)
+			}
+			if tt.change != nil {
+				tt.change(&c)
+			}
+			_, err := NewWriter(t.TempDir()).Apply(context.Background(), r, c)
+			g.Expect(err).To(MatchError(tt.want))
+			g.Expect(err.Error()).NotTo(ContainSubstring("hunter2-secret"))
+		})
+	}
+
+	t.Run("valid input passes", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(repo.validate()).To(Succeed())
+		c := valid.deepCopy()
+		c.Files["sub/dir/b.yaml"] = nil
+		g.Expect(c.validate()).To(Succeed())
+		g.Expect(Change{AppKey: "a", Path: "apps/a", Delete: true}.validate()).To(Succeed())
+	})
+}
+
+func TestCloneDirNameHidesURL(t *testing.T) {
+	g := NewWithT(t)
+	a := cloneDirName("https://git.example.com/org/repo.git", "main")
+	g.Expect(a).To(MatchRegexp(`^[0-9a-f]{32}$`))
+	g.Expect(a).To(Equal(cloneDirName("https://git.example.com/org/repo.git", "main")))
+	g.Expect(a).NotTo(Equal(cloneDirName("https://git.example.com/org/repo.git", "dev")))
+	g.Expect(a).NotTo(Equal(cloneDirName("https://git.example.com/org/other.git", "main")))
+}
+
+func TestCommitMessage(t *testing.T) {
+	g := NewWithT(t)
+	reqs := []*request{
+		{change: Change{AppKey: "ns/b", Message: "kubeopera: ns/b gen 2\n\ndetails"}},
+		{change: Change{AppKey: "ns/a", Message: "bump image"}},
+		{change: Change{AppKey: "ns/c", Delete: true}},
+	}
+	g.Expect(commitMessage(reqs[:1])).To(Equal("kubeopera: ns/b gen 2\n\ndetails\n"))
+	g.Expect(commitMessage(reqs)).To(Equal("kubeopera: update 3 apps\n\n" +
+		"- kubeopera: delete ns/c\n" +
+		"- kubeopera: ns/b gen 2\n" +
+		"- ns/a: bump image\n"))
+}
