@@ -20,7 +20,7 @@ import (
 
 func TestNewRejectsBadConfiguration(t *testing.T) {
 	insecure := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // The point of the test.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
 	customRT := &http.Client{Transport: roundTripperFunc(func(*http.Request) (*http.Response, error) {
 		return nil, errors.New("unused")

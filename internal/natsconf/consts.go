@@ -35,8 +35,8 @@ const (
 	JWTDir   = "/home/runner/nats/jwt"
 	// CertsDir holds one directory per server Secret, named after it.
 	CertsDir         = "/etc/nats/certs"
-	SiteServerSecret = "nats-site-server"
-	MQTTServerSecret = "nats-mqtt-server"
+	SiteServerSecret = "nats-site-server" //nolint:gosec // G101: a Secret name, not a credential.
+	MQTTServerSecret = "nats-mqtt-server" //nolint:gosec // G101: a Secret name, not a credential.
 )
 
 // JetStream store limits written when the CR leaves them empty, in NATS units.

@@ -50,8 +50,8 @@ func Start(opts Options) (*Env, error) {
 	if assets == "" {
 		return nil, ErrNoAssets
 	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		return nil, fmt.Errorf("%w (%s)", ErrNoAssets, err)
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil { //nolint:gosec // G703: the path comes from the developer's own environment.
+		return nil, fmt.Errorf("%w: %w", ErrNoAssets, err)
 	}
 	dirs := []string{filepath.Join(Root(), "config", "crd", "bases")}
 	if !opts.WithoutTenantCRD {

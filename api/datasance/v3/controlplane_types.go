@@ -697,7 +697,3 @@ type ControlPlaneList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ControlPlane `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ControlPlane{}, &ControlPlaneList{})
-}

@@ -7,8 +7,9 @@
 package v3
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,15 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "datasance.com", Version: "v3"}
 
 	// SchemeBuilder registers the ControlPlane types with a runtime scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the ControlPlane types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers the API's kinds with a scheme.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ControlPlane{}, &ControlPlaneList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

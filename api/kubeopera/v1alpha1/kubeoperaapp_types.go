@@ -299,7 +299,3 @@ type KubeOperaAppList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []KubeOperaApp `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&KubeOperaApp{}, &KubeOperaAppList{})
-}

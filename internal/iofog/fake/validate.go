@@ -77,8 +77,9 @@ func readObject(w http.ResponseWriter, r *http.Request, body []byte) (map[string
 // validator: a non-JSON content type leaves an empty object, an empty body
 // is an empty object, and numbers keep their text for integer checks.
 func parseObject(r *http.Request, body []byte) (map[string]any, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (mt != "application/json" && !hasJSONSuffix(mt)) || len(bytes.TrimSpace(body)) == 0 {
+	// An unparsable Content-Type counts as "not JSON", as express.json() treats it.
+	mt, _, mtErr := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mtErr != nil || (mt != "application/json" && !hasJSONSuffix(mt)) || len(bytes.TrimSpace(body)) == 0 {
 		return map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -8,8 +8,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -17,7 +17,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "kubeopera.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the Tenant types.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Tenant types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
@@ -82,6 +82,9 @@ type TenantList struct {
 	Items           []Tenant `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+// addKnownTypes registers the API's kinds with a scheme.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Tenant{}, &TenantList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
