@@ -135,7 +135,12 @@ main() {
 	rm -rf "$out.tmp"
 	mkdir -p "$out.tmp"
 	start=$SECONDS
+	# Progress for humans while the compiler is silent.
+	(while sleep 30; do log "still building $tool ($((SECONDS - start))s)"; done) &
+	local ticker=$!
+	trap 'kill $ticker 2>/dev/null || true' EXIT
 	build "$tool" "$out.tmp"
+	kill "$ticker" 2>/dev/null || true
 	touch "$out.tmp/.complete"
 	rm -rf "$out"
 	mv "$out.tmp" "$out"
