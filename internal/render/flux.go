@@ -1,0 +1,148 @@
+package render
+
+import (
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// GitRepository renders the app's Flux GitRepository: the app's repository and branch, read with
+// the copied credentials Secret when the app names one. The URL is used as written: credentials
+// never go into it.
+func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository, error) {
+	interval, err := FluxInterval(app)
+	if err != nil {
+		return nil, err
+	}
+	repo := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: fluxMeta(app, FluxName(app)),
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       app.Spec.Git.URL,
+			Interval:  metav1.Duration{Duration: interval},
+			Reference: &sourcev1.GitRepositoryRef{Branch: Branch(app)},
+		},
+	}
+	if app.Spec.Git.SecretRef != nil {
+		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: GitSecretName(app)}
+	}
+	return repo, nil
+}
+
+// Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,
+// applied into the app namespace with prune on (deleting the Kustomization deletes what it
+// applied). wait is off: the operator reads readiness back itself and does not want Flux to
+// hold a revision until every rollout finishes.
+func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomization, error) {
+	interval, err := FluxInterval(app)
+	if err != nil {
+		return nil, err
+	}
+	return &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: fluxMeta(app, FluxName(app)),
+		Spec: kustomizev1.KustomizationSpec{
+			Interval: metav1.Duration{Duration: interval},
+			Path:     "./" + Path(app),
+			Prune:    true,
+			Wait:     false,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{
+				APIVersion: sourcev1.GroupVersion.String(),
+				Kind:       sourcev1.GitRepositoryKind,
+				Name:       FluxName(app),
+				Namespace:  FluxNamespace(app),
+			},
+			TargetNamespace: TargetNamespace(app),
+		},
+	}, nil
+}
+
+// Keys of a Flux GitRepository credentials Secret.
+const (
+	fluxKeyUsername    = "username"
+	fluxKeyPassword    = "password"
+	fluxKeyBearerToken = "bearerToken"
+	fluxKeyCA          = "ca.crt"
+	fluxKeyIdentity    = "identity"
+	fluxKeyKnownHosts  = "known_hosts"
+)
+
+// hostKeyToken is the App Controller's HTTPS token key (see gitops.AuthFromSecretData); Flux has
+// no such key, so a token becomes username (default "git") and password.
+const (
+	hostKeyToken     = "token"
+	defaultTokenUser = "git"
+)
+
+// FluxGitSecret renders the copy of the app's Git credentials for Flux in the vCluster, from the
+// host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux needs are copied,
+// so nothing else in the host Secret reaches the vCluster.
+func FluxGitSecret(app *kubeoperav1alpha1.KubeOperaApp, data map[string][]byte) *corev1.Secret {
+	out := map[string][]byte{}
+	for _, k := range []string{fluxKeyUsername, fluxKeyPassword, fluxKeyBearerToken, fluxKeyCA, fluxKeyIdentity, fluxKeyKnownHosts} {
+		if v := data[k]; len(v) > 0 {
+			out[k] = v
+		}
+	}
+	if token := data[hostKeyToken]; len(token) > 0 {
+		out[fluxKeyPassword] = token
+		if len(out[fluxKeyUsername]) == 0 {
+			out[fluxKeyUsername] = []byte(defaultTokenUser)
+		}
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: fluxMeta(app, GitSecretName(app)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       out,
+	}
+}
+
+// RegistrySecret renders the copy of the app's registry pull Secret in the app namespace of the
+// vCluster: same name, type and data as the host Secret.
+func RegistrySecret(app *kubeoperav1alpha1.KubeOperaApp, host *corev1.Secret) *corev1.Secret {
+	data := make(map[string][]byte, len(host.Data))
+	for k, v := range host.Data {
+		data[k] = v
+	}
+	typ := host.Type
+	if typ == "" {
+		typ = corev1.SecretTypeDockerConfigJson
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      host.Name,
+			Namespace: TargetNamespace(app),
+			Labels:    map[string]string{LabelManagedBy: ManagedBy},
+		},
+		Type: typ,
+		Data: data,
+	}
+}
+
+// AppNamespace renders the app namespace created directly in the vCluster (never through Git).
+func AppNamespace(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   TargetNamespace(app),
+			Labels: map[string]string{LabelManagedBy: ManagedBy},
+		},
+	}
+}
+
+func fluxMeta(app *kubeoperav1alpha1.KubeOperaApp, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: FluxNamespace(app),
+		Labels: map[string]string{
+			LabelManagedBy: ManagedBy,
+			LabelName:      app.Name,
+		},
+	}
+}

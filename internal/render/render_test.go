@@ -1,0 +1,289 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// app builds a KubeOperaApp for the tests, changed by mods.
+func app(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
+	a := &kubeoperav1alpha1.KubeOperaApp{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "cs-1"},
+		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
+			CloudSpaceID: "cs-1",
+			App: kubeoperav1alpha1.AppSpec{
+				Image:    "ghcr.io/example/web:1.2.3",
+				Replicas: ptr.To[int32](2),
+				Ports: []kubeoperav1alpha1.AppPort{
+					{Name: "http", ContainerPort: 8080, ServicePort: 80},
+					{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+				},
+				Env:     []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "Z", Value: "last"}, {Name: "A", Value: "first"}},
+				Command: []string{"/web"},
+				Args:    []string{"--serve"},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstrName("http")}}},
+			},
+			Registry: &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "registry-credentials"}},
+			Git:      kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/tenant/apps.git", SecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git"}},
+			Ingress:  &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt", ClassName: "nginx"},
+		},
+	}
+	for _, m := range mods {
+		m(a)
+	}
+	return a
+}
+
+func TestManifestsGolden(t *testing.T) {
+	cases := map[string]*kubeoperav1alpha1.KubeOperaApp{
+		"full": app(),
+		"minimal": app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App = kubeoperav1alpha1.AppSpec{Image: "nginx:1.27"}
+			a.Spec.Registry, a.Spec.Ingress = nil, nil
+		}),
+		"host-only-ingress": app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.TargetNamespace = "shop"
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "shop.example.com"}
+			a.Spec.Registry = nil
+		}),
+	}
+	for name, a := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			files, err := Manifests(a)
+			g.Expect(err).NotTo(HaveOccurred())
+			var all bytes.Buffer
+			for _, f := range []string{FileKustomization, FileDeployment, FileService, FileIngress} {
+				if b, ok := files[f]; ok {
+					all.WriteString("# " + f + "\n")
+					all.Write(b)
+				}
+			}
+			golden := filepath.Join("testdata", name+".yaml")
+			if *update {
+				g.Expect(os.WriteFile(golden, all.Bytes(), 0o600)).To(Succeed())
+			}
+			want, err := os.ReadFile(golden)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(all.String()).To(Equal(string(want)), "rerun with -update after an intended change")
+		})
+	}
+}
+
+func TestManifestsAreDeterministic(t *testing.T) {
+	g := NewWithT(t)
+	first, err := Manifests(app())
+	g.Expect(err).NotTo(HaveOccurred())
+	for range 50 {
+		again, err := Manifests(app())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again).To(Equal(first))
+	}
+}
+
+func TestManifestsFilesAndKustomization(t *testing.T) {
+	g := NewWithT(t)
+	files, err := Manifests(app())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(4))
+	var k struct{ Resources []string }
+	g.Expect(yaml.Unmarshal(files[FileKustomization], &k)).To(Succeed())
+	g.Expect(k.Resources).To(Equal([]string{FileDeployment, FileService, FileIngress}))
+
+	noIngress, err := Manifests(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = nil }))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(noIngress).NotTo(HaveKey(FileIngress))
+	g.Expect(yaml.Unmarshal(noIngress[FileKustomization], &k)).To(Succeed())
+	g.Expect(k.Resources).To(Equal([]string{FileDeployment, FileService}))
+
+	// An Ingress spec with neither TLS nor host renders none.
+	empty, err := Manifests(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{ClassName: "nginx"} }))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(empty).NotTo(HaveKey(FileIngress))
+}
+
+func TestEveryObjectHasNamespaceAndNoNamespaceObjects(t *testing.T) {
+	g := NewWithT(t)
+	a := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "shop" })
+	files, err := Manifests(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, b := range files {
+		if name == FileKustomization {
+			continue
+		}
+		var obj struct {
+			Kind     string
+			Metadata struct {
+				Namespace string
+				Labels    map[string]string
+			}
+		}
+		g.Expect(yaml.Unmarshal(b, &obj)).To(Succeed())
+		g.Expect(obj.Kind).NotTo(Equal("Namespace"), name)
+		g.Expect(obj.Metadata.Namespace).To(Equal("shop"), name)
+		g.Expect(obj.Metadata.Labels).To(HaveKeyWithValue(LabelName, "web"), name)
+		g.Expect(obj.Metadata.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy), name)
+		g.Expect(string(b)).NotTo(ContainSubstring("creationTimestamp"), name)
+		g.Expect(string(b)).NotTo(ContainSubstring("status"), name)
+	}
+}
+
+func TestIngressTLS(t *testing.T) {
+	g := NewWithT(t)
+	ing := Ingress(app())
+	g.Expect(ing).NotTo(BeNil())
+	g.Expect(ing.Annotations).To(HaveKeyWithValue(ClusterIssuerAnnotation, "letsencrypt"))
+	g.Expect(ing.Spec.TLS).To(HaveLen(1))
+	g.Expect(ing.Spec.TLS[0].Hosts).To(Equal([]string{"web.example.com"}))
+	g.Expect(ing.Spec.TLS[0].SecretName).To(Equal("web-tls"))
+	g.Expect(*ing.Spec.IngressClassName).To(Equal("nginx"))
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number).To(Equal(int32(80)))
+	g.Expect(URL(app())).To(Equal("https://web.example.com"))
+
+	hostOnly := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com"} })
+	ing = Ingress(hostOnly)
+	g.Expect(ing.Annotations).NotTo(HaveKey(ClusterIssuerAnnotation))
+	g.Expect(ing.Spec.TLS).To(BeEmpty())
+	g.Expect(URL(hostOnly)).To(Equal("http://web.example.com"))
+	g.Expect(URL(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = nil }))).To(BeEmpty())
+}
+
+func TestNoSecretMaterialRendered(t *testing.T) {
+	g := NewWithT(t)
+	files, err := Manifests(app())
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, b := range files {
+		g.Expect(string(b)).NotTo(ContainSubstring("kind: Secret"), name)
+	}
+	// The pull Secret is referenced by name only.
+	g.Expect(string(files[FileDeployment])).To(ContainSubstring("imagePullSecrets:\n      - name: registry-credentials\n"))
+}
+
+func TestDefaults(t *testing.T) {
+	g := NewWithT(t)
+	a := app()
+	g.Expect(TargetNamespace(a)).To(Equal("web"))
+	g.Expect(Branch(a)).To(Equal("main"))
+	g.Expect(Path(a)).To(Equal("apps/web/web"))
+	g.Expect(FluxNamespace(a)).To(Equal("flux-system"))
+	d, err := FluxInterval(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.String()).To(Equal("1m0s"))
+
+	a.Spec.TargetNamespace, a.Spec.Git.Branch, a.Spec.Git.Path = "shop", "prod", "tenants/x/web"
+	a.Spec.Flux = kubeoperav1alpha1.FluxSpec{Interval: "10s", Namespace: "flux"}
+	g.Expect(TargetNamespace(a)).To(Equal("shop"))
+	g.Expect(Branch(a)).To(Equal("prod"))
+	g.Expect(Path(a)).To(Equal("tenants/x/web"))
+	g.Expect(FluxNamespace(a)).To(Equal("flux"))
+	d, err = FluxInterval(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.String()).To(Equal("10s"))
+	a.Spec.Flux.Interval = "soon"
+	_, err = FluxInterval(a)
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestFluxNames(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(FluxName(app())).To(Equal("cs-1-web"))
+	g.Expect(GitSecretName(app())).To(Equal("cs-1-web-git"))
+
+	long := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace = strings.Repeat("n", 60)
+		a.Name = strings.Repeat("a", 63)
+	})
+	other := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace = strings.Repeat("n", 60)
+		a.Name = strings.Repeat("a", 62) + "b"
+	})
+	for _, n := range []string{FluxName(long), GitSecretName(long), TLSSecretName(long), FluxName(other)} {
+		g.Expect(len(n)).To(BeNumerically("<=", 63), n)
+		g.Expect(validation.IsDNS1123Label(n)).To(BeEmpty(), n)
+	}
+	g.Expect(FluxName(long)).NotTo(Equal(FluxName(other)))
+	g.Expect(FluxName(long)).To(Equal(FluxName(long.DeepCopy())))
+	// A cut that ends in '-' is trimmed so the name stays valid.
+	g.Expect(boundedName(strings.Repeat("a", 53) + "-" + strings.Repeat("b", 20))).To(MatchRegexp(`^a{53}-[0-9a-f]{8}$`))
+}
+
+func TestFluxObjects(t *testing.T) {
+	g := NewWithT(t)
+	a := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TargetNamespace = "shop"
+		a.Spec.Flux = kubeoperav1alpha1.FluxSpec{Interval: "10s", Namespace: "flux"}
+	})
+	repo, err := GitRepository(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(repo.Namespace).To(Equal("flux"))
+	g.Expect(repo.Name).To(Equal("cs-1-web"))
+	g.Expect(repo.Spec.URL).To(Equal("https://git.example.com/tenant/apps.git"))
+	g.Expect(repo.Spec.Reference.Branch).To(Equal("main"))
+	g.Expect(repo.Spec.Interval.Duration.String()).To(Equal("10s"))
+	g.Expect(repo.Spec.SecretRef.Name).To(Equal("cs-1-web-git"))
+
+	ks, err := Kustomization(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ks.Namespace).To(Equal("flux"))
+	g.Expect(ks.Spec.Prune).To(BeTrue())
+	g.Expect(ks.Spec.Wait).To(BeFalse())
+	g.Expect(ks.Spec.Path).To(Equal("./apps/shop/web"))
+	g.Expect(ks.Spec.TargetNamespace).To(Equal("shop"))
+	g.Expect(ks.Spec.SourceRef.Kind).To(Equal("GitRepository"))
+	g.Expect(ks.Spec.SourceRef.Name).To(Equal("cs-1-web"))
+	g.Expect(ks.Spec.SourceRef.Namespace).To(Equal("flux"))
+
+	public := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef = nil })
+	repo, err = GitRepository(public)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(repo.Spec.SecretRef).To(BeNil())
+}
+
+func TestFluxGitSecret(t *testing.T) {
+	g := NewWithT(t)
+	s := FluxGitSecret(app(), map[string][]byte{"username": []byte("u"), "password": []byte("p"), "extra": []byte("x")})
+	g.Expect(s.Namespace).To(Equal("flux-system"))
+	g.Expect(s.Name).To(Equal("cs-1-web-git"))
+	g.Expect(s.Data).To(Equal(map[string][]byte{"username": []byte("u"), "password": []byte("p")}))
+
+	s = FluxGitSecret(app(), map[string][]byte{"token": []byte("t")})
+	g.Expect(s.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte("t")}))
+
+	s = FluxGitSecret(app(), map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h")})
+	g.Expect(s.Data).To(Equal(map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h")}))
+}
+
+func TestRegistrySecret(t *testing.T) {
+	g := NewWithT(t)
+	host := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "registry-credentials", Namespace: "cs-1", Labels: map[string]string{"host": "only"}},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)},
+	}
+	s := RegistrySecret(app(), host)
+	g.Expect(s.Name).To(Equal("registry-credentials"))
+	g.Expect(s.Namespace).To(Equal("web"))
+	g.Expect(s.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
+	g.Expect(s.Data).To(Equal(host.Data))
+	g.Expect(s.Labels).NotTo(HaveKey("host"))
+}
