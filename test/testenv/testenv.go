@@ -102,3 +102,26 @@ func MainStart(opts Options) (*Env, int) {
 	fmt.Fprintln(os.Stderr, "FAIL envtest suite:", err)
 	return nil, 1
 }
+
+// TB is the part of testing.TB the helpers need.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// StartForTest starts an environment for one test and stops it when the test ends. Missing
+// assets skip the test outside CI and fail it under CI=true.
+func StartForTest(t TB, opts Options) *Env {
+	t.Helper()
+	env, err := Start(opts)
+	if err != nil {
+		if errors.Is(err, ErrNoAssets) && os.Getenv("CI") != "true" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}

@@ -1,0 +1,69 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestNewRefusesToRunNothing(t *testing.T) {
+	g := NewWithT(t)
+	opts := manager.DefaultOptions()
+	opts.EnableApps, opts.EnableControlPlane = false, false
+	_, err := manager.New(nil, opts)
+	g.Expect(err).To(MatchError(ContainSubstring("both reconcilers are disabled")))
+}
+
+// The Tenant CRD belongs to another operator and may be missing: the manager must still start,
+// serve its probes and keep running.
+func TestManagerStartsWithoutTenantCRD(t *testing.T) {
+	env := testenv.StartForTest(t, testenv.Options{WithoutTenantCRD: true})
+	g := NewWithT(t)
+
+	probe := freeAddr(t)
+	opts := manager.DefaultOptions()
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = probe
+	opts.Apps.GitCacheDir = t.TempDir()
+	mgr, err := manager.New(env.Config, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	})
+
+	g.Eventually(func() (int, error) {
+		resp, err := http.Get(fmt.Sprintf("http://%s/readyz", probe)) //nolint:noctx // test probe with Eventually's timeout
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}, 30*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
+	g.Eventually(mgr.Elected(), 30*time.Second).Should(BeClosed())
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	// Both reconcilers are running; the manager has not stopped with an error.
+	g.Consistently(done, 2*time.Second, 100*time.Millisecond).ShouldNot(Receive())
+}
