@@ -1,14 +1,24 @@
-// Package controlplane reconciles ControlPlane objects (datasance.com/v3).
 package controlplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
 // Reconciler reconciles ControlPlane objects. It holds dependencies only; the state of one pass
@@ -16,26 +26,179 @@ import (
 type Reconciler struct {
 	client.Client
 	Options Options
+	// Recorder emits Events on ControlPlanes.
+	Recorder events.EventRecorder
+	// NewControllerClient builds Controller REST API clients (in-cluster and external checks).
+	NewControllerClient ControllerClientFactory
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
+	KeyGenerator pki.KeyGenerator
 }
 
-// NewReconciler builds a Reconciler from the manager's client.
+// NewReconciler builds a Reconciler from the manager's client and event recorder.
 func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
-	return &Reconciler{Client: mgr.GetClient(), Options: opts}
+	return &Reconciler{
+		Client:              mgr.GetClient(),
+		Options:             opts,
+		Recorder:            mgr.GetEventRecorder(EventRecorderName),
+		NewControllerClient: NewControllerClientFactory(opts.ControllerCAFile),
+	}
 }
 
-// Reconcile is the entry point for one ControlPlane.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// components are the sub-reconcilers of one pass, in order. Each is independent: they run one
+// after the other (no goroutines: every step is one API call or less, see the package doc) and
+// their results are combined.
+var components = []component{
+	{name: componentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+		return &st.Router.ComponentStatus
+	}},
+	{name: componentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+		return &st.Nats.ComponentStatus
+	}},
+	{name: componentController, run: reconcileController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+		return &st.Controller.ComponentStatus
+	}},
+}
+
+// Reconcile is the entry point for one ControlPlane: read it, run a pass, and persist status
+// (and the registration annotation) once, in the deferred patch.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cp := &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	if !cp.DeletionTimestamp.IsZero() {
+		// No finalizer: owner references garbage-collect everything the ControlPlane owns.
+		return ctrl.Result{}, nil
+	}
+	base := cp.DeepCopy()
+	defer func() {
+		if err := r.patchControlPlane(ctx, base, cp); err != nil {
+			retErr = errors.Join(unwrapTerminal([]error{retErr})[0], err)
+			res = ctrl.Result{}
+		}
+	}()
+	return r.reconcile(ctx, cp)
 }
 
-// SetupWithManager registers the reconciler.
+// reconcile runs one pass of the state machine (spec §3) over cp, changing only cp in memory.
+func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	state := effectiveState(cp)
+	if state != datasancev3.ConditionReady && needsTransition(cp, state) {
+		// Make the new state visible before doing the work (spec §3.2, ours).
+		setState(cp, state, datasancev3.ReasonProgressing, progressingMessage(state))
+		r.event(cp, corev1.EventTypeNormal, stateEventReason(state), progressingMessage(state))
+		log.Info("ControlPlane state changed", "state", state, "generation", cp.Generation)
+		return ctrl.Result{RequeueAfter: requeueTransition}, nil
+	}
+
+	s := newScope(r, cp, state == datasancev3.ConditionReady)
+	outs := make([]componentOutcome, 0, len(components))
+	for _, c := range components {
+		res, err := c.run(ctx, s)
+		setComponentStatus(c.status(&cp.Status), res, err)
+		outs = append(outs, componentOutcome{res: res, err: err})
+		if err != nil {
+			log.V(1).Info("Component failed", "component", c.name, "reason", reasonOf(err), "error", err.Error())
+		}
+	}
+	o := combine(outs)
+	if o.ready() {
+		cp.Status.ObservedGeneration = cp.Generation
+		r.recordState(cp, datasancev3.ConditionReady, datasancev3.ReasonReconciled, "Every component is up to date.", corev1.EventTypeNormal)
+		return ctrl.Result{}, nil
+	}
+	eventType := corev1.EventTypeNormal
+	if o.err != nil {
+		eventType = corev1.EventTypeWarning
+	}
+	r.recordState(cp, state, o.reason, o.message, eventType)
+	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+}
+
+// recordState sets the True condition and emits an Event when its type or reason changed, so a
+// requeue loop waiting for the same thing does not repeat the Event.
+func (r *Reconciler) recordState(cp *datasancev3.ControlPlane, state, reason, message, eventType string) {
+	prev := trueCondition(cp)
+	changed := prev == nil || prev.Type != state || prev.Reason != reason
+	setState(cp, state, reason, message)
+	if changed {
+		r.event(cp, eventType, reason, message)
+	}
+}
+
+// event emits a Kubernetes Event on cp. The note is a plain sentence; it never holds secrets.
+func (r *Reconciler) event(cp *datasancev3.ControlPlane, eventType, reason, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", note)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func progressingMessage(state string) string {
+	if state == datasancev3.ConditionUpdating {
+		return "The spec changed; rolling out the new generation."
+	}
+	return "Deploying the control plane."
+}
+
+func stateEventReason(state string) string {
+	if state == datasancev3.ConditionUpdating {
+		return "Updating"
+	}
+	return "Deploying"
+}
+
+// patchControlPlane writes what the pass changed: the registration annotation (metadata merge
+// patch) and the status (status subresource merge patch). Nothing is sent when nothing changed.
+// Both patches go through copies, so one patch's response cannot undo the other's changes.
+func (r *Reconciler) patchControlPlane(ctx context.Context, base, cp *datasancev3.ControlPlane) error {
+	var errs []error
+	if !equality.Semantic.DeepEqual(base.Annotations, cp.Annotations) {
+		obj := cp.DeepCopy()
+		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			errs = append(errs, fmt.Errorf("patch ControlPlane metadata: %w", client.IgnoreNotFound(err)))
+		}
+	}
+	if !equality.Semantic.DeepEqual(base.Status, cp.Status) {
+		obj := cp.DeepCopy()
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			errs = append(errs, fmt.Errorf("patch ControlPlane status: %w", client.IgnoreNotFound(err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetupWithManager registers the reconciler. Beyond the upstream (which watched the ControlPlane
+// only), it watches every kind it owns, so a deleted or edited owned object is restored, and the
+// Secrets a ControlPlane references without owning them (bootstrap password, controller TLS,
+// bring-your-own CAs), so their changes are noticed.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &datasancev3.ControlPlane{},
+		indexReferencedSecrets, referencedSecretNames); err != nil {
+		return fmt.Errorf("index ControlPlanes by referenced Secret: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&datasancev3.ControlPlane{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&networkingv1.Ingress{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
 		Named("controlplane").
 		Complete(r)
 }

@@ -1,0 +1,110 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// applyConfiguration is what the apply helpers need of a typed apply configuration.
+type applyConfiguration interface {
+	runtime.ApplyConfiguration
+	GetName() *string
+}
+
+// extractFunc extracts the fields a field manager owns from a live object (client-go's
+// ExtractDeployment, ExtractService, ...).
+type extractFunc[T client.Object, AC applyConfiguration] func(T, string) (AC, error)
+
+// applyIfChanged writes desired with server-side apply (field manager FieldOwner, forced
+// ownership) unless the live object already holds exactly what this field manager applied last.
+// live is an empty object of the right type; it is filled with the object as read. The
+// comparison uses the fields the manager owns (managedFields), so a field another actor changed
+// or removed is restored, and a pass over unchanged objects sends no write at all.
+func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context, s *scope, desired AC, live T, extract extractFunc[T, AC]) (changed bool, err error) {
+	key := types.NamespacedName{Namespace: s.namespace(), Name: ptr.Deref(desired.GetName(), "")}
+	switch err := s.r.Get(ctx, key, live); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+	default:
+		current, err := extract(live, FieldOwner)
+		if err != nil {
+			return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("extract %T %s: %w", live, key, err))
+		}
+		if sameJSON(current, desired) {
+			return false, nil
+		}
+	}
+	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %T %s: %w", live, key, err))
+	}
+	return true, nil
+}
+
+// createIfAbsent applies desired only when no object of that name exists; an existing one is
+// left exactly as it is (Roles, RoleBindings, generated certificates, the SQLite PVC: spec §8.3).
+// live is filled with the existing object, if any.
+func createIfAbsent[T client.Object](ctx context.Context, s *scope, desired applyConfiguration, live T) (created bool, err error) {
+	key := types.NamespacedName{Namespace: s.namespace(), Name: ptr.Deref(desired.GetName(), "")}
+	switch err := s.r.Get(ctx, key, live); {
+	case err == nil:
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+	}
+	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", live, key, err))
+	}
+	return true, nil
+}
+
+// deleteOwned deletes the named object when it exists and is controlled by the ControlPlane
+// (an Ingress or vault Secret left over after a spec change). Objects of others are kept.
+func deleteOwned(ctx context.Context, s *scope, name string, live client.Object) error {
+	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
+	if err := s.r.Get(ctx, key, live); err != nil {
+		return withReason(datasancev3.ReasonApplyFailed, client.IgnoreNotFound(err))
+	}
+	if !isControlledBy(live, s.cp.UID) {
+		return nil
+	}
+	if err := s.r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
+		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s: %w", live, key, err))
+	}
+	return nil
+}
+
+// isControlledBy reports whether obj's controller reference points at uid.
+func isControlledBy(obj client.Object, uid types.UID) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// sameJSON compares two values by their JSON form, which is how the API server sees them:
+// omitted empty fields and equal quantities compare equal.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	var va, vb any
+	if json.Unmarshal(ja, &va) != nil || json.Unmarshal(jb, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}

@@ -1,0 +1,101 @@
+// Package controlplane reconciles ControlPlane objects (datasance.com/v3): one Datasance PoT /
+// Eclipse ioFog control plane (Controller, Router and NATS) per object, in the object's
+// namespace. shared/spec/controlplane.md is the specification; this comment records the
+// decisions taken where it leaves a choice or where we deliberately differ from the upstream
+// operator.
+//
+// # Shape
+//
+// Reconcile reads the ControlPlane, runs one pass and persists what the pass changed in a single
+// deferred patch (status subresource, plus the registration annotation below). A pass runs the
+// components router, NATS and controller — each a func(ctx, *scope) (result, error) listed in
+// components — and combines them as the seed says: any error → the errors joined (terminal only
+// when every failure needs a user change); otherwise any requeue → the longest requested delay;
+// otherwise all continue → ready. The components run one after the other: every step is at most
+// one API call bounded by a timeout, so goroutines would only add shared state (upstream's
+// limitation 13). Desired objects are pure functions of the spec, one file per component
+// (controller_*.go, router_*.go, nats*.go).
+//
+// # State machine and status
+//
+// Exactly one of the conditions deploying, updating and ready is True (spec §3). Its reason is
+// the current cause in UpperCamel (the Reason* constants of the API: Reconciled,
+// WaitingForLoadBalancer, ControllerUnavailable, SecretNotFound, InvalidCertificate, ...) and its
+// message a sentence; a condition that stops being True becomes False with reason Transitioned.
+// deploying is written on first sight and updating at the start of the first pass after a spec
+// change: that pass only records the transition and requeues after requeueTransition, so
+// `kubectl get` shows the state while the next pass does the work. status.observedGeneration is
+// set when a pass ends ready. Per-component detail goes to status.controller, status.router and
+// status.nats. An Event is emitted on the ControlPlane whenever the True condition's type or
+// reason changes: Normal for progress, Warning for failures and bad input. Secret values never
+// appear in Events, logs, messages or errors.
+//
+// While a ControlPlane is ready (the True condition is ready for the current generation), a pass
+// still runs every component, which repairs drift of the owned objects, but it writes nothing
+// when nothing drifted, and it does not call the Controller REST API unless what was registered
+// (router and NATS hub endpoints, the CA list, the Controller URL) changed. That is recorded as a
+// hash in the ControlPlane annotation kubeopera.io/controller-registration after every complete
+// registration.
+//
+// # Writes
+//
+// Every owned object carries the standard labels (app.kubernetes.io/name: iofog, instance,
+// component, and managed-by: kubeopera-operator — upstream says iofog-operator; we name our
+// project) and a controller owner reference to the ControlPlane. Objects are written with
+// server-side apply and the single field manager FieldOwner, with forced ownership. Before
+// applying, the fields this manager owns are extracted from the live object (managedFields) and
+// compared with the desired object; equal means no request at all, so a pass over an unchanged
+// ControlPlane sends no write. A field another actor changed or removed is no longer ours, so the
+// comparison fails and the apply restores it. Roles, RoleBindings, the SQLite PVC and the router
+// TLS Secrets are create-once (spec §8.3): an existing object is never changed.
+//
+// # Watches
+//
+// Beyond the upstream, which watched ControlPlanes only, the reconciler watches every kind it
+// owns (Owns), so a deleted or edited Deployment, Service, Secret, ConfigMap, ... is restored,
+// and Secrets it references without owning them (spec.auth.bootstrap.passwordSecretRef,
+// spec.controller.secretName and the fixed-name router TLS Secrets a user may bring), through a
+// field index on ControlPlanes.
+//
+// # Restarts
+//
+// The Controller pod template carries kubeopera.io/credentials-hash, a hash of the data of the
+// controller-db-credentials, controller-auth-credentials and controller-vault-credentials
+// Secrets, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
+// really rolls the pods (upstream's "restart" re-submitted an unchanged Deployment). The first
+// creation sets the hash without a restart, which is spec §4.6 step 7. The router pod template
+// carries the hash of its two server certificates, so a rotated certificate reaches the router.
+//
+// # Requeues and errors
+//
+// Waiting is a requeue with a named delay: requeueLoadBalancer (10 s, a LoadBalancer Service or
+// the controller Ingress has no address), requeueDeploymentCreated (5 s after the Controller
+// Deployment is created), requeueControllerStatus (3 s, GET /status failed),
+// requeueRegistration (10 s, a router/hub/CA registration failed transiently). A failure that
+// retrying can fix (Controller API down, 5xx, garbage, timeouts: iofog.IsRetryable) is a requeue
+// with a reason; other Controller API failures and Kubernetes API failures are errors (backoff).
+// Input that the API server cannot reject is a reason plus an error: a missing referenced Secret
+// is SecretNotFound (retried: the Secret may be created later, and the Secret watch notices it);
+// invalid PEM in a bring-your-own CA Secret is InvalidCertificate with a Warning Event and a
+// reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is fixed).
+//
+// Differences from spec §4.6 worth knowing: the controller Ingress without load-balancer status
+// is a requeue (IngressNotReady) rather than an error loop, since the Ingress is watched; ports
+// of an ingress-exposed router equal to 0 are registered as the defaults 5671/55671/45671
+// (§9.17); the external reachability check runs after CA import (§9.21).
+//
+// # Reaching the Controller
+//
+// The operator calls the Controller at Options.ControllerEndpointTemplate (flag
+// --controller-endpoint-template, default controller.{namespace}.svc.cluster.local:51121) with
+// {namespace} and {name} replaced and the scheme of spec.controller.https; clients come from the
+// injected ControllerClientFactory (production: iofog clients trusting the system roots plus
+// --controller-ca-file). The external reachability check uses the same factory with the
+// LoadBalancer address.
+//
+// # NATS
+//
+// The NATS component is a placeholder (nats.go) that continues; with spec.nats.enabled false it
+// must stay so. The Controller component's hub registration and NATS CA import go through the
+// hooks natsHubRegistration and natsCASecretNames and run only when NATS is enabled.
+package controlplane

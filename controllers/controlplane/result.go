@@ -1,0 +1,147 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// result is the outcome of one component pass: Continue (the zero value), or Requeue after a
+// delay. Failures are returned as errors beside it. Reason and message say what the component
+// waits for; they end up in its status and, when it decides the pass, on the True condition.
+type result struct {
+	requeueAfter time.Duration
+	reason       string
+	message      string
+}
+
+// proceed is Continue.
+func proceed() result { return result{} }
+
+// requeue asks for another pass after delay, with an UpperCamel reason and a sentence.
+func requeue(delay time.Duration, reason, message string) result {
+	return result{requeueAfter: delay, reason: reason, message: message}
+}
+
+// isContinue reports whether the component finished.
+func (r result) isContinue() bool { return r.requeueAfter == 0 }
+
+// component is one sub-reconciler: router, NATS or controller. Each reads and writes only its own
+// objects through the scope and is idempotent.
+type component struct {
+	name string
+	run  func(context.Context, *scope) (result, error)
+	// status returns the component's status block on the ControlPlane.
+	status func(*datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus
+}
+
+// reasonError is an error with the condition reason it should be reported under.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string { return e.err.Error() }
+func (e *reasonError) Unwrap() error { return e.err }
+
+// withReason attaches a condition reason to err.
+func withReason(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reasonError{reason: reason, err: err}
+}
+
+// terminal marks err as needing a user change (reconcile.TerminalError): no backoff retries; a
+// watch event (the user fixing the spec or a referenced Secret) brings the ControlPlane back.
+func terminal(reason string, err error) error {
+	return reconcile.TerminalError(withReason(reason, err))
+}
+
+// reasonOf returns the reason attached to err, or ApplyFailed for an unclassified error.
+func reasonOf(err error) string {
+	var re *reasonError
+	if errors.As(err, &re) {
+		return re.reason
+	}
+	return datasancev3.ReasonApplyFailed
+}
+
+// isTerminal reports whether err is a reconcile.TerminalError.
+func isTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil))
+}
+
+// outcome is the combination of every component's result for one pass (spec §3.3, seed):
+// any error wins and the errors are joined; otherwise the longest requested delay; otherwise
+// all components continued and the ControlPlane is ready.
+type outcome struct {
+	err          error
+	requeueAfter time.Duration
+	// reason and message come from the component that decided the outcome: the first one that
+	// failed, or the one with the longest delay.
+	reason, message string
+}
+
+// ready reports whether every component continued.
+func (o outcome) ready() bool { return o.err == nil && o.requeueAfter == 0 }
+
+// componentOutcome pairs a component's result with its error, in component order.
+type componentOutcome struct {
+	res result
+	err error
+}
+
+// combine folds the component outcomes. The joined error is terminal only when every failure is
+// terminal: a transient failure beside a terminal one must still be retried.
+func combine(outs []componentOutcome) outcome {
+	var (
+		o           outcome
+		errs        []error
+		allTerminal = true
+	)
+	for _, c := range outs {
+		switch {
+		case c.err != nil:
+			if len(errs) == 0 {
+				o.reason, o.message = reasonOf(c.err), unwrapTerminal([]error{c.err})[0].Error()
+			}
+			errs = append(errs, c.err)
+			allTerminal = allTerminal && isTerminal(c.err)
+		case c.res.requeueAfter > o.requeueAfter:
+			o.requeueAfter = c.res.requeueAfter
+			if len(errs) == 0 {
+				o.reason, o.message = c.res.reason, c.res.message
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return o
+	}
+	o.requeueAfter = 0
+	if allTerminal {
+		o.err = reconcile.TerminalError(errors.Join(unwrapTerminal(errs)...))
+		return o
+	}
+	o.err = errors.Join(unwrapTerminal(errs)...)
+	return o
+}
+
+// unwrapTerminal strips the TerminalError wrapper so that joining does not make a transient
+// failure terminal.
+func unwrapTerminal(errs []error) []error {
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		if isTerminal(err) {
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner
+			}
+		}
+		out[i] = err
+	}
+	return out
+}

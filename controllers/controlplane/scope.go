@@ -1,0 +1,75 @@
+package controlplane
+
+import (
+	"time"
+
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// scope is the state of one reconcile pass over one ControlPlane. Components receive it by
+// pointer; the Reconciler itself holds only dependencies.
+type scope struct {
+	// r gives access to the clients and options.
+	r *Reconciler
+	// cp is the ControlPlane being reconciled; its status is patched at the end of the pass.
+	cp *datasancev3.ControlPlane
+	// spec is &cp.Spec, for brevity.
+	spec *datasancev3.ControlPlaneSpec
+	// now is the pass's clock reading (certificate validity).
+	now time.Time
+	// steady is true when the pass runs over a ready ControlPlane of the current generation: the
+	// components repair drift of the owned objects, but the Controller REST API is called only
+	// when what it was told (annotationRegistration) is out of date.
+	steady bool
+	// images are the operand images in force (spec.images over the operator defaults).
+	images Images
+	// recorder emits Events on the ControlPlane.
+	recorder events.EventRecorder
+}
+
+// newScope builds the scope of one pass.
+func newScope(r *Reconciler, cp *datasancev3.ControlPlane, steady bool) *scope {
+	return &scope{
+		r:        r,
+		cp:       cp,
+		spec:     &cp.Spec,
+		now:      r.now(),
+		steady:   steady,
+		images:   imagesFor(&cp.Spec, r.Options.Images),
+		recorder: r.Recorder,
+	}
+}
+
+// namespace is the ControlPlane's namespace, where every operand object lives.
+func (s *scope) namespace() string { return s.cp.Namespace }
+
+// natsEnabled reports whether NATS is deployed (spec.nats.enabled, default true).
+func (s *scope) natsEnabled() bool { return s.spec.NatsEnabled() }
+
+// labels are the standard labels of an object of component.
+func (s *scope) labels(component string) map[string]string {
+	return standardLabels(s.cp.Name, component)
+}
+
+// ownerRef is the controller owner reference every created object carries.
+func (s *scope) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
+	return ownerReference(s.cp)
+}
+
+// imagesFor applies spec.images over the operator's default images.
+func imagesFor(spec *datasancev3.ControlPlaneSpec, defaults Images) Images {
+	img := defaults
+	if spec.Images.Controller != "" {
+		img.Controller = spec.Images.Controller
+	}
+	if spec.Images.Router != "" {
+		img.Router = spec.Images.Router
+	}
+	if spec.Images.Nats != "" {
+		img.Nats = spec.Images.Nats
+	}
+	return img
+}

@@ -1,0 +1,48 @@
+package controlplane
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// indexReferencedSecrets indexes ControlPlanes by the names of Secrets they read but do not own.
+const indexReferencedSecrets = ".spec.referencedSecrets" //nolint:gosec // An index name, not a credential.
+
+// referencedSecretNames lists the Secrets a ControlPlane reads without owning them: the
+// bootstrap password Secret, the controller TLS Secret, and the fixed-name TLS Secrets a user may
+// bring (bring-your-own CAs and server certificates).
+func referencedSecretNames(obj client.Object) []string {
+	cp, ok := obj.(*datasancev3.ControlPlane)
+	if !ok {
+		return nil
+	}
+	var names []string
+	if b := cp.Spec.Auth.Bootstrap; b != nil && b.PasswordSecretRef != nil && b.PasswordSecretRef.Name != "" {
+		names = append(names, b.PasswordSecretRef.Name)
+	}
+	if cp.Spec.Controller.SecretName != "" {
+		names = append(names, cp.Spec.Controller.SecretName)
+	}
+	names = append(names, routerTLSSecretNames...)
+	names = append(names, natsReferencedSecretNames(&cp.Spec)...)
+	return names
+}
+
+// controlPlanesForSecret maps a Secret event to the ControlPlanes of its namespace that
+// reference it.
+func (r *Reconciler) controlPlanesForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list datasancev3.ControlPlaneList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{indexReferencedSecrets: obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
