@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -44,7 +45,9 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 		if sameJSON(current, desired) {
 			return false, nil
 		}
+
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", fmt.Sprintf("%T", live), "name", key.Name)
 	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %T %s: %w", live, key, err))
 	}
@@ -107,4 +110,18 @@ func sameJSON(a, b any) bool {
 		return false
 	}
 	return reflect.DeepEqual(va, vb)
+}
+
+// getExisting reads the named object of the ControlPlane's namespace into live. found is false
+// when it does not exist.
+func (s *scope) getExisting(ctx context.Context, name string, live client.Object) (found bool, err error) {
+	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
+	switch err := s.r.Get(ctx, key, live); {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+	}
 }

@@ -1,8 +1,173 @@
 package controlplane
 
-import "context"
+import (
+	"context"
+	"fmt"
 
-// reconcileController is the Controller component (spec §4).
-func reconcileController(_ context.Context, _ *scope) (result, error) {
-	return proceed(), nil
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// reconcileController is the Controller component (spec §4.6): bootstrap password, RBAC,
+// credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, then the Controller
+// REST API (controller_api.go): health, login, router / NATS hub / CA registration and the
+// external reachability check. The credential restart of step 7 is the credentials hash in the
+// pod template: a changed Secret rolls the pods when the Deployment is applied.
+func reconcileController(ctx context.Context, s *scope) (result, error) {
+	password, err := bootstrapPassword(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	if err := applyWorkloadIdentity(ctx, s, metaFor(s.cp, componentController, controllerName), controllerRules); err != nil {
+		return result{}, err
+	}
+	creds := controllerCredentials(s.spec, password)
+	if err := applyCredentialSecrets(ctx, s, creds); err != nil {
+		return result{}, err
+	}
+	svc := &corev1.Service{}
+	if _, err := applyIfChanged(ctx, s, controllerService(s.cp), svc, corev1ac.ExtractService); err != nil {
+		return result{}, err
+	}
+	if err := applyControllerIngress(ctx, s); err != nil {
+		return result{}, err
+	}
+
+	lbAddress := loadBalancerAddress(svc.Status.LoadBalancer.Ingress)
+	urls, wait := resolveControllerURLs(s.spec, lbAddress)
+	s.cp.Status.Controller.PublicURL, s.cp.Status.Controller.ConsoleURL = urls.publicURL, urls.consoleURL
+	if wait {
+		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
+			"Waiting for a LoadBalancer address of Service controller to derive the public URL."), nil
+	}
+	s.updateConsoleClientURLs(ctx, urls)
+
+	created, err := applyControllerWorkload(ctx, s, urls, creds)
+	if err != nil {
+		return result{}, err
+	}
+	if created {
+		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
+			"Deployment controller was created; waiting for the Controller to start."), nil
+	}
+	return registerWithController(ctx, s, password, lbAddress)
+}
+
+// applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
+// owned vault Secret the spec no longer asks for.
+func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[string][]byte) error {
+	for _, name := range []string{dbSecretName, authSecretName, vaultSecretName} {
+		data, ok := creds[name]
+		if !ok {
+			if err := deleteOwned(ctx, s, name, &corev1.Secret{}); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := applyIfChanged(ctx, s, opaqueSecret(s.cp, name, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyControllerIngress applies Ingress controller in Ingress mode and deletes an owned one
+// otherwise (the Service type changed away from ClusterIP).
+func applyControllerIngress(ctx context.Context, s *scope) error {
+	if !s.spec.ControllerIngressMode() {
+		return deleteOwned(ctx, s, controllerName, &networkingv1.Ingress{})
+	}
+	_, err := applyIfChanged(ctx, s, controllerIngress(s.cp), &networkingv1.Ingress{}, networkingv1ac.ExtractIngress)
+	return err
+}
+
+// applyControllerWorkload creates the SQLite PVC when needed and applies the Deployment. created
+// reports whether the Deployment did not exist before.
+func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
+	if s.spec.UsesSQLite() {
+		if _, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), &corev1.PersistentVolumeClaim{}); err != nil {
+			return false, err
+		}
+	}
+	hashes := controllerPodHashes{credentials: hashData(creds)}
+	if s.spec.ControllerHTTPS() {
+		tls, err := controllerTLSData(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		hashes.tls = hashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
+	}
+	live := &appsv1.Deployment{}
+	existed, err := s.getExisting(ctx, controllerName, live)
+	if err != nil {
+		return false, err
+	}
+	desired := controllerDeployment(s.cp, s.images, urls, hashes)
+	if _, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment); err != nil {
+		return false, err
+	}
+	return !existed, nil
+}
+
+// controllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing
+// Secret is not an error: the pod waits for its volume, and the Secret watch rolls the pods when
+// it appears (spec §4.7).
+func controllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
+	sec := &corev1.Secret{}
+	found, err := s.getExisting(ctx, s.spec.Controller.SecretName, sec)
+	if err != nil || !found {
+		return nil, err
+	}
+	return sec.Data, nil
+}
+
+// bootstrapPassword resolves the embedded-mode bootstrap password (spec §4.6 step 1):
+// passwordSecretRef (same namespace) wins over the inline password. A missing Secret or key fails
+// with reason SecretNotFound unless the reference is optional. External mode has none.
+func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
+	b := s.spec.Auth.Bootstrap
+	if s.spec.Auth.Mode != datasancev3.AuthModeEmbedded || b == nil {
+		return "", nil
+	}
+	ref := b.PasswordSecretRef
+	if ref == nil {
+		return b.Password, nil
+	}
+	optional := ref.Optional != nil && *ref.Optional
+	sec := &corev1.Secret{}
+	found, err := s.getExisting(ctx, ref.Name, sec)
+	if err != nil {
+		return "", err
+	}
+	value, hasKey := sec.Data[ref.Key]
+	switch {
+	case found && hasKey:
+		return string(value), nil
+	case optional:
+		return b.Password, nil
+	case !found:
+		return "", withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			"bootstrap password Secret %s (spec.auth.bootstrap.passwordSecretRef) not found in namespace %s", ref.Name, s.namespace()))
+	default:
+		return "", withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			"bootstrap password Secret %s has no key %q (spec.auth.bootstrap.passwordSecretRef)", ref.Name, ref.Key))
+	}
+}
+
+// updateConsoleClientURLs calls the injectable console-client hook (spec §4.5). Its failure is
+// logged only.
+func (s *scope) updateConsoleClientURLs(ctx context.Context, urls controllerURLs) {
+	if s.r.UpdateConsoleClientURLs == nil || urls.consoleURL == "" {
+		return
+	}
+	if err := s.r.UpdateConsoleClientURLs(ctx, s.cp, urls.publicURL, urls.consoleURL); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Updating the console client URLs failed")
+	}
 }

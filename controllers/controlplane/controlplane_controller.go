@@ -34,6 +34,9 @@ type Reconciler struct {
 	Now func() time.Time
 	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
 	KeyGenerator pki.KeyGenerator
+	// UpdateConsoleClientURLs is told the resolved public and console URLs (spec §4.5). nil is
+	// the upstream default, a no-op; a failure is logged and never fails the pass.
+	UpdateConsoleClientURLs func(ctx context.Context, cp *datasancev3.ControlPlane, publicURL, consoleURL string) error
 }
 
 // NewReconciler builds a Reconciler from the manager's client and event recorder.

@@ -1,0 +1,228 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
+)
+
+// registration is what the operator tells the Controller REST API, and where.
+type registration struct {
+	BaseURL string         `json:"baseURL"`
+	Router  iofog.Router   `json:"router"`
+	Hub     *iofog.NatsHub `json:"hub,omitempty"`
+	CAs     []string       `json:"cas"`
+}
+
+// hash identifies the registration in annotationRegistration.
+func (g registration) hash() string {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// registerWithController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
+// login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
+// check. On a ready ControlPlane it calls nothing when the registration is unchanged.
+func registerWithController(ctx context.Context, s *scope, password, lbAddress string) (result, error) {
+	reg, res, err := desiredRegistration(ctx, s)
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	hash := reg.hash()
+	if s.steady && s.cp.Annotations[annotationRegistration] == hash {
+		return proceed(), nil
+	}
+
+	api, err := s.r.NewControllerClient(reg.BaseURL)
+	if err != nil {
+		return result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
+	}
+	if _, err := api.Status(ctx); err != nil {
+		return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
+			fmt.Sprintf("The Controller API at %s is not available: %v", reg.BaseURL, err)), nil
+	}
+	rejected, res, err := login(ctx, s, api, password)
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	if err := api.PutDefaultRouter(ctx, reg.Router); err != nil {
+		return registrationFailure(err, rejected)
+	}
+	if reg.Hub != nil {
+		if err := api.UpsertNatsHub(ctx, *reg.Hub); err != nil {
+			return registrationFailure(err, rejected)
+		}
+	}
+	for _, name := range reg.CAs {
+		created, err := api.EnsureCA(ctx, name, name)
+		if err != nil {
+			return registrationFailure(err, rejected)
+		}
+		if created {
+			ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "ca", name)
+		}
+	}
+	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {
+		return res, err
+	}
+	if s.cp.Annotations == nil {
+		s.cp.Annotations = map[string]string{}
+	}
+	s.cp.Annotations[annotationRegistration] = hash
+	return proceed(), nil
+}
+
+// desiredRegistration computes what to register: the default router (spec §5.6), the NATS hub
+// (NATS only, §6.10) and the CAs to import. It requeues while the router LoadBalancer has no
+// address, and fails when a non-LoadBalancer router has no ingress address.
+func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
+	svc := &corev1.Service{}
+	if _, err := s.getExisting(ctx, routerName, svc); err != nil {
+		return registration{}, result{}, err
+	}
+	host, res, err := routerAddress(s.spec, svc)
+	if err != nil || !res.isContinue() {
+		return registration{}, res, err
+	}
+	reg := registration{
+		BaseURL: internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp),
+		Router:  routerRegistration(s.spec, host),
+		CAs:     append([]string(nil), routerCASecretNames...),
+	}
+	if s.natsEnabled() {
+		hub, res, err := natsHubRegistration(ctx, s)
+		if err != nil || !res.isContinue() {
+			return registration{}, res, err
+		}
+		reg.Hub = hub
+		reg.CAs = append(reg.CAs, natsCASecretNames()...)
+	}
+	return reg, proceed(), nil
+}
+
+// routerRegistration is the PUT /router body (spec §5.6): the fixed listener ports on the
+// LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
+// (§9.17, ours).
+func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
+	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
+	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {
+		return r
+	}
+	in := spec.Ingresses.Router
+	r.MessagingPort = portOr(in.MessagePort, routerconf.AMQPSPort)
+	r.InterRouterPort = portOr(in.InteriorPort, routerconf.InterRouterPort)
+	r.EdgeRouterPort = portOr(in.EdgePort, routerconf.EdgePort)
+	return r
+}
+
+func portOr(p, def int32) int {
+	if p == 0 {
+		return int(def)
+	}
+	return int(p)
+}
+
+// login authenticates the client (spec §4.8): the bootstrap user at POST /user/login in embedded
+// mode, the OAuth2 client-credentials grant at the issuer's token endpoint in external mode.
+// Rejected credentials are tolerated (a first-boot race, spec §4.6 4b): rejected is true and the
+// pass goes on without a token.
+func login(ctx context.Context, s *scope, api ControllerAPI, password string) (rejected bool, res result, err error) {
+	var token string
+	switch s.spec.Auth.Mode {
+	case datasancev3.AuthModeExternal:
+		var id, secret string
+		if c := s.spec.Auth.Client; c != nil {
+			id, secret = c.ID, c.Secret
+		}
+		token, err = api.LoginClientCredentials(ctx, s.spec.Auth.IssuerURL, id, secret)
+	default:
+		var username string
+		if b := s.spec.Auth.Bootstrap; b != nil {
+			username = b.Username
+		}
+		var tokens *iofog.Tokens
+		if tokens, err = api.Login(ctx, username, password); err == nil {
+			token = tokens.AccessToken
+		}
+	}
+	switch {
+	case err == nil:
+		api.SetToken(token)
+		return false, proceed(), nil
+	case errors.Is(err, iofog.ErrInvalidCredentials):
+		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; going on without a token", "mode", s.spec.Auth.Mode)
+		return true, proceed(), nil
+	case iofog.IsRetryable(err):
+		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
+			fmt.Sprintf("Logging in to the Controller failed: %v", err)), nil
+	default:
+		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
+	}
+}
+
+// registrationFailure classifies a failed registration call: refused because the login was
+// rejected → LoginFailed error; transient (Controller down, 5xx, garbage, timeout) → requeue
+// after requeueRegistration; otherwise a RegistrationFailed error.
+func registrationFailure(err error, loginRejected bool) (result, error) {
+	var apiErr *iofog.APIError
+	if loginRejected && errors.As(err, &apiErr) &&
+		(apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden) {
+		return result{}, withReason(datasancev3.ReasonLoginFailed,
+			fmt.Errorf("the Controller rejected the operator's credentials (invalid credentials): %w", err))
+	}
+	if iofog.IsRetryable(err) {
+		return requeue(requeueRegistration, datasancev3.ReasonRegistrationFailed, err.Error()), nil
+	}
+	return result{}, withReason(datasancev3.ReasonRegistrationFailed, err)
+}
+
+// checkExternalReachability is spec §4.6 step 6: a LoadBalancer Controller must answer GET /status
+// on its LoadBalancer address; an Ingress-exposed one needs an Ingress with load-balancer status.
+// Other exposures are not checked.
+func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) (result, error) {
+	switch {
+	case datasancev3.ServiceType(s.spec.Services.Controller) == corev1.ServiceTypeLoadBalancer:
+		if lbAddress == "" {
+			return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
+				"Waiting for a LoadBalancer address of Service controller."), nil
+		}
+		url := controllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(controllerAPIPort))
+		api, err := s.r.NewControllerClient(url)
+		if err != nil {
+			return result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
+		}
+		if _, err := api.Status(ctx); err != nil {
+			return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
+				fmt.Sprintf("The Controller is not reachable through its LoadBalancer at %s: %v", url, err)), nil
+		}
+	case s.spec.ControllerIngressMode():
+		ing := &networkingv1.Ingress{}
+		found, err := s.getExisting(ctx, controllerName, ing)
+		if err != nil {
+			return result{}, err
+		}
+		if !found || len(ing.Status.LoadBalancer.Ingress) == 0 {
+			return requeue(requeueLoadBalancer, datasancev3.ReasonIngressNotReady,
+				"No LoadBalancer ingress found for Ingress resource controller yet."), nil
+		}
+	}
+	return proceed(), nil
+}

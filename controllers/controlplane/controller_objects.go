@@ -1,0 +1,180 @@
+package controlplane
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+)
+
+// Controller object names and ports (spec §4.1-§4.3).
+const (
+	controllerName        = "controller"
+	controllerAPIPort     = 51121
+	controllerAPIPortName = "controller-api"
+	consolePortName       = "console"
+	consoleServicePort    = 80
+	sqlitePVCName         = "controller-sqlite"
+	sqliteVolume          = "sqlite"
+	sqliteSize            = "1Gi"
+	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, spec §4.3).
+	sqliteDataDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
+	// statusPath is the Controller's health endpoint.
+	statusPath = iofog.APIPath + "/status"
+)
+
+// controllerRules are the Controller Role's rules (spec §4.1): it manages ConfigMaps and
+// Services, reads Secrets and StatefulSets, and may update the StatefulSet nats.
+var controllerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: verbsAll},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsRead},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbsRead},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{componentNats}, Verbs: []string{"update", "patch"}},
+}
+
+// controllerService is Service controller (spec §4.2).
+func controllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	m := metaFor(cp, componentController, controllerName)
+	svc := corev1ac.Service(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(selectorLabels(cp.Name, componentController)).
+			WithPorts(
+				servicePort(controllerAPIPortName, controllerAPIPort, intstr.FromInt32(controllerAPIPort)),
+				servicePort(consolePortName, consoleServicePort, intstr.FromInt32(cp.Spec.ConsolePortOrDefault())),
+			))
+	serviceExposure(svc, cp.Spec.Services.Controller)
+	if b := cp.Spec.Services.Controller; b != nil && b.Address != "" &&
+		datasancev3.ServiceType(b) == corev1.ServiceTypeLoadBalancer {
+		svc.Spec.WithLoadBalancerIP(b.Address)
+	}
+	return svc
+}
+
+// controllerIngress is Ingress controller (spec §4.7), built in Ingress mode only: / to the
+// console, /api/v3 to the API, TLS only with a secretName (§9.15).
+func controllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressApplyConfiguration {
+	m := metaFor(cp, componentController, controllerName)
+	in := cp.Spec.Ingresses.Controller
+	path := func(p, port string) *networkingv1ac.HTTPIngressPathApplyConfiguration {
+		return networkingv1ac.HTTPIngressPath().
+			WithPath(p).
+			WithPathType(networkingv1.PathTypePrefix).
+			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
+				WithName(controllerName).
+				WithPort(networkingv1ac.ServiceBackendPort().WithName(port))))
+	}
+	spec := networkingv1ac.IngressSpec().WithRules(networkingv1ac.IngressRule().
+		WithHost(in.Host).
+		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
+			path("/", consolePortName),
+			path(iofog.APIPath, controllerAPIPortName),
+		)))
+	if in.IngressClassName != "" {
+		spec.WithIngressClassName(in.IngressClassName)
+	}
+	if in.SecretName != "" {
+		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(in.Host).WithSecretName(in.SecretName))
+	}
+	ing := networkingv1ac.Ingress(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(spec)
+	if len(in.Annotations) > 0 {
+		ing.WithAnnotations(in.Annotations)
+	}
+	return ing
+}
+
+// sqlitePVC is PVC controller-sqlite (spec §4.1): 1Gi ReadWriteOnce, created once.
+func sqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	m := metaFor(cp, componentController, sqlitePVCName)
+	return corev1ac.PersistentVolumeClaim(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteOnce).
+			WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(sqliteSize)})))
+}
+
+// controllerPodHashes are the pod-template hash annotations of the Controller Deployment.
+type controllerPodHashes struct {
+	// credentials hashes the data of the DB, auth and vault Secrets.
+	credentials string
+	// tls hashes the controller TLS Secret (https only).
+	tls string
+}
+
+// controllerDeployment is Deployment controller (spec §4.3).
+func controllerDeployment(cp *datasancev3.ControlPlane, images Images, urls controllerURLs, hashes controllerPodHashes) *appsv1ac.DeploymentApplyConfiguration {
+	spec := &cp.Spec
+	m := metaFor(cp, componentController, controllerName)
+
+	readiness := corev1ac.Probe().
+		WithInitialDelaySeconds(10).WithTimeoutSeconds(10).WithPeriodSeconds(5).WithFailureThreshold(2)
+	if spec.ControllerHTTPS() {
+		readiness.WithExec(corev1ac.ExecAction().WithCommand("curl", "-sfk", "https://127.0.0.1:51121"+statusPath))
+	} else {
+		readiness.WithHTTPGet(corev1ac.HTTPGetAction().WithPath(statusPath).WithPort(intstr.FromInt32(controllerAPIPort)).WithScheme(corev1.URISchemeHTTP))
+	}
+
+	container := corev1ac.Container().
+		WithName(controllerName).
+		WithImage(images.Controller).
+		WithImagePullPolicy(corev1.PullAlways).
+		WithPorts(
+			containerPort(controllerAPIPortName, controllerAPIPort),
+			containerPort(consolePortName, spec.ConsolePortOrDefault()),
+		).
+		WithEnv(controllerEnv(cp, images, urls)...).
+		WithReadinessProbe(readiness).
+		WithSecurityContext(containerSecurityContext())
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(controllerName).
+		WithSecurityContext(podSecurityContext())
+	annotations := map[string]string{annotationCredentialsHash: hashes.credentials}
+	if spec.ControllerHTTPS() {
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(controllerCertVolume).WithMountPath(controllerCertDir + "/").WithReadOnly(true))
+		pod.WithVolumes(secretVolume(controllerCertVolume, spec.Controller.SecretName))
+		annotations[annotationTLSHash] = hashes.tls
+	}
+	if spec.UsesSQLite() {
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(sqliteVolume).WithMountPath(sqliteDataDir))
+		pod.WithVolumes(corev1ac.Volume().WithName(sqliteVolume).WithPersistentVolumeClaim(
+			corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(sqlitePVCName)))
+	}
+	pod.WithContainers(container)
+
+	dspec := appsv1ac.DeploymentSpec().
+		WithReplicas(spec.ControllerReplicas()).
+		WithSelector(metaLabelSelector(selectorLabels(cp.Name, componentController))).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(m.labels).
+			WithAnnotations(annotations).
+			WithSpec(pod))
+	if spec.UsesSQLite() {
+		// One pod holds the ReadWriteOnce volume: the old pod must go before the new one starts.
+		dspec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType))
+	} else {
+		dspec.WithStrategy(appsv1ac.DeploymentStrategy().
+			WithType(appsv1.RollingUpdateDeploymentStrategyType).
+			WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+				WithMaxUnavailable(intstr.FromInt32(0)).
+				WithMaxSurge(intstr.FromInt32(1)))).
+			WithMinReadySeconds(5)
+	}
+	return appsv1ac.Deployment(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(dspec)
+}

@@ -1,0 +1,159 @@
+package controlplane
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// Credential Secrets of the Controller (spec §4.4).
+const (
+	dbSecretName    = "controller-db-credentials"
+	authSecretName  = "controller-auth-credentials" //nolint:gosec // A Secret name, not a credential.
+	vaultSecretName = "controller-vault-credentials"
+)
+
+// secretEnv maps one key of a credential Secret to the Controller env var reading it.
+type secretEnv struct {
+	key, env string
+}
+
+// dbSecretEnv are the keys of controller-db-credentials and their env vars, in env order.
+var dbSecretEnv = []secretEnv{
+	{"dbname", "DB_NAME"}, {"host", "DB_HOST"}, {"port", "DB_PORT"}, {"username", "DB_USERNAME"},
+	{"password", "DB_PASSWORD"}, {"ssl", "DB_USE_SSL"}, {"ca", "DB_SSL_CA"},
+}
+
+// authSecretEnv are the keys of controller-auth-credentials and their env vars, in env order.
+// auth-session-secret is read only when spec.auth.sessionStore.secret is set.
+var authSecretEnv = []secretEnv{
+	{"auth-mode", "AUTH_MODE"},
+	{"auth-bootstrap-username", "OIDC_BOOTSTRAP_ADMIN_USERNAME"},
+	{"auth-bootstrap-password", "OIDC_BOOTSTRAP_ADMIN_PASSWORD"},
+	{"auth-issuer-url", "OIDC_ISSUER_URL"},
+	{"auth-client-id", "OIDC_CLIENT_ID"},
+	{"auth-client-secret", "OIDC_CLIENT_SECRET"},
+}
+
+const authSessionSecretKey = "auth-session-secret" //nolint:gosec // A Secret key name.
+
+// dbSecretData is the data of controller-db-credentials (spec §2.3). Every key is present, empty
+// when unset, so the env references always resolve; ca is copied verbatim.
+func dbSecretData(db *datasancev3.Database) map[string][]byte {
+	port := ""
+	if db.Port != 0 {
+		port = strconv.Itoa(int(db.Port))
+	}
+	return map[string][]byte{
+		"dbname":   []byte(db.DatabaseName),
+		"host":     []byte(db.Host),
+		"port":     []byte(port),
+		"username": []byte(db.User),
+		"password": []byte(db.Password),
+		"ssl":      []byte(strconv.FormatBool(ptr.Deref(db.SSL, false))),
+		"ca":       []byte(ptr.Deref(db.CA, "")),
+	}
+}
+
+// authSecretData is the data of controller-auth-credentials (spec §4.4); password is the resolved
+// bootstrap password (empty in external mode).
+func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
+	var username, clientID, clientSecret, sessionSecret string
+	if auth.Bootstrap != nil {
+		username = auth.Bootstrap.Username
+	}
+	if auth.Client != nil {
+		clientID, clientSecret = auth.Client.ID, auth.Client.Secret
+	}
+	if auth.SessionStore != nil {
+		sessionSecret = auth.SessionStore.Secret
+	}
+	return map[string][]byte{
+		"auth-mode":               []byte(auth.Mode),
+		"auth-bootstrap-username": []byte(username),
+		"auth-bootstrap-password": []byte(password),
+		"auth-issuer-url":         []byte(auth.IssuerURL),
+		"auth-client-id":          []byte(clientID),
+		"auth-client-secret":      []byte(clientSecret),
+		authSessionSecretKey:      []byte(sessionSecret),
+	}
+}
+
+// vaultActive reports whether the vault integration is configured (spec §2.11): the block is set
+// and names a provider or holds a provider block.
+func vaultActive(v *datasancev3.Vault) bool {
+	return v != nil && (v.Provider != "" || v.Hashicorp != nil || v.AWS != nil || v.Azure != nil || v.Google != nil)
+}
+
+// vaultProviderEnv are the keys of controller-vault-credentials of the first provider block in
+// the order hashicorp, aws, azure, google (spec §2.11), with their env vars and values.
+func vaultProviderEnv(v *datasancev3.Vault) (provider string, keys []secretEnv, values map[string]string) {
+	switch {
+	case v == nil:
+		return "", nil, nil
+	case v.Hashicorp != nil:
+		return "hashicorp", []secretEnv{
+				{"address", "VAULT_HASHICORP_ADDRESS"}, {"token", "VAULT_HASHICORP_TOKEN"}, {"mount", "VAULT_HASHICORP_MOUNT"},
+			}, map[string]string{
+				"address": v.Hashicorp.Address, "token": v.Hashicorp.Token, "mount": v.Hashicorp.Mount,
+			}
+	case v.AWS != nil:
+		return "aws", []secretEnv{
+				{"region", "VAULT_AWS_REGION"}, {"accessKeyId", "VAULT_AWS_ACCESS_KEY_ID"}, {"accessKey", "VAULT_AWS_ACCESS_KEY"},
+			}, map[string]string{
+				"region": v.AWS.Region, "accessKeyId": v.AWS.AccessKeyID, "accessKey": v.AWS.AccessKey,
+			}
+	case v.Azure != nil:
+		return "azure", []secretEnv{
+				{"url", "VAULT_AZURE_URL"}, {"tenantId", "VAULT_AZURE_TENANT_ID"},
+				{"clientId", "VAULT_AZURE_CLIENT_ID"}, {"clientSecret", "VAULT_AZURE_CLIENT_SECRET"},
+			}, map[string]string{
+				"url": v.Azure.URL, "tenantId": v.Azure.TenantID, "clientId": v.Azure.ClientID, "clientSecret": v.Azure.ClientSecret,
+			}
+	case v.Google != nil:
+		return "google", []secretEnv{
+				{"projectId", "VAULT_GOOGLE_PROJECT_ID"}, {"credentials", "VAULT_GOOGLE_CREDENTIALS"},
+			}, map[string]string{
+				"projectId": v.Google.ProjectID, "credentials": v.Google.Credentials,
+			}
+	default:
+		return "", nil, nil
+	}
+}
+
+// vaultSecretData is the data of controller-vault-credentials: the provider block's fields.
+func vaultSecretData(v *datasancev3.Vault) map[string][]byte {
+	_, _, values := vaultProviderEnv(v)
+	data := make(map[string][]byte, len(values))
+	for k, val := range values {
+		data[k] = []byte(val)
+	}
+	return data
+}
+
+// controllerCredentials is the data of the Controller's credential Secrets by name; the vault
+// Secret is there only when the vault is active.
+func controllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) map[string]map[string][]byte {
+	creds := map[string]map[string][]byte{
+		dbSecretName:   dbSecretData(&spec.Database),
+		authSecretName: authSecretData(&spec.Auth, password),
+	}
+	if vaultActive(spec.Vault) {
+		creds[vaultSecretName] = vaultSecretData(spec.Vault)
+	}
+	return creds
+}
+
+// opaqueSecret is an Opaque Secret of the controller component.
+func opaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := metaFor(cp, componentController, name)
+	return corev1ac.Secret(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}

@@ -1,0 +1,383 @@
+package controlplane_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/manager"
+)
+
+// Addresses the tests "assign" as cloud load balancers (TEST-NET-1, never routed).
+const (
+	controllerLBIP = "192.0.2.10"
+	routerLBIP     = "192.0.2.20"
+	ingressLBIP    = "192.0.2.30"
+	cpName         = "iofog"
+)
+
+// harness is one test's namespace, fake Controller and reconciler. Reconcile is called directly,
+// so every requeue delay is a value to assert, never a wait.
+type harness struct {
+	t   *testing.T
+	g   Gomega
+	ctx context.Context
+	ns  string
+	api *fake.Server
+	r   *controlplane.Reconciler
+	rec *recorder
+
+	writes atomic.Int64
+
+	mu       sync.Mutex
+	baseURLs []string
+}
+
+type harnessConfig struct {
+	tls bool
+}
+
+type harnessOption func(*harnessConfig)
+
+// withTLSController serves the fake Controller over HTTPS; clients trust its certificate only.
+func withTLSController() harnessOption { return func(c *harnessConfig) { c.tls = true } }
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	var cfg harnessConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h := &harness{t: t, g: NewWithT(t), ctx: ctrl.LoggerInto(t.Context(), ctrl.Log.WithName(t.Name())), rec: &recorder{}}
+	if cfg.tls {
+		h.api = fake.NewTLSServer()
+	} else {
+		h.api = fake.NewServer()
+	}
+	t.Cleanup(h.api.Close)
+
+	h.ns = "cp-" + randomSuffix()
+	h.g.Expect(env.Client.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
+
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: manager.Scheme()})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	counting := interceptor.NewClient(c, h.countWrites())
+
+	fakeURL, err := url.Parse(h.api.URL())
+	h.g.Expect(err).NotTo(HaveOccurred())
+	opts2 := controlplane.DefaultOptions()
+	opts2.ControllerEndpointTemplate = fakeURL.Host
+	h.r = &controlplane.Reconciler{
+		Client:              counting,
+		Options:             opts2,
+		Recorder:            h.rec,
+		NewControllerClient: h.clientFactory(),
+		KeyGenerator:        testKeyGenerator,
+	}
+	return h
+}
+
+// clientFactory returns iofog clients of the fake Controller. Every base URL asked for is
+// recorded; one that is not the fake's (the external LoadBalancer check) is served by the fake too.
+func (h *harness) clientFactory() controlplane.ControllerClientFactory {
+	return func(baseURL string) (controlplane.ControllerAPI, error) {
+		h.mu.Lock()
+		h.baseURLs = append(h.baseURLs, baseURL)
+		h.mu.Unlock()
+		var opts []iofog.Option
+		if pool := h.api.CertPool(); pool != nil {
+			opts = append(opts, iofog.WithRootCAs(pool))
+		}
+		target := baseURL
+		if u, err := url.Parse(baseURL); err == nil && u.Host != hostOf(h.api.URL()) {
+			target = h.api.URL()
+		}
+		return iofog.New(target, opts...)
+	}
+}
+
+func (h *harness) requestedBaseURLs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.baseURLs)
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// countWrites counts every request that could change the API server's state.
+func (h *harness) countWrites() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			h.writes.Add(1)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			h.writes.Add(1)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			h.writes.Add(1)
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			h.writes.Add(1)
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			h.writes.Add(1)
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			h.writes.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			h.writes.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}
+}
+
+// controlPlane is the base test ControlPlane: embedded auth with the fake's bootstrap user, an
+// external database, NATS disabled (this issue), every Service a LoadBalancer by default.
+func (h *harness) controlPlane(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
+	cp := &datasancev3.ControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Name: cpName, Namespace: h.ns},
+		Spec: datasancev3.ControlPlaneSpec{
+			Auth: datasancev3.Auth{
+				Mode:      datasancev3.AuthModeEmbedded,
+				Bootstrap: &datasancev3.Bootstrap{Username: fake.DefaultUsername, Password: fake.DefaultPassword},
+			},
+			Database: datasancev3.Database{
+				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
+				User: "controller", Password: "db-secret-value", DatabaseName: "controller",
+			},
+			Nats: &datasancev3.Nats{Enabled: ptr.To(false)},
+		},
+	}
+	for _, m := range mods {
+		m(cp)
+	}
+	return cp
+}
+
+// create stores cp in the API server.
+func (h *harness) create(cp *datasancev3.ControlPlane) {
+	h.t.Helper()
+	h.g.Expect(env.Client.Create(h.ctx, cp)).To(Succeed())
+}
+
+// reconcile runs one pass.
+func (h *harness) reconcile() (ctrl.Result, error) {
+	return h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: h.ns, Name: cpName}})
+}
+
+// mustRequeue runs one pass and expects it to ask for exactly delay, without an error.
+func (h *harness) mustRequeue(delay any) {
+	h.t.Helper()
+	res, err := h.reconcile()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(res.RequeueAfter).To(Equal(delay))
+}
+
+// mustBeReady runs one pass and expects it to end ready, with no requeue.
+func (h *harness) mustBeReady() {
+	h.t.Helper()
+	res, err := h.reconcile()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(res).To(Equal(ctrl.Result{}))
+	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+}
+
+// bringUp drives a new ControlPlane to ready: it plays the cloud (load balancer addresses for the
+// LoadBalancer Services and the Ingress) between passes.
+func (h *harness) bringUp(cp *datasancev3.ControlPlane) {
+	h.t.Helper()
+	h.create(cp)
+	for range 8 {
+		h.assignAddresses()
+		res, err := h.reconcile()
+		h.g.Expect(err).NotTo(HaveOccurred())
+		if res.IsZero() {
+			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+			return
+		}
+	}
+	h.t.Fatalf("ControlPlane not ready after 8 passes: %+v", h.get().Status)
+}
+
+// assignAddresses plays the cloud: every LoadBalancer Service and the controller Ingress get an
+// address if they have none.
+func (h *harness) assignAddresses() {
+	h.t.Helper()
+	for name, ip := range map[string]string{"controller": controllerLBIP, "router": routerLBIP} {
+		svc := &corev1.Service{}
+		if err := env.Client.Get(h.ctx, h.key(name), svc); err != nil {
+			continue
+		}
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && len(svc.Status.LoadBalancer.Ingress) == 0 {
+			h.setServiceAddress(name, ip)
+		}
+	}
+	ing := &networkingv1.Ingress{}
+	if err := env.Client.Get(h.ctx, h.key("controller"), ing); err == nil && len(ing.Status.LoadBalancer.Ingress) == 0 {
+		h.setIngressAddress(ingressLBIP)
+	}
+}
+
+func (h *harness) setServiceAddress(name, ip string) {
+	h.t.Helper()
+	svc := &corev1.Service{}
+	h.g.Expect(env.Client.Get(h.ctx, h.key(name), svc)).To(Succeed())
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	h.g.Expect(env.Client.Status().Update(h.ctx, svc)).To(Succeed())
+}
+
+func (h *harness) setIngressAddress(ip string) {
+	h.t.Helper()
+	ing := &networkingv1.Ingress{}
+	h.g.Expect(env.Client.Get(h.ctx, h.key("controller"), ing)).To(Succeed())
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: ip}}
+	h.g.Expect(env.Client.Status().Update(h.ctx, ing)).To(Succeed())
+}
+
+func (h *harness) key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: h.ns, Name: name}
+}
+
+// get reads the ControlPlane.
+func (h *harness) get() *datasancev3.ControlPlane {
+	h.t.Helper()
+	cp := &datasancev3.ControlPlane{}
+	h.g.Expect(env.Client.Get(h.ctx, h.key(cpName), cp)).To(Succeed())
+	return cp
+}
+
+// update changes the ControlPlane's spec.
+func (h *harness) update(mutate func(*datasancev3.ControlPlane)) {
+	h.t.Helper()
+	cp := h.get()
+	mutate(cp)
+	h.g.Expect(env.Client.Update(h.ctx, cp)).To(Succeed())
+}
+
+// expectState asserts the True condition and that it is the only one.
+func (h *harness) expectState(state, reason string) {
+	h.t.Helper()
+	cp := h.get()
+	var trues []metav1.Condition
+	for _, c := range cp.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			trues = append(trues, c)
+		}
+	}
+	h.g.Expect(trues).To(HaveLen(1), "exactly one True condition: %+v", cp.Status.Conditions)
+	h.g.Expect(trues[0].Type).To(Equal(state), "message: %s", trues[0].Message)
+	h.g.Expect(trues[0].Reason).To(Equal(reason), "message: %s", trues[0].Message)
+	h.g.Expect(trues[0].ObservedGeneration).To(Equal(cp.Generation))
+}
+
+// trueCondition returns the True condition.
+func (h *harness) trueCondition() metav1.Condition {
+	h.t.Helper()
+	for _, c := range h.get().Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	h.t.Fatal("no True condition")
+	return metav1.Condition{}
+}
+
+func (h *harness) deployment(name string) *appsv1.Deployment {
+	h.t.Helper()
+	d := &appsv1.Deployment{}
+	h.g.Expect(env.Client.Get(h.ctx, h.key(name), d)).To(Succeed())
+	return d
+}
+
+func (h *harness) secret(name string) *corev1.Secret {
+	h.t.Helper()
+	s := &corev1.Secret{}
+	h.g.Expect(env.Client.Get(h.ctx, h.key(name), s)).To(Succeed())
+	return s
+}
+
+func (h *harness) exists(obj client.Object, name string) bool {
+	h.t.Helper()
+	err := env.Client.Get(h.ctx, h.key(name), obj)
+	if err == nil {
+		return true
+	}
+	h.g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	return false
+}
+
+// envOf returns a container's environment: literal values, and "secret:<name>/<key>" for
+// Secret-backed variables.
+func envOf(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			out[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
+			out[e.Name] = "field:" + e.ValueFrom.FieldRef.FieldPath
+		default:
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
+
+// recorder records Events.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, eventtype+" "+reason+" "+fmt.Sprintf(note, args...))
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

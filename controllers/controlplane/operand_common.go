@@ -1,0 +1,176 @@
+package controlplane
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// operandUID is the UID, GID and fsGroup of every operand pod (spec §4.3, §6.8).
+const operandUID int64 = 10000
+
+// podSecurityContext is the restricted pod security context of every operand pod: non-root
+// UID/GID/fsGroup 10000 and the runtime's default seccomp profile.
+func podSecurityContext() *corev1ac.PodSecurityContextApplyConfiguration {
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(operandUID).
+		WithRunAsGroup(operandUID).
+		WithFSGroup(operandUID).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// containerSecurityContext is the restricted container security context: no privilege
+// escalation, every capability dropped.
+func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// objectMeta is what every owned object's metadata holds.
+type objectMeta struct {
+	name, namespace string
+	labels          map[string]string
+	// cp owns the object.
+	cp *datasancev3.ControlPlane
+}
+
+// metaFor returns the metadata of a component's object called name.
+func metaFor(cp *datasancev3.ControlPlane, component, name string) objectMeta {
+	return objectMeta{name: name, namespace: cp.Namespace, labels: standardLabels(cp.Name, component), cp: cp}
+}
+
+// serviceAccount is a component's ServiceAccount; the image pull Secret, when set, is attached
+// to it (spec §2.5).
+func serviceAccount(m objectMeta, pullSecret string) *corev1ac.ServiceAccountApplyConfiguration {
+	sa := corev1ac.ServiceAccount(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(m.cp))
+	if pullSecret != "" {
+		sa.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(pullSecret))
+	}
+	return sa
+}
+
+// role is a component's Role with rules.
+func role(m objectMeta, rules ...rbacv1.PolicyRule) *rbacv1ac.RoleApplyConfiguration {
+	r := rbacv1ac.Role(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(m.cp))
+	for _, rule := range rules {
+		ac := rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).WithVerbs(rule.Verbs...)
+		if len(rule.ResourceNames) > 0 {
+			ac.WithResourceNames(rule.ResourceNames...)
+		}
+		r.WithRules(ac)
+	}
+	return r
+}
+
+// roleBinding binds the ServiceAccount and Role of the same name.
+func roleBinding(m objectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(m.cp)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(m.name)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.name).WithNamespace(m.namespace))
+}
+
+// Verb sets of the operand Roles. Never "*": every verb is named.
+var (
+	verbsRead = []string{"get", "list", "watch"}
+	verbsAll  = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
+// serviceExposure applies a Service block's type, annotations and traffic policy (spec §2.6) to
+// svc. The type is defaulted first (LoadBalancer), then every decision tests the defaulted type.
+func serviceExposure(svc *corev1ac.ServiceApplyConfiguration, block *datasancev3.ServiceSpec) {
+	typ := datasancev3.ServiceType(block)
+	svc.Spec.WithType(typ)
+	if block != nil && len(block.Annotations) > 0 {
+		svc.WithAnnotations(block.Annotations)
+	}
+	if policy := externalTrafficPolicy(typ, block); policy != "" {
+		svc.Spec.WithExternalTrafficPolicy(policy)
+	}
+}
+
+// externalTrafficPolicy is set only for LoadBalancer (default Local) and NodePort (default
+// Cluster) Services, never for ClusterIP.
+func externalTrafficPolicy(typ corev1.ServiceType, block *datasancev3.ServiceSpec) corev1.ServiceExternalTrafficPolicy {
+	var policy corev1.ServiceExternalTrafficPolicy
+	if block != nil {
+		policy = block.ExternalTrafficPolicy
+	}
+	switch typ {
+	case corev1.ServiceTypeLoadBalancer:
+		return defaultIfEmpty(policy, corev1.ServiceExternalTrafficPolicyLocal)
+	case corev1.ServiceTypeNodePort:
+		return defaultIfEmpty(policy, corev1.ServiceExternalTrafficPolicyCluster)
+	default:
+		return ""
+	}
+}
+
+func defaultIfEmpty[T ~string](v, def T) T {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// loadBalancerAddress is the first ingress point of a load balancer status: its IP, or its
+// hostname when it has no IP (spec §4.5, ours). Empty when none is published yet.
+func loadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
+	if len(ingress) == 0 {
+		return ""
+	}
+	if ingress[0].IP != "" {
+		return ingress[0].IP
+	}
+	return ingress[0].Hostname
+}
+
+// hashData hashes named maps of Secret data in a stable order; it is what pod-template hash
+// annotations hold. Absent maps hash like empty ones.
+func hashData(named map[string]map[string][]byte) string {
+	h := sha256.New()
+	names := make([]string, 0, len(named))
+	for n := range named {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		data := named[n]
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		writeField(h, n)
+		for _, k := range keys {
+			writeField(h, k)
+			writeField(h, string(data[k]))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// writeField writes a length-prefixed field, so that concatenations cannot collide.
+func writeField(h interface{ Write([]byte) (int, error) }, s string) {
+	var n [8]byte
+	l := uint64(len(s))
+	for i := range n {
+		n[i] = byte(l >> (8 * i))
+	}
+	_, _ = h.Write(n[:])
+	_, _ = h.Write([]byte(s))
+}

@@ -1,0 +1,160 @@
+package controlplane
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
+)
+
+// Router object names (spec §5.1, §5.3).
+const (
+	routerName                  = "router"
+	routerSiteCASecretName      = "router-site-ca"
+	routerLocalCASecretName     = "default-router-local-ca"
+	routerSiteServerSecretName  = "router-site-server"
+	routerLocalServerSecretName = "router-local-server"
+	routerCommand               = "/home/skrouterd/bin/router"
+	routerConfigMountDir        = "/tmp"
+	routerConfigVolume          = "router-config"
+)
+
+// routerTLSSecretNames are the router's four TLS Secrets (spec §5.3).
+var routerTLSSecretNames = []string{routerSiteCASecretName, routerLocalCASecretName, routerSiteServerSecretName, routerLocalServerSecretName}
+
+// routerCASecretNames are imported into the Controller's CA catalog (spec §6.10).
+var routerCASecretNames = []string{routerSiteCASecretName, routerLocalCASecretName}
+
+// routerRules are the router Role's rules (spec §5.1).
+var routerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "services"}, Verbs: verbsRead},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbsAll},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
+}
+
+// routerService is Service router (spec §5.2).
+func routerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	m := metaFor(cp, componentRouter, routerName)
+	svc := corev1ac.Service(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(selectorLabels(cp.Name, componentRouter)).
+			WithPorts(
+				servicePort("router-message", routerconf.AMQPSPort, intstr.FromString("amqps")),
+				servicePort("router-interior", routerconf.InterRouterPort, intstr.FromString("inter-router")),
+				servicePort("router-edge", routerconf.EdgePort, intstr.FromString("edge")),
+			))
+	serviceExposure(svc, cp.Spec.Services.Router)
+	return svc
+}
+
+// servicePort is a TCP Service port.
+func servicePort(name string, port int32, target intstr.IntOrString) *corev1ac.ServicePortApplyConfiguration {
+	return corev1ac.ServicePort().WithName(name).WithProtocol(corev1.ProtocolTCP).WithPort(port).WithTargetPort(target)
+}
+
+// containerPort is a TCP container port.
+func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
+	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
+}
+
+// routerServerHosts are the SANs of both router server certificates (spec §5.3).
+func routerServerHosts(namespace, address string) []string {
+	return []string{"router." + namespace + ".svc.cluster.local", address}
+}
+
+// routerCertificates are the router's TLS Secrets in generation order: CAs first.
+func routerCertificates(namespace, address string) []tlsSecretSpec {
+	hosts := routerServerHosts(namespace, address)
+	return []tlsSecretSpec{
+		{name: routerSiteCASecretName, commonName: routerSiteCASecretName},
+		{name: routerLocalCASecretName, commonName: routerLocalCASecretName},
+		{name: routerSiteServerSecretName, commonName: "iofog-router", caName: routerSiteCASecretName, hosts: hosts},
+		{name: routerLocalServerSecretName, commonName: "iofog-router-local", caName: routerLocalCASecretName, hosts: hosts},
+	}
+}
+
+// routerConfigMap is ConfigMap iofog-router holding skrouterd.json (spec §5.4).
+func routerConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.ConfigMapApplyConfiguration {
+	m := metaFor(cp, componentRouter, routerconf.ConfigMapName)
+	return corev1ac.ConfigMap(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithData(map[string]string{routerconf.ConfigKey: string(config)})
+}
+
+// routerDeployment is Deployment router (spec §5.5). tlsHash is the hash of the two server
+// Secrets it mounts, so that a rotated certificate rolls the pod.
+func routerDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *appsv1ac.DeploymentApplyConfiguration {
+	m := metaFor(cp, componentRouter, routerName)
+	podLabels := mergeMaps(m.labels, map[string]string{
+		"application":          "interior-router",
+		"skupper.io/component": "router",
+		"skupper.io/type":      "site",
+	})
+	probe := func(initialDelay int32) *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromInt32(routerconf.HTTPPort)).WithScheme(corev1.URISchemeHTTP)).
+			WithInitialDelaySeconds(initialDelay).WithTimeoutSeconds(1).WithPeriodSeconds(10).WithFailureThreshold(3)
+	}
+	container := corev1ac.Container().
+		WithName(routerName).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullAlways).
+		WithCommand(routerCommand).
+		WithPorts(
+			containerPort("amqps", routerconf.AMQPSPort),
+			containerPort("http", routerconf.HTTPPort),
+			containerPort("inter-router", routerconf.InterRouterPort),
+			containerPort("edge", routerconf.EdgePort),
+		).
+		WithEnv(
+			envValue("APPLICATION_NAME", routerName),
+			envValue("QDROUTERD_AUTO_MESH_DISCOVERY", "QUERY"),
+			envValue("QDROUTERD_CONF", routerConfigMountDir+"/"+routerconf.ConfigKey),
+			envValue("QDROUTERD_CONF_TYPE", "json"),
+			envValue("SSL_PROFILE_PATH", routerconf.CertsDir),
+			envValue("SKUPPER_SITE_ID", routerconf.RouterID),
+			envValue("SKUPPER_PLATFORM", "kubernetes"),
+			envField("POD_NAMESPACE", "metadata.namespace"),
+			envField("POD_IP", "status.podIP"),
+		).
+		WithReadinessProbe(probe(1)).
+		WithLivenessProbe(probe(60)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(routerSiteServerSecretName).WithMountPath(routerconf.CertsDir+"/"+routerSiteServerSecretName).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(routerLocalServerSecretName).WithMountPath(routerconf.CertsDir+"/"+routerLocalServerSecretName).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(routerConfigVolume).WithMountPath(routerConfigMountDir),
+		).
+		WithSecurityContext(containerSecurityContext())
+
+	return appsv1ac.Deployment(m.name, m.namespace).
+		WithLabels(m.labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(1).
+			WithSelector(metaLabelSelector(selectorLabels(cp.Name, componentRouter))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(podLabels).
+				WithAnnotations(map[string]string{
+					"prometheus.io/scrape": "true",
+					"prometheus.io/port":   "9090",
+					annotationTLSHash:      tlsHash,
+				}).
+				WithSpec(corev1ac.PodSpec().
+					WithServiceAccountName(routerName).
+					WithSecurityContext(podSecurityContext()).
+					WithContainers(container).
+					WithVolumes(
+						secretVolume(routerSiteServerSecretName, routerSiteServerSecretName),
+						secretVolume(routerLocalServerSecretName, routerLocalServerSecretName),
+						corev1ac.Volume().WithName(routerConfigVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+							WithName(routerconf.ConfigMapName).
+							WithItems(corev1ac.KeyToPath().WithKey(routerconf.ConfigKey).WithPath(routerconf.ConfigKey))),
+					))))
+}

@@ -1,0 +1,65 @@
+package controlplane_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
+)
+
+// env is the package's API server (one per package, started in TestMain).
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// Logs only on request: CP_TEST_LOG=1 go test ./controllers/controlplane/...
+	logs := io.Discard
+	if os.Getenv("CP_TEST_LOG") != "" {
+		logs = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	e, code := testenv.MainStart(testenv.Options{})
+	if e == nil {
+		os.Exit(code)
+	}
+	env = e
+	code = m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// testKeys hands out a few pre-generated RSA keys in turn, so that the suite does not spend
+// seconds generating 2048-bit keys for every certificate.
+var (
+	keysOnce sync.Once
+	keys     []*rsa.PrivateKey
+	keysErr  error
+	keyNext  atomic.Uint64
+)
+
+func testKeyGenerator(bits int) (*rsa.PrivateKey, error) {
+	keysOnce.Do(func() {
+		for range 4 {
+			k, err := rsa.GenerateKey(rand.Reader, bits)
+			if err != nil {
+				keysErr = err
+				return
+			}
+			keys = append(keys, k)
+		}
+	})
+	if keysErr != nil {
+		return nil, keysErr
+	}
+	return keys[keyNext.Add(1)%uint64(len(keys))], nil
+}
