@@ -2,37 +2,115 @@ package controlplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// This file holds the NATS component's hooks (spec §6). The component itself is the next issue:
-// until then it reports Continue, and with spec.nats.enabled false it must stay so. The
-// Controller component calls natsHubRegistration and natsCASecretNames only when NATS is enabled.
-
-// reconcileNats is the NATS component (spec §6). Placeholder: Continue.
-func reconcileNats(_ context.Context, s *scope) (result, error) {
-	s.cp.Status.Nats.Enabled = s.natsEnabled()
-	if !s.natsEnabled() {
-		s.cp.Status.Nats.Replicas = 0
-		s.cp.Status.Nats.Address = ""
-		return proceed(), nil
+// reconcileNats is the NATS component (spec §6), in the order of §6.3: bootstrap from the
+// Controller and its Secrets; the JetStream key; RBAC and the three Services; the external
+// address (waiting for a LoadBalancer's); the TLS Secrets; server.conf and the JWT bundle; the
+// StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
+// running parts of an earlier enabled generation (removeNats).
+func reconcileNats(ctx context.Context, s *scope) (result, error) {
+	st := &s.cp.Status.Nats
+	st.Enabled = s.natsEnabled()
+	if !st.Enabled {
+		st.Replicas, st.Address = 0, ""
+		return proceed(), removeNats(ctx, s)
 	}
-	return proceed(), nil
+	st.Replicas = s.spec.NatsReplicas()
+
+	boot, res, err := obtainNatsBootstrap(ctx, s)
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	jsk, err := ensureNatsJetStreamKey(ctx, s)
+	if err != nil {
+		return natsStale(err)
+	}
+	if err := applyNatsAccessAndServices(ctx, s); err != nil {
+		return result{}, err
+	}
+	address, waiting, err := natsExternalAddress(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	st.Address = address
+	if waiting {
+		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
+			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", natsServiceName)), nil
+	}
+	if err := ensureNatsCertificates(ctx, s, address); err != nil {
+		return natsStale(err)
+	}
+	if err := applyNatsConfig(ctx, s, boot, jsk, address); err != nil {
+		return natsStale(err)
+	}
+	return proceed(), applyNatsStatefulSet(ctx, s)
 }
 
-// natsHubRegistration returns the NATS hub to register with the Controller (spec §6.10), or nil
-// to skip the registration (no external NATS address). Placeholder: nil.
-func natsHubRegistration(_ context.Context, _ *scope) (*iofog.NatsHub, result, error) {
-	return nil, proceed(), nil
+// applyNatsAccessAndServices writes step 5: ServiceAccount, Role and RoleBinding nats (created
+// once, spec §8.3) and the three Services (applied every pass).
+func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
+	if _, err := createIfAbsent(ctx, s, natsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
+		return err
+	}
+	if _, err := createIfAbsent(ctx, s, natsRole(s.cp), &rbacv1.Role{}); err != nil {
+		return err
+	}
+	if _, err := createIfAbsent(ctx, s, natsRoleBinding(s.cp), &rbacv1.RoleBinding{}); err != nil {
+		return err
+	}
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{natsHeadlessService(s.cp), natsService(s.cp), natsServerService(s.cp)} {
+		if _, err := applyIfChanged(ctx, s, svc, &corev1.Service{}, corev1ac.ExtractService); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// natsCASecretNames are the NATS CA Secrets imported into the Controller's catalog when NATS is
-// enabled (spec §6.10: nats-site-ca, default-nats-local-ca). Placeholder: none yet, because the
-// NATS component does not create them yet.
-func natsCASecretNames() []string { return nil }
+// applyNatsConfig writes steps 9–10: server.conf, rewritten every pass with the routes merged
+// from the current file, and the JWT bundle, created once.
+func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string) error {
+	var current corev1.ConfigMap
+	if _, err := s.getExisting(ctx, natsConfigMapName, &current); err != nil {
+		return err
+	}
+	serverConf, err := natsServerConf(s.cp, natsConfInputs{
+		operatorJWT:     boot.operatorJWT,
+		systemAccount:   boot.systemAccount,
+		jetStreamKey:    jsk,
+		externalAddress: address,
+		existing:        current.Data[natsConfigKey],
+	})
+	if err != nil {
+		return terminal(datasancev3.ReasonInvalidConfiguration, err)
+	}
+	changed, err := applyIfChanged(ctx, s, natsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	if err != nil {
+		return err
+	}
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", natsConfigMapName)
+	}
+	if found, err := s.getExisting(ctx, natsJWTBundleMapName, &corev1.ConfigMap{}); err != nil || found {
+		return err
+	}
+	return natsCreate(ctx, s, natsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
+}
 
-// natsReferencedSecretNames are NATS Secrets a ControlPlane reads without owning them (BYO NATS
-// CAs), for the Secret watch. Placeholder: none.
-func natsReferencedSecretNames(_ *datasancev3.ControlPlaneSpec) []string { return nil }
+// natsStale turns errNatsCacheStale into a short requeue: an object the operator creates once
+// exists although the cache did not show it; the next pass reads it.
+func natsStale(err error) (result, error) {
+	if errors.Is(err, errNatsCacheStale) {
+		return requeue(requeueTransition, datasancev3.ReasonProgressing, "Waiting for the cache to show NATS objects created meanwhile."), nil
+	}
+	return result{}, err
+}

@@ -1,0 +1,151 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// natsBootstrap is the NATS material the Controller generates (spec §6.4). operatorSeed and creds
+// are secrets: never log them.
+type natsBootstrap struct {
+	operatorJWT      string
+	operatorSeed     string
+	systemAccount    string
+	systemAccountJWT string
+	// creds is the decoded .creds file of the hub system user.
+	creds []byte
+}
+
+// obtainNatsBootstrap is steps 1–3 of spec §6.3: the bootstrap material, fetched from the
+// Controller (status check, login, GET /nats/bootstrap) and stored in Secrets nats-operator-seed
+// and nats-creds-sys-admin-hub. While the ControlPlane is ready, the material stored by an
+// earlier pass is used instead, so drift repair does not call the Controller; the Controller is
+// asked again when something of it is missing.
+func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
+	if s.steady {
+		b, err := storedNatsBootstrap(ctx, s)
+		if err != nil || b != nil {
+			return b, proceed(), err
+		}
+	}
+	b, res, err := fetchNatsBootstrap(ctx, s)
+	if err != nil || !res.isContinue() {
+		return nil, res, err
+	}
+	if err := storeNatsBootstrap(ctx, s, b); err != nil {
+		return nil, result{}, err
+	}
+	return b, proceed(), nil
+}
+
+// fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
+// fails (403 while it is not the Kubernetes control plane, 404 while its NATS Secrets are
+// missing, 5xx), is waited for with a requeue (spec §6.3: it retries until the API responds).
+func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
+	c, res, err := natsControllerClient(ctx, s)
+	if err != nil || !res.isContinue() {
+		return nil, res, err
+	}
+	b, err := c.NatsBootstrap(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, result{}, fmt.Errorf("get NATS bootstrap: %w", err)
+		}
+		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
+			fmt.Sprintf("The Controller's NATS bootstrap failed: %v", err)), nil
+	}
+	creds, err := b.SysUserCreds()
+	if err != nil {
+		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
+			fmt.Sprintf("The Controller's NATS bootstrap is unusable: %v", err)), nil
+	}
+	return &natsBootstrap{
+		operatorJWT:      b.OperatorJwt,
+		operatorSeed:     b.OperatorSeed,
+		systemAccount:    b.SystemAccountPublicKey,
+		systemAccountJWT: b.SystemAccountJwt,
+		creds:            creds,
+	}, proceed(), nil
+}
+
+// natsControllerClient returns a client of the in-cluster Controller API (or the endpoint
+// override) that answered GET /status and is logged in (spec §6.3 steps 1–2, §4.8). Rejected
+// credentials are tolerated as in the Controller component: the bootstrap then fails and is
+// retried.
+func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result, error) {
+	password, err := bootstrapPassword(ctx, s)
+	if err != nil {
+		return nil, result{}, err
+	}
+	c, err := s.r.NewControllerClient(internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp))
+	if err != nil {
+		return nil, result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
+	}
+	if _, err := c.Status(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, result{}, fmt.Errorf("get Controller status: %w", err)
+		}
+		return nil, requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
+			fmt.Sprintf("The Controller API does not answer yet: %v", err)), nil
+	}
+	if _, res, err := login(ctx, s, c, password); err != nil || !res.isContinue() {
+		return nil, res, err
+	}
+	return c, proceed(), nil
+}
+
+// storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it
+// differs (spec §6.4).
+func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
+	for _, desired := range []*corev1ac.SecretApplyConfiguration{
+		natsOperatorSeedSecret(s.cp, b.operatorSeed),
+		natsSysCredsSecret(s.cp, b.creds),
+	} {
+		changed, err := applyIfChanged(ctx, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
+		if err != nil {
+			return err
+		}
+		if changed {
+			ctrl.LoggerFrom(ctx).Info("Stored NATS bootstrap Secret", "secret", *desired.GetName())
+		}
+	}
+	return nil
+}
+
+// storedNatsBootstrap reads back what earlier passes stored: the two bootstrap Secrets, the
+// operator JWT and system account of server.conf, and the system account JWT of the JWT bundle.
+// It returns nil when any of it is missing.
+func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+	var seed, creds corev1.Secret
+	var conf, bundle corev1.ConfigMap
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+	}{
+		{natsOperatorSeedSecretName, &seed}, {natsSysCredsSecretName, &creds},
+		{natsConfigMapName, &conf}, {natsJWTBundleMapName, &bundle},
+	} {
+		if found, err := s.getExisting(ctx, o.name, o.obj); err != nil || !found {
+			return nil, err
+		}
+	}
+	operatorJWT, systemAccount := parseNatsBootstrapConf(conf.Data[natsConfigKey])
+	b := &natsBootstrap{
+		operatorJWT:      operatorJWT,
+		operatorSeed:     string(seed.Data[natsOperatorSeedKey]),
+		systemAccount:    systemAccount,
+		systemAccountJWT: bundle.Data[natsJWTKey(systemAccount)],
+		creds:            creds.Data[natsSysCredsKey],
+	}
+	if b.operatorJWT == "" || b.operatorSeed == "" || b.systemAccount == "" || b.systemAccountJWT == "" || len(b.creds) == 0 {
+		return nil, nil
+	}
+	return b, nil
+}

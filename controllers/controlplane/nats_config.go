@@ -1,0 +1,110 @@
+package controlplane
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/conf"
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
+)
+
+// natsConfInputs are the inputs of server.conf beyond the spec.
+type natsConfInputs struct {
+	// operatorJWT and systemAccount come from the bootstrap.
+	operatorJWT, systemAccount string
+	// jetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
+	jetStreamKey string
+	// externalAddress is the external NATS address, "" when there is none (spec §6.7).
+	externalAddress string
+	// existing is the current server.conf ("" if none): its non-ordinal routes are kept.
+	existing string
+}
+
+// natsServerConf renders server.conf (spec §6.9) for cp. The error wraps
+// natsconf.ErrInvalidParams when the inputs cannot make a valid file.
+func natsServerConf(cp *datasancev3.ControlPlane, in natsConfInputs) (string, error) {
+	p := natsconf.Params{
+		Name:            cp.Name,
+		Namespace:       cp.Namespace,
+		Replicas:        int(cp.Spec.NatsReplicas()),
+		OperatorJWT:     in.operatorJWT,
+		SystemAccount:   in.systemAccount,
+		JetStreamKey:    in.jetStreamKey,
+		ExternalAddress: in.externalAddress,
+	}
+	if js := natsJetStream(&cp.Spec); js != nil {
+		p.MemoryStore, p.FileStore = js.MemoryStoreSize, js.StorageSize
+	}
+	if ing := cp.Spec.Ingresses.Nats; ing != nil {
+		p.LeafPort = int(ing.LeafPort)
+	}
+	conf, err := natsconf.Render(p, in.existing)
+	if err != nil {
+		return "", fmt.Errorf("build NATS server.conf: %w", err)
+	}
+	return conf, nil
+}
+
+// natsJetStream is spec.nats.jetStream, or nil.
+func natsJetStream(spec *datasancev3.ControlPlaneSpec) *datasancev3.JetStream {
+	if spec.Nats == nil {
+		return nil
+	}
+	return spec.Nats.JetStream
+}
+
+// natsConfigMap is ConfigMap iofog-nats-config holding server.conf.
+func natsConfigMap(cp *datasancev3.ControlPlane, serverConf string) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(natsConfigMapName, cp.Namespace).
+		WithLabels(standardLabels(cp.Name, componentNats)).
+		WithOwnerReferences(ownerReference(cp)).
+		WithData(map[string]string{natsConfigKey: serverConf})
+}
+
+// natsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: the system account JWT as
+// <public key>.jwt, which the image copies into the resolver directory (spec §6.4). It is created
+// once, with Create (spec §8.3); the full resolver keeps later account JWTs itself.
+func natsJWTBundleConfigMap(cp *datasancev3.ControlPlane, systemAccount, systemAccountJWT string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: natsCreateOnceMeta(cp, natsJWTBundleMapName),
+		Data:       map[string]string{natsJWTKey(systemAccount): systemAccountJWT},
+	}
+}
+
+// natsJWTKey is the JWT bundle key of an account: <public key>.jwt.
+func natsJWTKey(account string) string { return account + ".jwt" }
+
+// parseNatsBootstrapConf returns the operator JWT and system account of a server.conf, or empty
+// strings when it has none or does not parse. It reads the file with the NATS server's own
+// parser; variable references ($SELFNAME, resolved by the pod) are defined as placeholders first,
+// and a file with include directives is not read (the parser would open files).
+func parseNatsBootstrapConf(serverConf string) (operatorJWT, systemAccount string) {
+	if strings.TrimSpace(serverConf) == "" || natsIncludeDirective.MatchString(serverConf) {
+		return "", ""
+	}
+	var defs strings.Builder
+	seen := map[string]bool{}
+	for _, m := range natsVariableRef.FindAllStringSubmatch(serverConf, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			fmt.Fprintf(&defs, "%s: \"\"\n", m[1])
+		}
+	}
+	m, err := conf.Parse(defs.String() + serverConf)
+	if err != nil {
+		return "", ""
+	}
+	operatorJWT, _ = m["operator"].(string)
+	systemAccount, _ = m["system_account"].(string)
+	return operatorJWT, systemAccount
+}
+
+var (
+	natsVariableRef      = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	natsIncludeDirective = regexp.MustCompile(`(?i)(^|[\s{;,])include\s`)
+)

@@ -1,0 +1,45 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// removeNats runs when spec.nats.enabled is false. NATS objects of an earlier enabled generation
+// are garbage then, but only the running parts go (ours; the spec leaves it open): StatefulSet
+// nats and the three Services — the pods and the load balancers. Everything that carries state
+// or identity stays, so that enabling NATS again resumes where it stopped: the js-data PVCs
+// (JetStream data), the JetStream key (without it that data is unreadable), the CA Secrets (the
+// Controller's catalog holds them; spec §8.3), the server certificates, the bootstrap Secrets,
+// the ConfigMaps (server.conf keeps the Controller's routes) and the RBAC objects. Only objects
+// controlled by this ControlPlane are deleted.
+func removeNats(ctx context.Context, s *scope) error {
+	for _, o := range []struct {
+		kind, name string
+		obj        client.Object
+	}{
+		{"StatefulSet", natsStatefulSetName, &appsv1.StatefulSet{}},
+		{"Service", natsServiceName, &corev1.Service{}},
+		{"Service", natsServerServiceName, &corev1.Service{}},
+		{"Service", natsHeadlessServiceName, &corev1.Service{}},
+	} {
+		found, err := s.getExisting(ctx, o.name, o.obj)
+		if err != nil {
+			return err
+		}
+		if !found || !isControlledBy(o.obj, s.cp.UID) {
+			continue
+		}
+		if err := deleteOwned(ctx, s, o.name, o.obj); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted NATS object: NATS is disabled", "kind", o.kind, "name", o.name)
+		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRemoved, fmt.Sprintf("NATS is disabled: deleted %s %s.", o.kind, o.name))
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (spec §6.5).
+const natsJetStreamKeyBytes = 32
+
+// ensureNatsJetStreamKey returns the JetStream encryption key (spec §6.5, step 4): the jsk of
+// Secret nats-jetstream-key-<name> when it is non-empty, else a new random key, written to the
+// Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced.
+func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
+	name := natsJetStreamKeySecretName(s.cp.Name)
+	var sec corev1.Secret
+	found, err := s.getExisting(ctx, name, &sec)
+	switch {
+	case err != nil:
+		return "", err
+	case found && len(sec.Data[natsJetStreamKeyKey]) > 0:
+		return string(sec.Data[natsJetStreamKeyKey]), nil
+	}
+	key := newNatsJetStreamKey()
+	if !found {
+		if err := natsCreate(ctx, s, natsJetStreamKeySecret(s.cp, key)); err != nil {
+			return "", err
+		}
+		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "secret", name)
+		return key, nil
+	}
+	// The Secret exists without a key: fill it in, under an optimistic lock so that a key
+	// written meanwhile is never replaced.
+	base := sec.DeepCopy()
+	if sec.Data == nil {
+		sec.Data = map[string][]byte{}
+	}
+	sec.Data[natsJetStreamKeyKey] = []byte(key)
+	if err := s.r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return "", withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Wrote JetStream encryption key into empty Secret", "secret", name)
+	return key, nil
+}
+
+// newNatsJetStreamKey returns base64 of 32 cryptographically random bytes.
+func newNatsJetStreamKey() string {
+	b := make([]byte, natsJetStreamKeyBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails since Go 1.24
+	return base64.StdEncoding.EncodeToString(b)
+}

@@ -1,0 +1,71 @@
+package controlplane
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// natsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
+// (spec §6.4). It is rewritten from each bootstrap answer.
+func natsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, natsOperatorSeedSecretName, map[string][]byte{natsOperatorSeedKey: []byte(seed)})
+}
+
+// natsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
+// file from the bootstrap (spec §6.4), mounted into the NATS pods.
+func natsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, natsSysCredsSecretName, map[string][]byte{natsSysCredsKey: creds})
+}
+
+// natsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
+// (spec §6.5). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// streams unreadable.
+func natsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: natsCreateOnceMeta(cp, natsJetStreamKeySecretName(cp.Name)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{natsJetStreamKeyKey: []byte(jsk)},
+	}
+}
+
+func natsOpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(name, cp.Namespace).
+		WithLabels(standardLabels(cp.Name, componentNats)).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}
+
+// natsTLSSecret is one of the four NATS TLS Secrets (spec §6.6) with the data of pki.SecretData.
+// replicas > 0 marks a server Secret with the replica count its SANs cover.
+//
+// It is a typed object, not an apply configuration, because it is written with Create: a
+// certificate is created once and an existing one (a bring-your-own CA, or one a stale cache did
+// not show yet) must never be overwritten, which a server-side apply would do.
+func natsTLSSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte, replicas int32) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: natsCreateOnceMeta(cp, name),
+		Type:       corev1.SecretTypeTLS,
+		Data:       data,
+	}
+	if replicas > 0 {
+		s.Annotations = map[string]string{annotationNatsReplicas: strconv.Itoa(int(replicas))}
+	}
+	return s
+}
+
+// natsCreateOnceMeta is the metadata of an object written with Create: standard labels and the
+// controller reference (the same as ownerReference).
+func natsCreateOnceMeta(cp *datasancev3.ControlPlane, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       cp.Namespace,
+		Labels:          standardLabels(cp.Name, componentNats),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cp, datasancev3.GroupVersion.WithKind("ControlPlane"))},
+	}
+}

@@ -1,0 +1,97 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// applyNatsStatefulSet creates or updates StatefulSet nats (spec §6.3 step 11). A scale-down
+// restarts every pod (natsPodAnnotations). The js-data claim template cannot change once the
+// StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
+// are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
+// (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
+func applyNatsStatefulSet(ctx context.Context, s *scope) error {
+	var live appsv1.StatefulSet
+	exists, err := s.getExisting(ctx, natsStatefulSetName, &live)
+	if err != nil {
+		return err
+	}
+	replicas := s.spec.NatsReplicas()
+	w := natsWorkload{image: s.images.Nats, storage: desiredNatsStorage(s.spec)}
+	var immutable error
+	if exists {
+		w.podAnnotations = natsPodAnnotations(&live, replicas, s.now)
+		if current, ok := liveNatsStorage(&live); ok {
+			if !current.equal(w.storage) {
+				immutable = fmt.Errorf("spec.nats.jetStream storage %s can no longer change: StatefulSet %s keeps %s; "+
+					"revert the spec, or delete the StatefulSet (its PVCs are kept) to recreate it",
+					w.storage, natsStatefulSetName, current)
+			}
+			w.storage = current
+		}
+	}
+	changed, err := applyIfChanged(ctx, s, natsStatefulSet(s.cp, w), &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
+	if err != nil {
+		return err
+	}
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Applied NATS StatefulSet", "replicas", replicas, "created", !exists)
+	}
+	if _, restart := w.podAnnotations[annotationRestartedAt]; restart && exists && ptr.Deref(live.Spec.Replicas, 1) > replicas {
+		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRestarted,
+			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
+	}
+	if immutable != nil {
+		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonImmutableFieldChanged, immutable.Error())
+		return terminal(datasancev3.ReasonImmutableFieldChanged, immutable)
+	}
+	return nil
+}
+
+// natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas
+// (spec §6.8): a new restartedAt (now, RFC 3339) on a scale-down, so that every pod restarts and
+// forgets the removed routes; otherwise the live restartedAt, carried over so that a previous
+// restart does not roll the pods again (and a kubectl rollout restart or the Controller's own
+// restart is not undone). Scale-up never restarts. Other template annotations belong to whoever
+// set them and are left to server-side apply.
+func natsPodAnnotations(live *appsv1.StatefulSet, replicas int32, now time.Time) map[string]string {
+	if live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
+		return map[string]string{annotationRestartedAt: now.UTC().Format(time.RFC3339)}
+	}
+	if v, ok := live.Spec.Template.Annotations[annotationRestartedAt]; ok {
+		return map[string]string{annotationRestartedAt: v}
+	}
+	return nil
+}
+
+// liveNatsStorage is the js-data claim template of a live StatefulSet.
+func liveNatsStorage(live *appsv1.StatefulSet) (natsStorage, bool) {
+	for _, t := range live.Spec.VolumeClaimTemplates {
+		if t.Name != natsDataVolume {
+			continue
+		}
+		size, ok := t.Spec.Resources.Requests[corev1.ResourceStorage]
+		if !ok {
+			return natsStorage{}, false
+		}
+		return natsStorage{size: size, className: ptr.Deref(t.Spec.StorageClassName, "")}, true
+	}
+	return natsStorage{}, false
+}
+
+// String describes the storage for messages: "10Gi (class fast)" or "10Gi (default class)".
+func (a natsStorage) String() string {
+	if a.className == "" {
+		return a.size.String() + " (default class)"
+	}
+	return a.size.String() + " (class " + a.className + ")"
+}
