@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The OLM bundle recipe. bundle/ and bundle.Dockerfile are generated, committed and checked.
+#
+#   hack/bundle.sh generate     regenerate config/manifests/rbac/role.yaml, bundle/ and
+#                               bundle.Dockerfile, then validate
+#   hack/bundle.sh validate     operator-sdk bundle validate, operatorframework suite, at K8S_VERSION:
+#                               no errors and no warnings
+#   hack/bundle.sh verify       regenerate into a temporary tree, fail on any difference from the
+#                               working tree, then validate
+#   hack/bundle.sh render DIR   build the bundle into DIR only (hack/catalog.sh's upgrade test)
+#
+# Inputs, passed by the Makefile: VERSION, IMG, PACKAGE, CHANNELS, DEFAULT_CHANNEL, K8S_VERSION.
+#
+# Pipeline (CRDs and config/rbac/role.yaml come from controller-gen, `make manifests`):
+#   1. hack/olmtool rbac splits the generated manager ClusterRole into namespaced rules (CSV
+#      permissions) and cluster-wide rules (CSV clusterPermissions) -> config/manifests/rbac/role.yaml;
+#   2. kustomize build config/manifests, with the manager image set to IMG,
+#      | operator-sdk generate bundle (CSV install strategy, CRDs, alm-examples, metadata, scorecard);
+#   3. hack/olmtool finalize: icon, description, pinned createdAt, olm.skipRange, containerImage and
+#      relatedImages (operator-sdk would write the wall clock and omit the operator image).
+# Everything is built in a temporary tree: a failed run leaves the working tree as it was, and
+# `verify` compares exactly what `generate` would write. Nothing is normalised before comparing.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
+
+: "${VERSION:?VERSION is not set (run through make)}" "${IMG:?IMG is not set}" "${PACKAGE:?PACKAGE is not set}"
+: "${CHANNELS:?CHANNELS is not set}" "${DEFAULT_CHANNEL:?DEFAULT_CHANNEL is not set}" "${K8S_VERSION:?K8S_VERSION is not set}"
+
+# Names used by config/manifests/rbac/role_binding.yaml.
+readonly NAMESPACED_ROLE=kubeopera-operator-manager-namespaced-role
+readonly CLUSTER_ROLE=kubeopera-operator-manager-cluster-role
+# Namespaced resources granted cluster-wide anyway (issue #6: Tenant reads are cluster permissions;
+# the Tenant CRD belongs to the tenant-controller and is not shipped in the bundle).
+readonly CLUSTER_WIDE=(kubeopera.io/tenants)
+# Generated paths, relative to the repository root.
+readonly OUTPUTS=(bundle bundle.Dockerfile config/manifests/rbac/role.yaml)
+
+log() { echo "bundle.sh: $*" >&2; }
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# quiet CMD...: runs CMD, showing its output only when it fails.
+quiet() {
+	local out="$scratch/quiet.log"
+	if ! "$@" >"$out" 2>&1; then
+		cat "$out" >&2
+		return 1
+	fi
+}
+
+tools() {
+	SDK=$(hack/tool.sh operator-sdk)/operator-sdk
+	KUSTOMIZE=$(hack/tool.sh kustomize)/kustomize
+	OLMTOOL=$scratch/olmtool
+	[[ -x $OLMTOOL ]] || go build -o "$OLMTOOL" ./hack/olmtool
+}
+
+# render DIR: the whole recipe, into DIR (which gets config/, PROJECT, bundle/, bundle.Dockerfile).
+render() {
+	local out=$1 csv_base=config/manifests/bases/$PACKAGE.clusterserviceversion.yaml
+	mkdir -p "$out"
+	cp -R config PROJECT "$out/"
+	local cluster_wide=()
+	for gr in "${CLUSTER_WIDE[@]}"; do cluster_wide+=(-cluster-wide "$gr"); done
+	"$OLMTOOL" rbac -in config/rbac/role.yaml -crds config/crd/bases -crds test/crds "${cluster_wide[@]}" \
+		-namespaced-name "$NAMESPACED_ROLE" -cluster-name "$CLUSTER_ROLE" -out "$out/config/manifests/rbac/role.yaml"
+	(cd "$out/config/manager" && "$KUSTOMIZE" edit set image "controller=$IMG")
+	"$KUSTOMIZE" build "$out/config/manifests" >"$out/manifests.yaml"
+	# operator-sdk reads the manifests from a pipe (not a redirected file) and writes bundle.Dockerfile
+	# into its working directory.
+	(cd "$out" && cat manifests.yaml | quiet "$SDK" generate bundle -q --overwrite --output-dir bundle \
+		--package "$PACKAGE" --version "$VERSION" --channels "$CHANNELS" --default-channel "$DEFAULT_CHANNEL")
+	"$OLMTOOL" finalize -csv "$out/bundle/manifests/$PACKAGE.clusterserviceversion.yaml" -base "$csv_base" \
+		-icon config/manifests/icon.svg -description config/manifests/description.md
+}
+
+validate() {
+	local report=$scratch/validate.json
+	# Exit status 1 means errors, 0 allows warnings: the JSON report decides.
+	"$SDK" bundle validate ./bundle --select-optional suite=operatorframework \
+		--optional-values="k8s-version=$K8S_VERSION" -o json-alpha1 >"$report" 2>"$scratch/validate.log" || true
+	if ! "$OLMTOOL" validation-report "$report"; then
+		cat "$scratch/validate.log" >&2
+		log "bundle validation failed"
+		return 1
+	fi
+	echo "bundle: operator-sdk bundle validate passed with 0 errors and 0 warnings (suite=operatorframework, k8s-version=$K8S_VERSION)"
+}
+
+generate() {
+	local work=$scratch/tree
+	render "$work"
+	rm -rf bundle
+	local p
+	for p in "${OUTPUTS[@]}"; do
+		cp -R "$work/$p" "$p"
+	done
+	echo "bundle: regenerated ${OUTPUTS[*]} ($PACKAGE v$VERSION, channels $CHANNELS, default $DEFAULT_CHANNEL)"
+	validate
+}
+
+verify() {
+	local work=$scratch/tree stale=0 p
+	render "$work"
+	for p in "${OUTPUTS[@]}"; do
+		if ! diff -r -u "$p" "$work/$p" >"$scratch/diff" 2>&1; then
+			log "stale: $p"
+			head -n 60 "$scratch/diff" >&2
+			stale=1
+		fi
+	done
+	if ((stale)); then
+		log "the committed bundle does not match its sources (CRDs, RBAC markers, config/manifests, samples, VERSION):"
+		log "run 'make bundle catalog' and commit ${OUTPUTS[*]} catalog/ catalog.Dockerfile"
+		return 1
+	fi
+	echo "bundle: ${OUTPUTS[*]} are up to date"
+	validate
+}
+
+main() {
+	local cmd=${1:-}
+	case $cmd in
+	generate | verify | validate)
+		tools
+		"$cmd"
+		;;
+	render)
+		[[ -n ${2:-} ]] || {
+			log "usage: hack/bundle.sh render DIR"
+			exit 2
+		}
+		tools
+		render "$2"
+		;;
+	*)
+		log "usage: hack/bundle.sh generate|validate|verify|render DIR"
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
