@@ -137,10 +137,10 @@ main() {
 	start=$SECONDS
 	# Progress for humans while the compiler is silent.
 	(while sleep 30; do log "still building $tool ($((SECONDS - start))s)"; done) &
-	local ticker=$!
-	trap 'kill $ticker 2>/dev/null || true' EXIT
+	ticker_pid=$!
+	trap 'kill "${ticker_pid:-}" 2>/dev/null || true' EXIT
 	build "$tool" "$out.tmp"
-	kill "$ticker" 2>/dev/null || true
+	kill "$ticker_pid" 2>/dev/null || true
 	touch "$out.tmp/.complete"
 	rm -rf "$out"
 	mv "$out.tmp" "$out"
