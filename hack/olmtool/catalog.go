@@ -37,15 +37,16 @@ type channel struct {
 
 // runFBCBundle fills in the bundle image of an `opm render <bundle dir>` result, as rendering the
 // pushed bundle image would: `image` is set and the image is listed in relatedImages.
-func runFBCBundle(args []string, _ io.Writer) error {
+// The blob is written to OUT-DIR/bundle-v<version>.yaml, whose path is printed.
+func runFBCBundle(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fbc-bundle", flag.ContinueOnError)
 	in := fs.String("in", "", "output of `opm render <bundle dir> -o yaml`")
 	image := fs.String("image", "", "the bundle image")
-	out := fs.String("out", "", "file to write the olm.bundle blob to")
+	outDir := fs.String("out-dir", "", "catalog package directory to write the olm.bundle blob to")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := required(fs, "in", "image", "out"); err != nil {
+	if err := required(fs, "in", "image", "out-dir"); err != nil {
 		return err
 	}
 	b, err := readDocument(*in)
@@ -74,7 +75,16 @@ func runFBCBundle(args []string, _ io.Writer) error {
 		return si < sj
 	})
 	b["relatedImages"] = related
-	return writeDocuments(*out, "", b)
+	_, _, v, err := bundleIdentity(b)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(*outDir, "bundle-v"+v.String()+".yaml")
+	if err := writeDocuments(out, "", b); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, out)
+	return nil
 }
 
 // bundleIdentity returns the name and version of an olm.bundle blob.
