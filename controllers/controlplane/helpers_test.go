@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
 // Addresses the tests "assign" as cloud load balancers (TEST-NET-1, never routed).
@@ -222,16 +224,7 @@ func (h *harness) mustBeReady() {
 func (h *harness) bringUp(cp *datasancev3.ControlPlane) {
 	h.t.Helper()
 	h.create(cp)
-	for range 8 {
-		h.assignAddresses()
-		res, err := h.reconcile()
-		h.g.Expect(err).NotTo(HaveOccurred())
-		if res.IsZero() {
-			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
-			return
-		}
-	}
-	h.t.Fatalf("ControlPlane not ready after 8 passes: %+v", h.get().Status)
+	h.bringUpExisting()
 }
 
 // assignAddresses plays the cloud: every LoadBalancer Service and the controller Ingress get an
@@ -380,4 +373,41 @@ func randomSuffix() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// createTLSSecret creates a user-owned kubernetes.io/tls Secret with a generated CA.
+func (h *harness) createTLSSecret(name string) *corev1.Secret {
+	h.t.Helper()
+	kp, err := pki.GenerateCA(name, time.Now(), 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Type:       corev1.SecretTypeTLS,
+		Data:       pki.SecretData(kp, nil),
+	}
+	h.g.Expect(env.Client.Create(h.ctx, s)).To(Succeed())
+	return s
+}
+
+// assignAddressesAfterFirstPass runs the pass that creates the Services and assigns their
+// addresses.
+func (h *harness) assignAddressesAfterFirstPass() {
+	h.t.Helper()
+	_, _ = h.reconcile()
+	h.assignAddresses()
+}
+
+// bringUpExisting drives an existing ControlPlane to ready, playing the cloud between passes.
+func (h *harness) bringUpExisting() {
+	h.t.Helper()
+	for range 8 {
+		h.assignAddresses()
+		res, err := h.reconcile()
+		h.g.Expect(err).NotTo(HaveOccurred())
+		if res.IsZero() {
+			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+			return
+		}
+	}
+	h.t.Fatalf("ControlPlane not ready after 8 passes: %+v", h.get().Status)
 }

@@ -1,0 +1,150 @@
+package controlplane_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+)
+
+const sqliteDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
+
+// SQLite (empty database host): PVC controller-sqlite, Recreate, one replica, the volume mounted.
+// External database: no PVC, RollingUpdate, the requested replicas, DB env from the Secret.
+func TestDatabaseModes(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		h := newHarness(t)
+		g := h.g
+		h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Database = datasancev3.Database{}
+		}))
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
+		g.Expect(pvc.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
+		g.Expect(pvc.Spec.Resources.Requests.Storage().Equal(resource.MustParse("1Gi"))).To(BeTrue())
+		g.Expect(pvc.OwnerReferences).To(HaveLen(1))
+
+		d := h.deployment("controller")
+		g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+		g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+		g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(corev1.Volume{Name: "sqlite", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "controller-sqlite"},
+		}}))
+		g.Expect(d.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "sqlite", MountPath: sqliteDir}))
+		db := h.secret("controller-db-credentials").Data
+		g.Expect(db).To(HaveKeyWithValue("host", BeEmpty()))
+		g.Expect(db).To(HaveKeyWithValue("ssl", []byte("false")))
+		g.Expect(db).To(HaveKeyWithValue("ca", BeEmpty()))
+	})
+	t.Run("external", func(t *testing.T) {
+		h := newHarness(t)
+		g := h.g
+		ca := "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+		h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Replicas.Controller = 2
+			cp.Spec.Database.SSL = ptr.To(true)
+			cp.Spec.Database.CA = &ca
+		}))
+		g.Expect(h.exists(&corev1.PersistentVolumeClaim{}, "controller-sqlite")).To(BeFalse())
+		d := h.deployment("controller")
+		g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+		g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+		g.Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(0))))
+		g.Expect(d.Spec.Strategy.RollingUpdate.MaxSurge).To(HaveValue(Equal(intstr.FromInt32(1))))
+		g.Expect(d.Spec.Template.Spec.Volumes).To(BeEmpty())
+		g.Expect(h.secret("controller-db-credentials").Data).To(Equal(map[string][]byte{
+			"dbname": []byte("controller"), "host": []byte("postgres.db.svc"), "port": []byte("5432"),
+			"username": []byte("controller"), "password": []byte("db-secret-value"), "ssl": []byte("true"), "ca": []byte(ca),
+		}))
+		env := envOf(d.Spec.Template.Spec.Containers[0])
+		g.Expect(env).To(HaveKeyWithValue("DB_PASSWORD", "secret:controller-db-credentials/password"))
+		g.Expect(env).To(HaveKeyWithValue("DB_SSL_CA", "secret:controller-db-credentials/ca"))
+		g.Expect(env).To(HaveKeyWithValue("DB_PROVIDER", "postgres"))
+		for _, v := range env {
+			g.Expect(v).NotTo(ContainSubstring("db-secret-value"), "no password in plain env")
+		}
+	})
+}
+
+// HTTPS Controller: the in-cluster calls use https and verify the certificate; the pod mounts the
+// TLS Secret, has the TLS env and the curl readiness probe.
+func TestHTTPSController(t *testing.T) {
+	h := newHarness(t, withTLSController())
+	g := h.g
+	h.createTLSSecret("controller-tls")
+	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Controller.HTTPS = ptr.To(true)
+		cp.Spec.Controller.SecretName = "controller-tls"
+	}))
+	g.Expect(h.requestedBaseURLs()).To(ContainElements(
+		HavePrefix("https://127.0.0.1:"),
+		Equal("https://"+controllerLBIP+":51121"),
+	))
+	g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"))
+
+	d := h.deployment("controller")
+	c := d.Spec.Template.Spec.Containers[0]
+	g.Expect(c.ReadinessProbe.Exec.Command).To(Equal([]string{"curl", "-sfk", "https://127.0.0.1:51121/api/v3/status"}))
+	g.Expect(c.ReadinessProbe.HTTPGet).To(BeNil())
+	g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "controller-cert", MountPath: "/etc/iofog/controller-cert/", ReadOnly: true}))
+	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "controller-tls")))
+	env := envOf(c)
+	g.Expect(env).To(HaveKeyWithValue("SERVER_DEV_MODE", "false"))
+	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_CERT", "/etc/iofog/controller-cert/tls.crt"))
+	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_KEY", "/etc/iofog/controller-cert/tls.key"))
+	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_INTERMEDIATE_CERT", "/etc/iofog/controller-cert/ca.crt"))
+	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "https://"+controllerLBIP+":51121"))
+	g.Expect(d.Spec.Template.Annotations).To(HaveKey(controlplane.AnnotationTLSHash))
+}
+
+// Operand pods run restricted: non-root 10000, RuntimeDefault seccomp, no escalation, no
+// capabilities; both Deployments and the Services carry labels and the owner reference.
+func TestOperandSecurityAndOwnership(t *testing.T) {
+	h := newHarness(t)
+	g := h.g
+	h.bringUp(h.controlPlane())
+	cp := h.get()
+	for _, name := range []string{"controller", "router"} {
+		d := h.deployment(name)
+		psc := d.Spec.Template.Spec.SecurityContext
+		g.Expect(psc.RunAsNonRoot).To(HaveValue(BeTrue()))
+		g.Expect(psc.RunAsUser).To(HaveValue(Equal(int64(10000))))
+		g.Expect(psc.RunAsGroup).To(HaveValue(Equal(int64(10000))))
+		g.Expect(psc.FSGroup).To(HaveValue(Equal(int64(10000))))
+		g.Expect(psc.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		csc := d.Spec.Template.Spec.Containers[0].SecurityContext
+		g.Expect(csc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+		g.Expect(csc.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
+		g.Expect(d.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullAlways))
+		g.Expect(d.Labels).To(Equal(map[string]string{
+			"app.kubernetes.io/name": "iofog", "app.kubernetes.io/instance": cpName,
+			"app.kubernetes.io/component": name, "app.kubernetes.io/managed-by": "kubeopera-operator",
+		}))
+		g.Expect(d.OwnerReferences).To(ConsistOf(HaveField("UID", cp.UID)))
+		g.Expect(d.OwnerReferences[0].Controller).To(HaveValue(BeTrue()))
+	}
+	for _, name := range []string{"router-site-ca", "default-router-local-ca", "router-site-server", "router-local-server",
+		"controller-db-credentials", "controller-auth-credentials"} {
+		g.Expect(h.secret(name).OwnerReferences).To(ConsistOf(HaveField("UID", cp.UID)), name)
+	}
+
+	svc := &corev1.Service{}
+	g.Expect(h.exists(svc, "controller")).To(BeTrue())
+	g.Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	g.Expect(svc.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyLocal))
+	g.Expect(svc.Spec.Ports).To(HaveLen(2))
+	g.Expect(svc.Spec.Ports[0]).To(And(HaveField("Name", "controller-api"), HaveField("Port", int32(51121)), HaveField("TargetPort", intstr.FromInt32(51121))))
+	g.Expect(svc.Spec.Ports[1]).To(And(HaveField("Name", "console"), HaveField("Port", int32(80)), HaveField("TargetPort", intstr.FromInt32(8008))))
+
+	g.Expect(h.exists(svc, "router")).To(BeTrue())
+	g.Expect(svc.Spec.Ports).To(HaveLen(3))
+	g.Expect(svc.Spec.Ports).To(HaveEach(HaveField("Protocol", corev1.ProtocolTCP)))
+	g.Expect([]int32{svc.Spec.Ports[0].Port, svc.Spec.Ports[1].Port, svc.Spec.Ports[2].Port}).To(Equal([]int32{5671, 55671, 45671}))
+}
