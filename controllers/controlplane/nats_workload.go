@@ -39,7 +39,11 @@ func applyNatsStatefulSet(ctx context.Context, s *scope) error {
 			w.storage = current
 		}
 	}
-	changed, err := applyIfChanged(ctx, s, natsStatefulSet(s.cp, w), &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
+	desired := natsStatefulSet(s.cp, w)
+	if exists {
+		keepLiveClaimTemplates(desired, &live)
+	}
+	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
 	if err != nil {
 		return err
 	}
@@ -71,6 +75,18 @@ func natsPodAnnotations(live *appsv1.StatefulSet, replicas int32, now time.Time)
 		return map[string]string{annotationRestartedAt: v}
 	}
 	return nil
+}
+
+// keepLiveClaimTemplates replaces the claim templates of desired by the live ones as this field
+// manager applied them. The list is atomic and immutable, and the API server stores it with its
+// defaults (volumeMode, status): re-sending exactly what is stored keeps the apply valid and
+// lets an unchanged StatefulSet compare equal, so that no write is sent.
+func keepLiveClaimTemplates(desired *appsv1ac.StatefulSetApplyConfiguration, live *appsv1.StatefulSet) {
+	applied, err := appsv1ac.ExtractStatefulSet(live, FieldOwner)
+	if err != nil || applied.Spec == nil || len(applied.Spec.VolumeClaimTemplates) == 0 {
+		return
+	}
+	desired.Spec.VolumeClaimTemplates = applied.Spec.VolumeClaimTemplates
 }
 
 // liveNatsStorage is the js-data claim template of a live StatefulSet.

@@ -1,0 +1,80 @@
+package controlplane_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+)
+
+// NATS exposed through ingresses.nats: no load balancer to wait for; the address goes into the
+// SANs, leafnodes.advertise (with the ingress leaf port) and the hub registration, whose zero
+// ports default.
+func TestNatsIngressAddress(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.create(h.controlPlane(natsOnWith(natsClusterIP(&datasancev3.NatsIngress{
+		Address: "nats.example.com", LeafPort: 443, ServerPort: 4443,
+	}))))
+	h.mustRequeue(controlplane.RequeueTransition)
+	h.mustRequeue(controlplane.RequeueLoadBalancer) // router and controller wait; NATS does not
+	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())
+	g.Expect(h.get().Status.Nats.Address).To(Equal("nats.example.com"))
+
+	for _, name := range []string{"nats", "nats-server"} {
+		svc := h.service(name)
+		g.Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
+		g.Expect(svc.Spec.ExternalTrafficPolicy).To(BeEmpty())
+	}
+	g.Expect(h.certificate("nats-site-server").DNSNames).To(Equal(natsSANs(h.ns, 2, "nats.example.com")))
+	g.Expect(h.certificate("nats-mqtt-server").DNSNames).To(Equal(natsSANs(h.ns, 2, "nats.example.com")))
+	g.Expect(h.serverConf()["leafnodes"]).To(HaveKeyWithValue("advertise", "nats.example.com:443"))
+
+	h.setServiceAddress("router", routerLBIP)
+	h.setServiceAddress("controller", controllerLBIP)
+	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+	h.mustBeReady()
+	hub := h.api.RequestsTo("PUT", "/api/v3/nats/hub")
+	g.Expect(hub).To(HaveLen(1))
+	g.Expect(hub[0].Body).To(MatchJSON(`{"host":"nats.example.com","serverPort":4443,"clusterPort":6222,"leafPort":443,"mqttPort":8883,"httpPort":8222}`))
+}
+
+// Neither a LoadBalancer nor an ingress address: in-cluster SANs only, no leaf advertise, and the
+// hub registration is skipped (spec §9.6) while the NATS CAs are still imported.
+func TestNatsNoExternalAddress(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOnWith(natsClusterIP(nil))))
+
+	g.Expect(h.api.RequestsTo("PUT", "/api/v3/nats/hub")).To(BeEmpty())
+	_, registered := h.api.Hub()
+	g.Expect(registered).To(BeFalse())
+	g.Expect(h.api.ImportedCAs()).To(ContainElements("nats-site-ca", "default-nats-local-ca"))
+	g.Expect(h.get().Status.Nats.Address).To(BeEmpty())
+	g.Expect(h.certificate("nats-site-server").DNSNames).To(Equal(natsSANs(h.ns, 2)))
+	g.Expect(h.certificate("nats-site-server").IPAddresses).To(BeEmpty())
+	g.Expect(h.serverConf()["leafnodes"]).NotTo(HaveKey("advertise"))
+}
+
+// Service type and traffic policy follow spec.services.nats / natsServer, with annotations.
+func TestNatsServiceSettings(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOnWith(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Services.Nats = &datasancev3.ServiceSpec{
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			Annotations:           map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"},
+		}
+		cp.Spec.Services.NatsServer = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
+	})))
+	natsSvc := h.service("nats")
+	g.Expect(natsSvc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	g.Expect(natsSvc.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyCluster))
+	g.Expect(natsSvc.Annotations).To(HaveKeyWithValue("service.beta.kubernetes.io/aws-load-balancer-type", "nlb"))
+	server := h.service("nats-server")
+	g.Expect(server.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+	g.Expect(server.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyCluster))
+}

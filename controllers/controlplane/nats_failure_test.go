@@ -1,0 +1,153 @@
+package controlplane_test
+
+import (
+	"net/http"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
+)
+
+const bootstrapRoute = "GET /api/v3/nats/bootstrap"
+
+// A failing bootstrap (403 while the Controller is not the Kubernetes control plane, 404 while
+// its NATS Secrets are missing, 500) is waited for: requeue with NatsBootstrapFailed, nothing
+// NATS written; once it answers, the install completes.
+func TestNatsBootstrapFailures(t *testing.T) {
+	cases := []struct {
+		name   string
+		fail   func(*fake.Server)
+		status string
+	}{
+		{"403 not the Kubernetes control plane", func(s *fake.Server) {
+			s.FailAlways(bootstrapRoute, fake.Failure{Status: http.StatusForbidden,
+				Message: "NATS bootstrap is only available when the Controller runs on the Kubernetes control plane"})
+		}, "HTTP 403 ForbiddenError"},
+		{"404 Controller Secret missing", func(s *fake.Server) { s.SetBootstrapSecretMissing("nats-operator-seed") }, "HTTP 404 NotFoundError"},
+		{"500", func(s *fake.Server) { s.FailAlways(bootstrapRoute, fake.Failure{Status: http.StatusInternalServerError}) }, "HTTP 500"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := newNatsHarness(t)
+			g := h.g
+			tc.fail(h.api)
+			h.create(h.controlPlane(natsOn))
+			h.mustRequeue(controlplane.RequeueTransition)
+			// Let the Controller component finish; NATS keeps waiting for its bootstrap.
+			for range 4 {
+				h.assignAddresses()
+				if h.get().Status.Controller.Ready {
+					break
+				}
+				_, err := h.reconcile()
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			g.Expect(h.get().Status.Controller.Ready).To(BeTrue())
+			h.mustRequeue(controlplane.RequeueNatsBootstrap)
+			h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonNatsBootstrapFailed)
+			st := h.get().Status.Nats
+			g.Expect(st.Ready).To(BeFalse())
+			g.Expect(st.Reason).To(Equal(datasancev3.ReasonNatsBootstrapFailed))
+			g.Expect(st.Message).To(ContainSubstring(tc.status))
+			g.Expect(h.exists(&corev1.Secret{}, "nats-operator-seed")).To(BeFalse())
+			g.Expect(h.exists(&appsv1.StatefulSet{}, "nats")).To(BeFalse())
+			g.Expect(h.exists(&corev1.Service{}, "nats")).To(BeFalse())
+
+			h.api.ClearFailures()
+			h.api.SetBootstrapSecretMissing("")
+			for range 3 {
+				h.assignNatsAddress()
+				if res, err := h.reconcile(); err == nil && res.IsZero() {
+					break
+				}
+			}
+			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+			g.Expect(h.exists(&appsv1.StatefulSet{}, "nats")).To(BeTrue())
+		})
+	}
+}
+
+// The Controller not answering at all is ControllerUnavailable, requeued after 3 s.
+func TestNatsControllerDown(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.api.FailAlways("GET /api/v3/status", fake.Failure{Status: http.StatusServiceUnavailable})
+	h.create(h.controlPlane(natsOnWith(natsClusterIP(nil), func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Controller.PublicURL = "https://iofog.example.com"
+		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "router.example.com"}
+	})))
+	h.mustRequeue(controlplane.RequeueTransition)
+	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
+	h.mustRequeue(controlplane.RequeueControllerStatus)
+	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
+	g.Expect(h.api.RequestsTo("GET", "/api/v3/nats/bootstrap")).To(BeEmpty())
+}
+
+// A failed hub upsert is retried after 10 s (spec §4.6 5b) and then succeeds.
+func TestNatsHubUpsertFailure(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.api.FailNext("PUT /api/v3/nats/hub", fake.Failure{Status: http.StatusInternalServerError})
+	h.create(h.controlPlane(natsOn))
+	h.mustRequeue(controlplane.RequeueTransition)
+	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	h.setServiceAddress("router", routerLBIP)
+	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("nats", natsLBIP)
+	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+
+	h.mustRequeue(controlplane.RequeueRegistration)
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonRegistrationFailed)
+	_, registered := h.api.Hub()
+	g.Expect(registered).To(BeFalse())
+
+	h.mustBeReady()
+	hub, registered := h.api.Hub()
+	g.Expect(registered).To(BeTrue())
+	g.Expect(hub.Host).To(Equal(natsLBIP))
+	g.Expect(h.api.RequestsTo("PUT", "/api/v3/nats/hub")).To(HaveLen(2))
+}
+
+// A brought CA signs the server certificate and is never changed; an invalid one is
+// InvalidCertificate, terminal, with a Warning Event.
+func TestNatsBringYourOwnCA(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	ca, err := pki.GenerateCA("my-nats-site-ca", natsClock, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	byo := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "nats-site-ca"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       pki.SecretData(ca, nil),
+	}
+	g.Expect(env.Client.Create(h.ctx, byo)).To(Succeed())
+	h.bringUpNats(h.controlPlane(natsOn))
+	g.Expect(h.certificate("nats-site-server").Issuer.CommonName).To(Equal("my-nats-site-ca"))
+	g.Expect(h.secret("nats-site-server").Data["ca.crt"]).To(Equal(ca.CertPEM))
+	g.Expect(h.secret("nats-site-ca").ResourceVersion).To(Equal(byo.ResourceVersion))
+	g.Expect(h.secret("nats-site-ca").OwnerReferences).To(BeEmpty(), "a brought CA is not adopted")
+
+	bad, _ := newNatsHarness(t)
+	g.Expect(env.Client.Create(bad.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: bad.ns, Name: "default-nats-local-ca"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": []byte("not PEM"), "tls.key": []byte("not PEM")},
+	})).To(Succeed())
+	bad.create(bad.controlPlane(natsOnWith(natsClusterIP(nil))))
+	bad.mustRequeue(controlplane.RequeueTransition)
+	_, err = bad.reconcile()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(bad.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonInvalidCertificate))
+	g.Expect(bad.get().Status.Nats.Message).To(ContainSubstring("default-nats-local-ca"))
+	g.Expect(bad.rec.list()).To(ContainElement(HavePrefix("Warning InvalidCertificate")))
+	g.Expect(bad.exists(&appsv1.StatefulSet{}, "nats")).To(BeFalse())
+}
