@@ -31,7 +31,9 @@ func TestNatsBootstrapFailures(t *testing.T) {
 				Message: "NATS bootstrap is only available when the Controller runs on the Kubernetes control plane"})
 		}, "HTTP 403 ForbiddenError"},
 		{"404 Controller Secret missing", func(s *fake.Server) { s.SetBootstrapSecretMissing("nats-operator-seed") }, "HTTP 404 NotFoundError"},
-		{"500", func(s *fake.Server) { s.FailAlways(bootstrapRoute, fake.Failure{Status: http.StatusInternalServerError}) }, "HTTP 500"},
+		{"500", func(s *fake.Server) {
+			s.FailAlways(bootstrapRoute, fake.Failure{Status: http.StatusInternalServerError})
+		}, "HTTP 500"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
