@@ -44,9 +44,9 @@ func withNatsIngress(ing datasancev3.NatsIngress) func(*datasancev3.ControlPlane
 	return func(cp *datasancev3.ControlPlane) { cp.Spec.Ingresses.Nats = &ing }
 }
 
-// golden compares got, as YAML, with testdata/nats/<name>.yaml. UPDATE_GOLDEN=1 rewrites the
+// natsGolden compares got, as YAML, with testdata/nats/<name>.yaml. UPDATE_GOLDEN=1 rewrites the
 // file instead.
-func golden(t *testing.T, name string, got any) {
+func natsGolden(t *testing.T, name string, got any) {
 	t.Helper()
 	j, err := json.Marshal(got)
 	if err != nil {
@@ -91,7 +91,7 @@ func TestNatsStatefulSetGolden(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) { golden(t, name, natsStatefulSet(tc.cp, tc.w)) })
+		t.Run(name, func(t *testing.T) { natsGolden(t, name, natsStatefulSet(tc.cp, tc.w)) })
 	}
 }
 
