@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,8 +99,12 @@ func isControlledBy(obj client.Object, uid types.UID) bool {
 }
 
 // sameJSON compares two values by their JSON form, which is how the API server sees them:
-// omitted empty fields and equal quantities compare equal.
+// omitted empty fields and equal quantities compare equal. Semantic deep equality decides the
+// common case (nothing changed) without encoding.
 func sameJSON(a, b any) bool {
+	if equality.Semantic.DeepEqual(a, b) {
+		return true
+	}
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	if errA != nil || errB != nil {

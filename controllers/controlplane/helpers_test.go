@@ -68,6 +68,9 @@ func withTLSController() harnessOption { return func(c *harnessConfig) { c.tls =
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
+	if env == nil {
+		t.Skip("envtest is not available (-short, or no KUBEBUILDER_ASSETS outside CI)")
+	}
 	var cfg harnessConfig
 	for _, o := range opts {
 		o(&cfg)

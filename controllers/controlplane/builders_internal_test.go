@@ -1,0 +1,331 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+)
+
+func testCP(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
+	cp := &datasancev3.ControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Name: "iofog", Namespace: "edge", UID: "uid-1", Generation: 1},
+		Spec: datasancev3.ControlPlaneSpec{
+			Auth:     datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "pw"}},
+			Database: datasancev3.Database{Provider: "postgres", Host: "db", Port: 5432},
+		},
+	}
+	for _, m := range mods {
+		m(cp)
+	}
+	return cp
+}
+
+var testImages = Images{Controller: "c:1", Router: "r:1", Nats: "n:1"}
+
+// envList renders env as "NAME=value" or "NAME<-secret/key", in order.
+func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			out = append(out, *e.Name+"<-"+*e.ValueFrom.SecretKeyRef.Name+"/"+*e.ValueFrom.SecretKeyRef.Key)
+		default:
+			out = append(out, *e.Name+"="+ptr.Deref(e.Value, ""))
+		}
+	}
+	return out
+}
+
+// The complete CR → env table of spec §4.4 for a fully configured ControlPlane.
+func TestControllerEnvFull(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP(func(cp *datasancev3.ControlPlane) {
+		s := &cp.Spec
+		s.Auth.InsecureAllowHTTP = ptr.To(true)
+		s.Auth.InsecureAllowBootstrapLog = ptr.To(false)
+		s.Auth.ConsoleClient = "ecn-viewer"
+		s.Auth.ConsoleClientEnabled = ptr.To(true)
+		s.Auth.RateLimit = &datasancev3.RateLimit{Enabled: ptr.To(true), MaxRequestsPerWindow: ptr.To[int32](60), WindowMs: ptr.To[int32](60000)}
+		s.Auth.SessionStore = &datasancev3.SessionStore{Type: "database", TTLMs: ptr.To[int32](1000), Secret: "s3ssion"}
+		s.Auth.TokenTTL = &datasancev3.TokenTTL{AccessTokenTTLSeconds: ptr.To[int32](900), RefreshTokenTTLSeconds: ptr.To[int32](3600)}
+		s.Auth.OIDCTTL = &datasancev3.OIDCTTL{InteractionTTLSeconds: ptr.To[int32](1), GrantTTLSeconds: ptr.To[int32](2),
+			SessionTTLSeconds: ptr.To[int32](3), IDTokenTTLSeconds: ptr.To[int32](4)}
+		s.Events = datasancev3.Events{AuditEnabled: ptr.To(true), RetentionDays: 7, CleanupInterval: 3600, CaptureIPAddress: ptr.To(false)}
+		s.Vault = &datasancev3.Vault{Provider: "openbao", BasePath: "iofog/$namespace/x", Hashicorp: &datasancev3.VaultHashicorp{Address: "a", Token: "t", Mount: "m"}}
+		s.Controller = datasancev3.ControllerSpec{Ecn: "ecn", PidBaseDir: "/pid", LogLevel: "debug", ConsolePort: 9000,
+			HTTPS: ptr.To(true), SecretName: "tls", TrustProxy: ptr.To(false)}
+	})
+	urls := controllerURLs{publicURL: "https://p", consoleURL: "https://c", trustProxy: ptr.To(false)}
+	g.Expect(envList(controllerEnv(cp, testImages, urls))).To(Equal([]string{
+		"CONTROL_PLANE=Kubernetes", "CONTROLLER_NAME=iofog", "CONTROLLER_NAMESPACE=edge", "DB_PROVIDER=postgres",
+		"ROUTER_IMAGE_1=r:1", "ROUTER_IMAGE_2=r:1", "ROUTER_IMAGE_3=r:1", "ROUTER_IMAGE_4=r:1",
+		"NATS_ENABLED=true", "NATS_IMAGE_1=n:1", "NATS_IMAGE_2=n:1", "NATS_IMAGE_3=n:1", "NATS_IMAGE_4=n:1",
+		"ECN_NAME=ecn", "PID_BASE=/pid", "LOG_LEVEL=debug",
+		"CONTROLLER_PUBLIC_URL=https://p", "CONSOLE_URL=https://c", "CONSOLE_PORT=9000", "TRUST_PROXY=false",
+		"AUTH_INSECURE_ALLOW_HTTP=true", "AUTH_INSECURE_ALLOW_BOOTSTRAP_LOG=false",
+		"OIDC_CONSOLE_CLIENT_ID=ecn-viewer", "AUTH_CONSOLE_CLIENT_ENABLED=true",
+		"AUTH_RATE_LIMIT_ENABLED=true", "AUTH_RATE_LIMIT_MAX_REQUESTS=60", "AUTH_RATE_LIMIT_WINDOW_MS=60000",
+		"AUTH_SESSION_STORE_TYPE=database", "AUTH_SESSION_STORE_TTL_MS=1000",
+		"AUTH_ACCESS_TOKEN_TTL_SECONDS=900", "AUTH_REFRESH_TOKEN_TTL_SECONDS=3600",
+		"AUTH_OIDC_INTERACTION_TTL_SECONDS=1", "AUTH_OIDC_GRANT_TTL_SECONDS=2",
+		"AUTH_OIDC_SESSION_TTL_SECONDS=3", "AUTH_OIDC_ID_TOKEN_TTL_SECONDS=4",
+		"EVENT_AUDIT_ENABLED=true", "EVENT_RETENTION_DAYS=7", "EVENT_CLEANUP_INTERVAL=3600", "EVENT_CAPTURE_IP_ADDRESS=false",
+		"VAULT_ENABLED=true", "VAULT_PROVIDER=openbao", "VAULT_BASE_PATH=iofog/edge/x",
+		"SERVER_DEV_MODE=false", "TLS_PATH_CERT=/etc/iofog/controller-cert/tls.crt",
+		"TLS_PATH_KEY=/etc/iofog/controller-cert/tls.key", "TLS_PATH_INTERMEDIATE_CERT=/etc/iofog/controller-cert/ca.crt",
+		"DB_NAME<-controller-db-credentials/dbname", "DB_HOST<-controller-db-credentials/host",
+		"DB_PORT<-controller-db-credentials/port", "DB_USERNAME<-controller-db-credentials/username",
+		"DB_PASSWORD<-controller-db-credentials/password", "DB_USE_SSL<-controller-db-credentials/ssl",
+		"DB_SSL_CA<-controller-db-credentials/ca",
+		"AUTH_MODE<-controller-auth-credentials/auth-mode",
+		"OIDC_BOOTSTRAP_ADMIN_USERNAME<-controller-auth-credentials/auth-bootstrap-username",
+		"OIDC_BOOTSTRAP_ADMIN_PASSWORD<-controller-auth-credentials/auth-bootstrap-password",
+		"OIDC_ISSUER_URL<-controller-auth-credentials/auth-issuer-url",
+		"OIDC_CLIENT_ID<-controller-auth-credentials/auth-client-id",
+		"OIDC_CLIENT_SECRET<-controller-auth-credentials/auth-client-secret",
+		"AUTH_SESSION_SECRET<-controller-auth-credentials/auth-session-secret",
+		"VAULT_HASHICORP_ADDRESS<-controller-vault-credentials/address",
+		"VAULT_HASHICORP_TOKEN<-controller-vault-credentials/token",
+		"VAULT_HASHICORP_MOUNT<-controller-vault-credentials/mount",
+	}))
+	for _, e := range envList(controllerEnv(cp, testImages, urls)) {
+		g.Expect(e).NotTo(ContainSubstring("s3ssion"), "secrets only through secretKeyRef")
+		g.Expect(e).NotTo(ContainSubstring("=pw"))
+	}
+}
+
+// A minimal ControlPlane gets the defaults and none of the optional variables.
+func TestControllerEnvMinimal(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(false)} })
+	env := envList(controllerEnv(cp, testImages, controllerURLs{publicURL: "http://p", consoleURL: "http://p"}))
+	g.Expect(env).To(ContainElements("NATS_ENABLED=false", "PID_BASE=/home/runner", "LOG_LEVEL=info", "CONSOLE_PORT=8008", "ECN_NAME="))
+	for _, e := range env {
+		for _, prefix := range []string{"NATS_IMAGE_", "TRUST_PROXY", "EVENT_", "VAULT_", "AUTH_RATE", "AUTH_SESSION", "TLS_PATH", "SERVER_DEV_MODE", "OIDC_CONSOLE"} {
+			g.Expect(e).NotTo(HavePrefix(prefix))
+		}
+	}
+}
+
+func TestEventsEnv(t *testing.T) {
+	cases := []struct {
+		name   string
+		events datasancev3.Events
+		want   []string
+	}{
+		{"inactive", datasancev3.Events{}, []string{}},
+		{"only capture", datasancev3.Events{CaptureIPAddress: ptr.To(true)}, []string{"EVENT_AUDIT_ENABLED=false", "EVENT_CAPTURE_IP_ADDRESS=true"}},
+		{"retention without audit", datasancev3.Events{RetentionDays: 3}, []string{"EVENT_AUDIT_ENABLED=false"}},
+		{"audit zero values", datasancev3.Events{AuditEnabled: ptr.To(true)}, []string{"EVENT_AUDIT_ENABLED=true"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(envList(eventsEnv(&tc.events))).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestVault(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(vaultActive(nil)).To(BeFalse())
+	g.Expect(vaultActive(&datasancev3.Vault{BasePath: "x"})).To(BeFalse())
+	g.Expect(vaultActive(&datasancev3.Vault{Provider: "aws"})).To(BeTrue())
+
+	// The first block in the order hashicorp, aws, azure, google wins; the provider is inferred.
+	v := &datasancev3.Vault{Enabled: ptr.To(false), AWS: &datasancev3.VaultAWS{Region: "eu", AccessKeyID: "id", AccessKey: "key"},
+		Google: &datasancev3.VaultGoogle{ProjectID: "p"}}
+	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Vault = v })
+	g.Expect(envList(vaultEnv(cp))).To(Equal([]string{"VAULT_ENABLED=false", "VAULT_PROVIDER=aws"}))
+	g.Expect(vaultSecretData(v)).To(Equal(map[string][]byte{"region": []byte("eu"), "accessKeyId": []byte("id"), "accessKey": []byte("key")}))
+	g.Expect(controllerCredentials(&cp.Spec, "")).To(HaveKey(vaultSecretName))
+	cp.Spec.Vault = nil
+	g.Expect(controllerCredentials(&cp.Spec, "")).NotTo(HaveKey(vaultSecretName))
+}
+
+// URL resolution, spec §4.5.
+func TestResolveControllerURLs(t *testing.T) {
+	ingress := func(secret string) func(*datasancev3.ControlPlane) {
+		return func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+			cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "cp.example.com", SecretName: secret}
+		}
+	}
+	https := func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.HTTPS = ptr.To(true) }
+	cases := []struct {
+		name       string
+		cp         *datasancev3.ControlPlane
+		lb         string
+		want       controllerURLs
+		wantToWait bool
+	}{
+		{"LB without address waits", testCP(), "", controllerURLs{}, true},
+		{"LB http", testCP(), "10.0.0.1", controllerURLs{publicURL: "http://10.0.0.1:51121", consoleURL: "http://10.0.0.1"}, false},
+		{"LB https hostname", testCP(https), "lb.example.com", controllerURLs{publicURL: "https://lb.example.com:51121", consoleURL: "https://lb.example.com"}, false},
+		{"LB IPv6", testCP(), "2001:db8::1", controllerURLs{publicURL: "http://[2001:db8::1]:51121", consoleURL: "http://[2001:db8::1]"}, false},
+		{"explicit publicUrl never waits", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.PublicURL = "https://x" }), "",
+			controllerURLs{publicURL: "https://x", consoleURL: "https://x"}, false},
+		{"explicit consoleUrl kept", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsoleURL = "https://console" }), "1.2.3.4",
+			controllerURLs{publicURL: "http://1.2.3.4:51121", consoleURL: "https://console"}, false},
+		{"ingress http", testCP(ingress("")), "", controllerURLs{publicURL: "http://cp.example.com", consoleURL: "http://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress TLS secret", testCP(ingress("tls")), "", controllerURLs{publicURL: "https://cp.example.com", consoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress https pod", testCP(ingress(""), https), "", controllerURLs{publicURL: "https://cp.example.com", consoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress trustProxy false kept", testCP(ingress(""), func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.TrustProxy = ptr.To(false) }), "",
+			controllerURLs{publicURL: "http://cp.example.com", consoleURL: "http://cp.example.com", trustProxy: ptr.To(false)}, false},
+		{"NodePort derives nothing", testCP(func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
+			cp.Spec.Controller.PublicURL = "http://node:30000"
+		}), "", controllerURLs{publicURL: "http://node:30000", consoleURL: "http://node:30000"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, wait := resolveControllerURLs(&tc.cp.Spec, tc.lb)
+			g.Expect(wait).To(Equal(tc.wantToWait))
+			if !wait {
+				g.Expect(got).To(Equal(tc.want))
+			}
+		})
+	}
+}
+
+// externalTrafficPolicy: only LoadBalancer (default Local) and NodePort (default Cluster).
+func TestServiceExposure(t *testing.T) {
+	cases := []struct {
+		block      *datasancev3.ServiceSpec
+		wantType   corev1.ServiceType
+		wantPolicy corev1.ServiceExternalTrafficPolicy
+	}{
+		{nil, corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal},
+		{&datasancev3.ServiceSpec{ExternalTrafficPolicy: "Cluster"}, corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyCluster},
+		{&datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}, corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyCluster},
+		{&datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: "Local"}, corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal},
+		{&datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalTrafficPolicy: "Local"}, corev1.ServiceTypeClusterIP, ""},
+	}
+	for _, tc := range cases {
+		g := NewWithT(t)
+		svc := routerService(testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = tc.block }))
+		g.Expect(*svc.Spec.Type).To(Equal(tc.wantType))
+		g.Expect(ptr.Deref(svc.Spec.ExternalTrafficPolicy, "")).To(Equal(tc.wantPolicy))
+	}
+}
+
+func TestControllerService(t *testing.T) {
+	g := NewWithT(t)
+	svc := controllerService(testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Controller.ConsolePort = 9000
+		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Address: "10.1.1.1", Annotations: map[string]string{"a": "b"}}
+	}))
+	g.Expect(ptr.Deref(svc.Spec.LoadBalancerIP, "")).To(Equal("10.1.1.1"))
+	g.Expect(svc.Annotations).To(Equal(map[string]string{"a": "b"}))
+	g.Expect(svc.Spec.Ports[1].TargetPort.IntValue()).To(Equal(9000))
+	g.Expect(*svc.Spec.Ports[1].Port).To(Equal(int32(80)))
+
+	clusterIP := controllerService(testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Address: "10.1.1.1"}
+	}))
+	g.Expect(clusterIP.Spec.LoadBalancerIP).To(BeNil(), "address is for LoadBalancers only")
+}
+
+// Without secretName or class, the Ingress has no TLS block and no class (spec §9.15).
+func TestControllerIngressMinimal(t *testing.T) {
+	g := NewWithT(t)
+	ing := controllerIngress(testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "h"}
+	}))
+	g.Expect(ing.Spec.TLS).To(BeEmpty())
+	g.Expect(ing.Spec.IngressClassName).To(BeNil())
+	g.Expect(ing.Annotations).To(BeNil())
+}
+
+// PUT /router payload, spec §5.6 and §9.17.
+func TestRouterRegistration(t *testing.T) {
+	g := NewWithT(t)
+	lb := testCP()
+	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4")).To(Equal(iofog.Router{Host: "1.2.3.4", MessagingPort: 5671, InterRouterPort: 55671, EdgeRouterPort: 45671}))
+	lb.Spec.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: 1}
+	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4").MessagingPort).To(Equal(5671), "LoadBalancer path ignores ingress ports")
+
+	in := testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
+		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "r.example.com", EdgePort: 30001}
+	})
+	g.Expect(routerRegistration(&in.Spec, "r.example.com")).To(Equal(iofog.Router{Host: "r.example.com", MessagingPort: 5671, InterRouterPort: 55671, EdgeRouterPort: 30001}))
+}
+
+func TestRouterAddress(t *testing.T) {
+	g := NewWithT(t)
+	svc := &corev1.Service{}
+	_, res, err := routerAddress(&testCP().Spec, svc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.requeueAfter).To(Equal(requeueLoadBalancer))
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
+	addr, res, _ := routerAddress(&testCP().Spec, svc)
+	g.Expect(addr).To(Equal("lb.example.com"))
+	g.Expect(res.isContinue()).To(BeTrue())
+
+	// Not a LoadBalancer and no address: upstream's error text, terminal.
+	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP} })
+	_, _, err = routerAddress(&cp.Spec, svc)
+	g.Expect(err).To(MatchError(errMissingRouterAddress))
+	g.Expect(isTerminal(err)).To(BeTrue())
+	g.Expect(reasonOf(err)).To(Equal(datasancev3.ReasonMissingRouterAddress))
+}
+
+func TestInternalControllerURL(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP()
+	g.Expect(internalControllerURL("", cp)).To(Equal("http://controller.edge.svc.cluster.local:51121"))
+	g.Expect(internalControllerURL("{name}-api.{namespace}.example:8443", cp)).To(Equal("http://iofog-api.edge.example:8443"))
+	cp.Spec.Controller.HTTPS = ptr.To(true)
+	g.Expect(internalControllerURL(DefaultControllerEndpointTemplate, cp)).To(Equal("https://controller.edge.svc.cluster.local:51121"))
+}
+
+func TestDBSecretData(t *testing.T) {
+	g := NewWithT(t)
+	ca := "Q0E="
+	g.Expect(dbSecretData(&datasancev3.Database{Host: "h", Port: 3306, SSL: ptr.To(true), CA: &ca})).To(Equal(map[string][]byte{
+		"dbname": {}, "host": []byte("h"), "port": []byte("3306"), "username": {}, "password": {}, "ssl": []byte("true"), "ca": []byte(ca),
+	}))
+}
+
+// Hashes are stable, change with any byte of data, and do not collide on concatenation.
+func TestHashData(t *testing.T) {
+	g := NewWithT(t)
+	a := hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})
+	g.Expect(hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})).To(Equal(a))
+	g.Expect(hashData(map[string]map[string][]byte{"s": {"k": []byte("w")}})).NotTo(Equal(a))
+	g.Expect(hashData(map[string]map[string][]byte{"s": {"kv": []byte("")}})).NotTo(Equal(hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})))
+}
+
+func TestReferencedSecretNames(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}}
+		cp.Spec.Controller.SecretName = "tls"
+	})
+	g.Expect(referencedSecretNames(cp)).To(ContainElements("pw", "tls", "router-site-ca", "default-router-local-ca"))
+	g.Expect(referencedSecretNames(&corev1.Secret{})).To(BeNil())
+}
+
+// Operand port names must stay within the 15 characters Kubernetes allows.
+func TestPortNames(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP()
+	for _, p := range append(controllerService(cp).Spec.Ports, routerService(cp).Spec.Ports...) {
+		g.Expect(len(*p.Name)).To(BeNumerically("<=", 15), *p.Name)
+	}
+	for _, c := range routerDeployment(cp, "r", "h").Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			g.Expect(len(*p.Name)).To(BeNumerically("<=", 15), *p.Name)
+			g.Expect(strings.ToLower(*p.Name)).To(Equal(*p.Name))
+		}
+	}
+}
