@@ -272,7 +272,9 @@ func TestRouterAddress(t *testing.T) {
 	g.Expect(res.isContinue()).To(BeTrue())
 
 	// Not a LoadBalancer and no address: upstream's error text, terminal.
-	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP} })
+	cp := testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+	})
 	_, _, err = routerAddress(&cp.Spec, svc)
 	g.Expect(err).To(MatchError(errMissingRouterAddress))
 	g.Expect(isTerminal(err)).To(BeTrue())

@@ -1,9 +1,9 @@
 package controlplane_test
 
 import (
-	"flag"
 	"crypto/rand"
 	"crypto/rsa"
+	"flag"
 	"fmt"
 	"io"
 	"os"
