@@ -25,8 +25,8 @@ const (
 	natsOperatorSeedSecretName = "nats-operator-seed"       //nolint:gosec // G101: a Secret name, not a credential.
 	natsOperatorSeedKey        = "seed"                     //nolint:gosec // G101: a key name, not a credential.
 	natsSysCredsSecretName     = "nats-creds-sys-admin-hub" //nolint:gosec // G101: a Secret name, not a credential.
-	natsSysCredsKey            = "admin-hub.creds"
-	natsJetStreamKeyPrefix     = "nats-jetstream-key-" //nolint:gosec // G101: a Secret name prefix, not a credential.
+	natsSysCredsKey            = "admin-hub.creds"          //nolint:gosec // G101: a key name, not a credential.
+	natsJetStreamKeyPrefix     = "nats-jetstream-key-"
 	natsJetStreamKeyKey        = "jsk"
 
 	natsSiteCASecretName     = "nats-site-ca"          //nolint:gosec // G101: a Secret name, not a credential.
