@@ -95,7 +95,29 @@
 //
 // # NATS
 //
-// The NATS component is a placeholder (nats.go) that continues; with spec.nats.enabled false it
-// must stay so. The Controller component's hub registration and NATS CA import go through the
-// hooks natsHubRegistration and natsCASecretNames and run only when NATS is enabled.
+// The NATS component (nats*.go) follows spec §6.3. Its choices where the spec leaves one:
+//
+//   - The bootstrap (GET /nats/bootstrap) is called on every deploying/updating pass; while the
+//     ControlPlane is ready, the material stored by earlier passes (the two bootstrap Secrets,
+//     server.conf's operator and system_account, the JWT bundle) is reused and the Controller is
+//     not called, unless some of it is missing. Any bootstrap failure is a requeue
+//     (NatsBootstrapFailed, 10 s), as the docs say it retries until the API responds.
+//   - Create-once objects (the TLS Secrets, the JetStream key, the JWT bundle) are written with
+//     Create, not server-side apply, so that a stale cache can never overwrite a CA or key.
+//   - Only server Secrets carrying the replica annotation (the operator's own) are rotated on a
+//     replica change; a brought server certificate is kept. CAs are never changed or deleted.
+//   - The js-data claim template is immutable: a changed jetStream.storageSize/storageClassName
+//     keeps the live template, applies everything else, and fails terminally with
+//     ImmutableFieldChanged and a Warning Event until the spec is reverted or the StatefulSet is
+//     deleted. PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
+//     StatefulSet and the ControlPlane.
+//   - nats-headless publishes not-ready addresses (as the NATS Helm chart does): servers must
+//     find each other before JetStream lets them become ready.
+//   - spec.nats.enabled false creates and calls nothing NATS, and deletes only the running parts
+//     of an earlier generation that the ControlPlane controls (StatefulSet nats and the three
+//     Services). PVCs, the JetStream key, CAs, certificates, bootstrap Secrets, ConfigMaps and
+//     RBAC stay, so enabling NATS again resumes with the same data, key and trust.
+//
+// The Controller component's hub registration and NATS CA import go through the hooks
+// natsHubRegistration and natsCASecretNames and run only when NATS is enabled.
 package controlplane
