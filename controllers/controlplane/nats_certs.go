@@ -77,8 +77,11 @@ func ensureNatsCertificates(ctx context.Context, s *scope, externalAddress strin
 	for _, c := range natsServerCerts {
 		if !absent[c.secret] {
 			exists, err := s.getExisting(ctx, c.secret, &corev1.Secret{})
-			if err != nil || exists {
+			if err != nil {
 				return err
+			}
+			if exists {
+				continue
 			}
 		}
 		leaf, err := pki.GenerateLeaf(cas[c.caSecret], c.commonName, hosts, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))

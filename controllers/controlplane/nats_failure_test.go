@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -152,4 +153,31 @@ func TestNatsBringYourOwnCA(t *testing.T) {
 	g.Expect(bad.get().Status.Nats.Message).To(ContainSubstring("default-nats-local-ca"))
 	g.Expect(bad.rec.list()).To(ContainElement(HavePrefix("Warning InvalidCertificate")))
 	g.Expect(bad.exists(&appsv1.StatefulSet{}, "nats")).To(BeFalse())
+}
+
+// Each TLS Secret is checked on its own: a deleted server Secret is regenerated while the other
+// is kept; a brought server certificate (no replica annotation) survives a replica change.
+func TestNatsServerSecretsIndependent(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOn))
+	site := h.secret("nats-site-server")
+	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-mqtt-server"))).To(Succeed())
+
+	h.mustBeReady() // a ready pass repairs the deleted Secret
+	g.Expect(h.secret("nats-site-server").ResourceVersion).To(Equal(site.ResourceVersion))
+	g.Expect(h.certificate("nats-mqtt-server").Issuer.CommonName).To(Equal("default-nats-local-ca"))
+
+	// Replace the MQTT certificate with a brought one: it has no replica annotation.
+	mqtt := h.secret("nats-mqtt-server")
+	g.Expect(env.Client.Delete(h.ctx, mqtt)).To(Succeed())
+	byo := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "nats-mqtt-server"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       mqtt.Data,
+	}
+	g.Expect(env.Client.Create(h.ctx, byo)).To(Succeed())
+	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(int32(3)) })
+	g.Expect(h.secret("nats-mqtt-server").UID).To(Equal(byo.UID), "a brought server certificate is not rotated")
+	g.Expect(h.secret("nats-site-server").Annotations).To(HaveKeyWithValue(controlplane.AnnotationNatsReplicas, "3"))
 }
