@@ -200,3 +200,17 @@ func TestNatsReadyPassWritesNothing(t *testing.T) {
 	g.Expect(h.configMap("iofog-nats-config").ResourceVersion).To(Equal(before))
 	g.Expect(h.statefulSet().ResourceVersion).To(Equal(sts))
 }
+
+// While ready, a deleted bootstrap Secret is restored: the stored material is incomplete, so the
+// Controller is asked again (and only the bootstrap is called).
+func TestNatsReadyRestoresBootstrapSecret(t *testing.T) {
+	h, m := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOn))
+	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-operator-seed"))).To(Succeed())
+	h.api.Reset()
+
+	h.mustBeReady()
+	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status", "POST /api/v3/user/login", "GET /api/v3/nats/bootstrap"}))
+	g.Expect(string(h.secret("nats-operator-seed").Data["seed"])).To(Equal(m.bootstrap.OperatorSeed))
+}
