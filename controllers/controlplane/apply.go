@@ -46,7 +46,6 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 		if sameJSON(current, desired) {
 			return false, nil
 		}
-
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", fmt.Sprintf("%T", live), "name", key.Name)
 	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

@@ -50,7 +50,7 @@ const (
 const (
 	// annotationCredentialsHash on the Controller pod template is a hash of the data of the DB,
 	// auth and vault Secrets: a change rolls the pods so they read the new Secret-backed env.
-	annotationCredentialsHash = "kubeopera.io/credentials-hash"
+	annotationCredentialsHash = "kubeopera.io/credentials-hash" //nolint:gosec // G101: an annotation name, not a credential.
 	// annotationTLSHash on a pod template is a hash of the TLS Secret(s) the pods mount, so a
 	// rotated certificate reaches the process.
 	annotationTLSHash = "kubeopera.io/tls-hash"

@@ -12,8 +12,8 @@ import (
 
 // Credential Secrets of the Controller (spec §4.4).
 const (
-	dbSecretName    = "controller-db-credentials"
-	authSecretName  = "controller-auth-credentials" //nolint:gosec // A Secret name, not a credential.
+	dbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
+	authSecretName  = "controller-auth-credentials"
 	vaultSecretName = "controller-vault-credentials"
 )
 

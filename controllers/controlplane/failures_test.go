@@ -18,10 +18,10 @@ import (
 // reason, never a panic; once it recovers the ControlPlane becomes ready.
 func TestControllerAPIFailures(t *testing.T) {
 	cases := []struct {
-		name   string
-		break_ func(*fake.Server)
-		delay  time.Duration
-		reason string
+		name     string
+		breakAPI func(*fake.Server)
+		delay    time.Duration
+		reason   string
 	}{
 		{"status 500", failAlways("GET /api/v3/status", fake.Failure{Status: http.StatusInternalServerError}),
 			controlplane.RequeueControllerStatus, datasancev3.ReasonControllerUnavailable},
@@ -46,7 +46,7 @@ func TestControllerAPIFailures(t *testing.T) {
 			g := h.g
 			h.create(h.controlPlane())
 			h.driveToAPI()
-			tc.break_(h.api)
+			tc.breakAPI(h.api)
 			h.mustRequeue(tc.delay)
 			h.expectState(datasancev3.ConditionDeploying, tc.reason)
 			g.Expect(h.trueCondition().Message).NotTo(BeEmpty())

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"slices"
 
@@ -167,10 +168,7 @@ func hashData(named map[string]map[string][]byte) string {
 // writeField writes a length-prefixed field, so that concatenations cannot collide.
 func writeField(h interface{ Write([]byte) (int, error) }, s string) {
 	var n [8]byte
-	l := uint64(len(s))
-	for i := range n {
-		n[i] = byte(l >> (8 * i))
-	}
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 	_, _ = h.Write(n[:])
 	_, _ = h.Write([]byte(s))
 }

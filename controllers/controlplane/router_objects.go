@@ -12,6 +12,8 @@ import (
 )
 
 // Router object names (spec §5.1, §5.3).
+//
+//nolint:gosec // G101: Secret names, not credentials.
 const (
 	routerName                  = "router"
 	routerSiteCASecretName      = "router-site-ca"

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"time"
 
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -52,11 +51,6 @@ func (s *scope) natsEnabled() bool { return s.spec.NatsEnabled() }
 // labels are the standard labels of an object of component.
 func (s *scope) labels(component string) map[string]string {
 	return standardLabels(s.cp.Name, component)
-}
-
-// ownerRef is the controller owner reference every created object carries.
-func (s *scope) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
-	return ownerReference(s.cp)
 }
 
 // imagesFor applies spec.images over the operator's default images.

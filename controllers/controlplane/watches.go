@@ -10,7 +10,7 @@ import (
 )
 
 // indexReferencedSecrets indexes ControlPlanes by the names of Secrets they read but do not own.
-const indexReferencedSecrets = ".spec.referencedSecrets" //nolint:gosec // An index name, not a credential.
+const indexReferencedSecrets = ".spec.referencedSecrets"
 
 // referencedSecretNames lists the Secrets a ControlPlane reads without owning them: the
 // bootstrap password Secret, the controller TLS Secret, and the fixed-name TLS Secrets a user may
