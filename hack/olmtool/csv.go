@@ -51,7 +51,7 @@ func runFinalize(args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	description, err := os.ReadFile(*descriptionPath)
+	description, err := os.ReadFile(filepath.Clean(*descriptionPath))
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func runFinalize(args []string, _ io.Writer) error {
 }
 
 func iconOf(path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ func runValidationReport(args []string, stdout io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: validation-report FILE")
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	data, err := os.ReadFile(filepath.Clean(fs.Arg(0)))
 	if err != nil {
 		return err
 	}
@@ -63,11 +64,11 @@ func runScorecardReport(args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("usage: scorecard-report FILE...")
+		return fmt.Errorf("usage: scorecard-report FILE [FILE]")
 	}
 	total, passed := 0, 0
 	for _, f := range fs.Args() {
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(filepath.Clean(f))
 		if err != nil {
 			return err
 		}

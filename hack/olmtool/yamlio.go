@@ -14,7 +14,7 @@ import (
 
 // readDocuments reads every non-empty YAML (or JSON) document of a file.
 func readDocuments(path string) ([]map[string]any, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
