@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -330,4 +331,65 @@ func TestPortNames(t *testing.T) {
 			g.Expect(strings.ToLower(*p.Name)).To(Equal(*p.Name))
 		}
 	}
+}
+
+// Deployment router (spec §5.5): one replica, the command, env, ports, probes and the mounts of
+// the two server Secrets and skrouterd.json.
+func TestRouterDeployment(t *testing.T) {
+	g := NewWithT(t)
+	d := routerDeployment(testCP(), "r:1", "h1")
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+	tmpl := d.Spec.Template
+	g.Expect(tmpl.Labels).To(HaveKeyWithValue("application", "interior-router"))
+	g.Expect(tmpl.Labels).To(HaveKeyWithValue("skupper.io/component", "router"))
+	g.Expect(tmpl.Labels).To(HaveKeyWithValue("skupper.io/type", "site"))
+	g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{
+		"app.kubernetes.io/name": "iofog", "app.kubernetes.io/instance": "iofog", "app.kubernetes.io/component": "router",
+	}))
+	g.Expect(tmpl.Annotations).To(Equal(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", annotationTLSHash: "h1"}))
+	g.Expect(*tmpl.Spec.ServiceAccountName).To(Equal("router"))
+	c := tmpl.Spec.Containers[0]
+	g.Expect(c.Command).To(Equal([]string{"/home/skrouterd/bin/router"}))
+	g.Expect(*c.Image).To(Equal("r:1"))
+	env := make([]*corev1ac.EnvVarApplyConfiguration, len(c.Env))
+	for i := range c.Env {
+		env[i] = &c.Env[i]
+	}
+	g.Expect(envList(env)).To(Equal([]string{
+		"APPLICATION_NAME=router", "QDROUTERD_AUTO_MESH_DISCOVERY=QUERY", "QDROUTERD_CONF=/tmp/skrouterd.json",
+		"QDROUTERD_CONF_TYPE=json", "SSL_PROFILE_PATH=/etc/skupper-router-certs", "SKUPPER_SITE_ID=default-router",
+		"SKUPPER_PLATFORM=kubernetes", "POD_NAMESPACE=", "POD_IP=",
+	}))
+	g.Expect(*c.Env[7].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
+	g.Expect(*c.Env[8].ValueFrom.FieldRef.FieldPath).To(Equal("status.podIP"))
+	var ports []string
+	for _, p := range c.Ports {
+		ports = append(ports, *p.Name+":"+strconv.Itoa(int(*p.ContainerPort)))
+	}
+	g.Expect(ports).To(Equal([]string{"amqps:5671", "http:9090", "inter-router:55671", "edge:45671"}))
+	g.Expect(*c.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"))
+	g.Expect(*c.LivenessProbe.InitialDelaySeconds).To(Equal(int32(60)))
+	var mounts []string
+	for _, m := range c.VolumeMounts {
+		mounts = append(mounts, *m.Name+"@"+*m.MountPath)
+	}
+	g.Expect(mounts).To(Equal([]string{
+		"router-site-server@/etc/skupper-router-certs/router-site-server",
+		"router-local-server@/etc/skupper-router-certs/router-local-server",
+		"router-config@/tmp",
+	}))
+	g.Expect(*tmpl.Spec.Volumes[2].ConfigMap.Name).To(Equal("iofog-router"))
+	g.Expect(*tmpl.Spec.Volumes[2].ConfigMap.Items[0].Key).To(Equal("skrouterd.json"))
+}
+
+// Leaf certificates: CNs and SANs of spec §5.3.
+func TestRouterCertificateSpecs(t *testing.T) {
+	g := NewWithT(t)
+	specs := routerCertificates("edge", "203.0.113.5")
+	g.Expect(specs).To(Equal([]tlsSecretSpec{
+		{name: "router-site-ca", commonName: "router-site-ca"},
+		{name: "default-router-local-ca", commonName: "default-router-local-ca"},
+		{name: "router-site-server", commonName: "iofog-router", caName: "router-site-ca", hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
+		{name: "router-local-server", commonName: "iofog-router-local", caName: "default-router-local-ca", hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
+	}))
 }

@@ -35,7 +35,9 @@
 // when nothing drifted, and it does not call the Controller REST API unless what was registered
 // (router and NATS hub endpoints, the CA list, the Controller URL) changed. That is recorded as a
 // hash in the ControlPlane annotation kubeopera.io/controller-registration after every complete
-// registration.
+// registration. While ready, the state stays ready: a drift repair that fails or waits keeps the
+// ready condition True and puts the cause in its reason and message (and in the component's
+// status); only a new generation moves the state to updating.
 //
 // # Writes
 //
@@ -79,10 +81,14 @@
 // invalid PEM in a bring-your-own CA Secret is InvalidCertificate with a Warning Event and a
 // reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is fixed).
 //
-// Differences from spec §4.6 worth knowing: the controller Ingress without load-balancer status
-// is a requeue (IngressNotReady) rather than an error loop, since the Ingress is watched; ports
-// of an ingress-exposed router equal to 0 are registered as the defaults 5671/55671/45671
-// (§9.17); the external reachability check runs after CA import (§9.21).
+// Differences from spec §4.6 worth knowing: what to register (router host and ports, NATS hub,
+// CA list) is computed before the first Controller API call, so while the router LoadBalancer
+// has no address the pass requeues without calling the Controller at all; the controller Ingress
+// without load-balancer status is a requeue (IngressNotReady) rather than an error loop, since
+// the Ingress is watched; ports of an ingress-exposed router equal to 0 are registered as the
+// defaults 5671/55671/45671 (§9.17); the external reachability check runs after CA import
+// (§9.21); a login refused as invalid credentials is tolerated, but when the next call is then
+// refused with 401/403 the pass fails with reason LoginFailed.
 //
 // # Reaching the Controller
 //

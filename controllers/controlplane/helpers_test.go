@@ -381,12 +381,10 @@ func randomSuffix() string {
 // createTLSSecret creates a user-owned kubernetes.io/tls Secret with a generated CA.
 func (h *harness) createTLSSecret(name string) *corev1.Secret {
 	h.t.Helper()
-	kp, err := pki.GenerateCA(name, time.Now(), 0, pki.WithKeyGenerator(testKeyGenerator))
-	h.g.Expect(err).NotTo(HaveOccurred())
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
 		Type:       corev1.SecretTypeTLS,
-		Data:       pki.SecretData(kp, nil),
+		Data:       h.createTLSSecretData(name),
 	}
 	h.g.Expect(env.Client.Create(h.ctx, s)).To(Succeed())
 	return s
@@ -413,4 +411,12 @@ func (h *harness) bringUpExisting() {
 		}
 	}
 	h.t.Fatalf("ControlPlane not ready after 8 passes: %+v", h.get().Status)
+}
+
+// createTLSSecretData returns the data of a kubernetes.io/tls Secret holding a new CA.
+func (h *harness) createTLSSecretData(commonName string) map[string][]byte {
+	h.t.Helper()
+	kp, err := pki.GenerateCA(commonName, time.Now(), 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	return pki.SecretData(kp, nil)
 }

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -38,6 +39,7 @@ func (r *Reconciler) controlPlanesForSecret(ctx context.Context, obj client.Obje
 	var list datasancev3.ControlPlaneList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{indexReferencedSecrets: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes that reference a Secret failed", "secret", client.ObjectKeyFromObject(obj))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

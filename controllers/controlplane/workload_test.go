@@ -95,13 +95,22 @@ func TestHTTPSController(t *testing.T) {
 	g.Expect(c.ReadinessProbe.HTTPGet).To(BeNil())
 	g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "controller-cert", MountPath: "/etc/iofog/controller-cert/", ReadOnly: true}))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "controller-tls")))
-	env := envOf(c)
-	g.Expect(env).To(HaveKeyWithValue("SERVER_DEV_MODE", "false"))
-	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_CERT", "/etc/iofog/controller-cert/tls.crt"))
-	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_KEY", "/etc/iofog/controller-cert/tls.key"))
-	g.Expect(env).To(HaveKeyWithValue("TLS_PATH_INTERMEDIATE_CERT", "/etc/iofog/controller-cert/ca.crt"))
-	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "https://"+controllerLBIP+":51121"))
+	vars := envOf(c)
+	g.Expect(vars).To(HaveKeyWithValue("SERVER_DEV_MODE", "false"))
+	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_CERT", "/etc/iofog/controller-cert/tls.crt"))
+	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_KEY", "/etc/iofog/controller-cert/tls.key"))
+	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_INTERMEDIATE_CERT", "/etc/iofog/controller-cert/ca.crt"))
+	g.Expect(vars).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "https://"+controllerLBIP+":51121"))
 	g.Expect(d.Spec.Template.Annotations).To(HaveKey(controlplane.AnnotationTLSHash))
+
+	// A renewed certificate in the user's Secret rolls the pods.
+	renewed := h.createTLSSecretData("controller-tls-renewed")
+	tls := h.secret("controller-tls")
+	tls.Data = renewed
+	g.Expect(env.Client.Update(h.ctx, tls)).To(Succeed())
+	h.mustBeReady()
+	g.Expect(h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationTLSHash]).
+		NotTo(Equal(d.Spec.Template.Annotations[controlplane.AnnotationTLSHash]))
 }
 
 // Operand pods run restricted: non-root 10000, RuntimeDefault seccomp, no escalation, no
