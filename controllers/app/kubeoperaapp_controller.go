@@ -1,41 +1,193 @@
 // Package app reconciles KubeOperaApp objects (kubeopera.io/v1alpha1): tenant vCluster resolution,
 // manifests committed to Git, and Flux pointed at them inside the vCluster.
+//
+// One pass: resolve the Tenant and a client for its vCluster (resolve.go); create the app
+// namespace and copy the registry pull Secret into the vCluster (vcluster.go); render the
+// manifests and commit them (git.go); apply the Flux GitRepository and Kustomization and read the
+// Kustomization back (flux.go). Deletion runs the cleanup in delete.go behind the
+// kubeopera.io/app-cleanup finalizer. Requeue timings are in options.go.
 package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// Name is the controller's name: events' reporting controller, field manager in vClusters.
+const Name = "kubeopera-app-controller"
+
+// Git commit author of the reconciler.
+const (
+	gitAuthorName  = "kubeopera-app-controller"
+	gitAuthorEmail = "app-controller@kubeopera.io"
 )
 
 // Reconciler reconciles KubeOperaApp objects.
 type Reconciler struct {
 	client.Client
 	Options Options
+
+	// apiReader reads Secrets (their data is not cached: the manager only caches Secret
+	// metadata) and Tenants when the Tenant API was absent at start.
+	apiReader client.Reader
+	recorder  recorder.EventRecorder
+	writer    *gitops.Writer
+	clients   *tenant.Clients
+	backoff   *backoff
+	tenantAPI *tenantAPI
 }
 
-// NewReconciler builds a Reconciler from the manager's client.
+// NewReconciler builds a Reconciler from the manager's clients.
 func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
-	return &Reconciler{Client: mgr.GetClient(), Options: opts}, nil
+	opts = opts.withDefaults()
+	if opts.GitCacheDir == "" {
+		return nil, errors.New("app reconciler: GitCacheDir is empty")
+	}
+	newClient := opts.NewVClusterClient
+	if newClient == nil {
+		scheme := mgr.GetScheme()
+		newClient = func(cfg *rest.Config) (client.Client, error) {
+			return client.New(cfg, client.Options{Scheme: scheme})
+		}
+	}
+	gitOpts := append([]gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}, opts.GitOptions...)
+	return &Reconciler{
+		Client:    mgr.GetClient(),
+		Options:   opts,
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorder(Name),
+		writer:    gitops.NewWriter(opts.GitCacheDir, gitOpts...),
+		clients:   tenant.NewClients(newClient),
+		backoff:   newBackoff(opts.RetryBase, opts.RetryMax),
+		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
+	}, nil
+}
+
+// VClusterClientBuilds is the number of vCluster clients built so far (the client cache's
+// misses).
+func (r *Reconciler) VClusterClientBuilds() int { return r.clients.Builds() }
+
+// scope is the state of one reconcile pass.
+type scope struct {
+	app *kubeoperav1alpha1.KubeOperaApp
+	key types.NamespacedName
+	// tenant and vc are set once the Tenant is resolved.
+	tenant *tenantv1alpha1.Tenant
+	vc     client.Client
+	// head is the branch head that holds the app's current manifests (this pass's write).
+	head string
+	// kustomization is the applied Kustomization, with the status the vCluster returned.
+	kustomization *kustomizev1.Kustomization
 }
 
 // Reconcile is the entry point for one KubeOperaApp.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &kubeoperav1alpha1.KubeOperaApp{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	app := &kubeoperav1alpha1.KubeOperaApp{}
+	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	orig := app.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, orig, app); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	s := &scope{app: app, key: req.NamespacedName}
+	if !app.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
+		patch := client.MergeFrom(app.DeepCopy())
+		controllerutil.AddFinalizer(app, kubeoperav1alpha1.Finalizer)
+		if err := r.Patch(ctx, app, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	return r.reconcile(ctx, s)
 }
 
-// SetupWithManager registers the reconciler.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&kubeoperav1alpha1.KubeOperaApp{}).
-		Named("kubeoperaapp").
-		Complete(r)
+// reconcile runs the steps of a normal pass in order; the first failure ends the pass.
+func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if ready := findCondition(s.app, kubeoperav1alpha1.ConditionReady); ready == nil {
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
+	}
+	steps := []func(context.Context, *scope) error{
+		r.resolveTenant,
+		r.prepareVCluster,
+		r.commitManifests,
+		r.configureFlux,
+	}
+	for _, step := range steps {
+		if err := step(ctx, s); err != nil {
+			return r.failed(ctx, s, err)
+		}
+	}
+	r.backoff.reset(s.key)
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
+	return r.observeSync(ctx, s)
+}
+
+// failed reports a failed step on its condition and on Ready, and decides the requeue. Errors
+// that are not step errors (host API failures) are returned, for controller-runtime's retry.
+func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	var se *stepError
+	if !errors.As(err, &se) {
+		return ctrl.Result{}, err
+	}
+	msg := se.err.Error()
+	if se.condition != kubeoperav1alpha1.ConditionReady {
+		r.setCondition(s.app, se.condition, metav1.ConditionFalse, se.reason, msg)
+	}
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.reason, msg)
+	var after time.Duration
+	switch se.next {
+	case retryWithBackoff:
+		after = r.backoff.next(s.key)
+	case retryAfter:
+		after = se.after
+	case waitForChange:
+		after = 0
+	}
+	ctrl.LoggerFrom(ctx).Info("Reconcile step failed", "reason", se.reason, "requeueAfter", after, "error", msg)
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// patchStatus writes the status when this pass changed it.
+func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alpha1.KubeOperaApp) error {
+	if !app.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
+		return nil // the object is gone or going
+	}
+	app.Status.ObservedGeneration = app.Generation
+	app.Status.ShortCommit = shortCommit(app.Status.Commit)
+	if equality.Semantic.DeepEqual(orig.Status, app.Status) {
+		return nil
+	}
+	// Diff the status only: the metadata may have changed in this pass (finalizer).
+	base := orig.DeepCopy()
+	app.ObjectMeta.DeepCopyInto(&base.ObjectMeta)
+	if err := r.Status().Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
 }

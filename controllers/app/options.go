@@ -1,7 +1,104 @@
 package app
 
-// Options configure the KubeOperaApp reconciler.
+import (
+	"time"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// Default timings of the KubeOperaApp reconciler. Every one can be overridden in Options, so
+// tests assert the values instead of waiting for them.
+const (
+	// DefaultRetryBase is the first requeue after a failure that depends on the vCluster or on
+	// Git (the seed's RequeueAfter: 30s). Each further consecutive failure of the same app
+	// doubles it, up to DefaultRetryMax. A success resets it.
+	DefaultRetryBase = 30 * time.Second
+	// DefaultRetryMax caps the failure backoff.
+	DefaultRetryMax = 10 * time.Minute
+	// DefaultSyncPollInterval is the requeue while Flux has not applied the pushed commit yet:
+	// the operator does not watch the vCluster, so it reads the Kustomization back this often.
+	DefaultSyncPollInterval = 15 * time.Second
+	// DefaultResyncInterval is the requeue once the app is Synced: the Kustomization is read
+	// back and the Git folder re-verified (external edits are repaired) this often.
+	DefaultResyncInterval = 10 * time.Minute
+	// DefaultDeletePollInterval is the requeue while the deleted Kustomization still exists
+	// (Flux is pruning what it applied).
+	DefaultDeletePollInterval = 2 * time.Second
+	// DefaultKustomizationDeleteTimeout is how long deletion waits for Flux to finish deleting
+	// the Kustomization before it goes on without it (see reconcileDelete).
+	DefaultKustomizationDeleteTimeout = 5 * time.Minute
+	// DefaultTenantAPIRetry is the requeue while the Tenant CRD is not installed.
+	DefaultTenantAPIRetry = 5 * time.Minute
+	// DefaultVClusterTimeout bounds every request to a vCluster.
+	DefaultVClusterTimeout = 15 * time.Second
+	// DefaultVClusterQPS and DefaultVClusterBurst limit the requests to one vCluster. client-go's
+	// own defaults (5 and 10) would make a burst of apps wait on the client, not on the vCluster.
+	DefaultVClusterQPS   = 50
+	DefaultVClusterBurst = 100
+	// DefaultMaxConcurrentReconciles lets apps of one repository be reconciled together, so
+	// the Git writer can group their changes into one commit and one push.
+	DefaultMaxConcurrentReconciles = 16
+)
+
+// Options configure the KubeOperaApp reconciler. Zero values take the defaults above.
 type Options struct {
 	// GitCacheDir holds one local clone per (repository, branch).
 	GitCacheDir string
+	// MaxConcurrentReconciles is the number of apps reconciled at once.
+	MaxConcurrentReconciles int
+
+	// RetryBase and RetryMax shape the failure backoff (see DefaultRetryBase).
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// SyncPollInterval is the requeue while Flux has not applied the pushed commit.
+	SyncPollInterval time.Duration
+	// ResyncInterval is the requeue once the app is Synced.
+	ResyncInterval time.Duration
+	// DeletePollInterval is the requeue while the Kustomization is being deleted.
+	DeletePollInterval time.Duration
+	// KustomizationDeleteTimeout bounds the wait for the Kustomization's deletion.
+	KustomizationDeleteTimeout time.Duration
+	// TenantAPIRetry is the requeue while the Tenant CRD is missing.
+	TenantAPIRetry time.Duration
+
+	// VClusterTimeout bounds every request to a vCluster.
+	VClusterTimeout time.Duration
+	// VClusterQPS and VClusterBurst limit the requests to one vCluster.
+	VClusterQPS   float32
+	VClusterBurst int
+	// AllowInsecureKubeconfig accepts exported kubeconfigs with insecure-skip-tls-verify.
+	AllowInsecureKubeconfig bool
+	// NewVClusterClient builds vCluster clients; nil means a controller-runtime client with the
+	// manager's scheme.
+	NewVClusterClient tenant.NewClientFunc
+
+	// GitOptions are passed to the Git writer after the reconciler's own (author).
+	GitOptions []gitops.Option
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.RetryBase, DefaultRetryBase)
+	def(&o.RetryMax, DefaultRetryMax)
+	def(&o.SyncPollInterval, DefaultSyncPollInterval)
+	def(&o.ResyncInterval, DefaultResyncInterval)
+	def(&o.DeletePollInterval, DefaultDeletePollInterval)
+	def(&o.KustomizationDeleteTimeout, DefaultKustomizationDeleteTimeout)
+	def(&o.TenantAPIRetry, DefaultTenantAPIRetry)
+	def(&o.VClusterTimeout, DefaultVClusterTimeout)
+	if o.VClusterQPS <= 0 {
+		o.VClusterQPS = DefaultVClusterQPS
+	}
+	if o.VClusterBurst <= 0 {
+		o.VClusterBurst = DefaultVClusterBurst
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return o
 }

@@ -117,7 +117,9 @@ func TestManifestsFilesAndKustomization(t *testing.T) {
 	g.Expect(k.Resources).To(Equal([]string{FileDeployment, FileService}))
 
 	// An Ingress spec with neither TLS nor host renders none.
-	empty, err := Manifests(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{ClassName: "nginx"} }))
+	empty, err := Manifests(app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{ClassName: "nginx"}
+	}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(empty).NotTo(HaveKey(FileIngress))
 }
@@ -160,7 +162,9 @@ func TestIngressTLS(t *testing.T) {
 	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number).To(Equal(int32(80)))
 	g.Expect(URL(app())).To(Equal("https://web.example.com"))
 
-	hostOnly := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com"} })
+	hostOnly := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com"}
+	})
 	ing = Ingress(hostOnly)
 	g.Expect(ing.Annotations).NotTo(HaveKey(ClusterIssuerAnnotation))
 	g.Expect(ing.Spec.TLS).To(BeEmpty())

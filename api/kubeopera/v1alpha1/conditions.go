@@ -39,4 +39,7 @@ const (
 	ReasonRevisionNotApplied       = "RevisionNotApplied"
 	ReasonDeleteFailed             = "DeleteFailed"
 	ReasonDeleting                 = "Deleting"
+	// ReasonVClusterRequestFailed: the vCluster answered but refused a request (forbidden,
+	// invalid, conflict); VClusterUnreachable is used when it did not answer at all.
+	ReasonVClusterRequestFailed = "VClusterRequestFailed"
 )

@@ -1,0 +1,197 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// reconcileDelete cleans up behind the finalizer, in order:
+//  1. in the vCluster: delete the Kustomization and wait until it is gone (Flux prunes the
+//     Deployment, Service and Ingress it applied), then the GitRepository, the copied Git
+//     credentials and the copied registry Secret (unless another app in the namespace uses it);
+//  2. in Git: remove the app's folder with a commit;
+//  3. remove the finalizer.
+//
+// Every piece already missing counts as done, so a retry after a partial cleanup cannot get
+// stuck. When the Tenant is gone (or being deleted) there is nothing left to clean in its
+// vCluster: step 1 is skipped with an Event. When the Git credentials Secret is gone, the
+// folder cannot be removed: step 2 is skipped with a Warning Event (deleting a namespace deletes
+// the Secret together with the app). An unreachable vCluster is retried with the backoff.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	done, err := r.cleanupVCluster(ctx, s)
+	if err != nil {
+		return r.failed(ctx, s, err)
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: r.Options.DeletePollInterval}, nil
+	}
+	if err := r.cleanupGit(ctx, s); err != nil {
+		return r.failed(ctx, s, err)
+	}
+	patch := client.MergeFrom(s.app.DeepCopy())
+	controllerutil.RemoveFinalizer(s.app, kubeoperav1alpha1.Finalizer)
+	if err := r.Patch(ctx, s.app, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))
+	}
+	r.backoff.reset(s.key)
+	ctrl.LoggerFrom(ctx).Info("Cleanup finished, finalizer removed")
+	return ctrl.Result{}, nil
+}
+
+// deleteFailed is the step error of a failed cleanup: reason DeleteFailed, retried with backoff.
+func deleteFailed(what string, err error) error {
+	return retry(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonDeleteFailed, fmt.Errorf("%s: %w", what, err))
+}
+
+// cleanupVCluster removes the app's objects from its vCluster. It returns false while the
+// Kustomization still exists (Flux is pruning).
+func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error) {
+	ref := s.app.Status.Tenant
+	if ref == nil {
+		return true, nil // never placed: nothing in any vCluster
+	}
+	reader, err := r.tenantReader()
+	if errors.Is(err, errTenantAPIUnavailable) {
+		r.event(s.app, corev1.EventTypeWarning, "TenantGone", actionDelete,
+			"The Tenant API is not installed: no vCluster to clean up; removing the Git folder only")
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	t, err := tenant.Get(ctx, reader, s.app.Namespace, ref.Name)
+	if errors.Is(err, tenant.ErrNotFound) || (err == nil && !t.DeletionTimestamp.IsZero()) {
+		r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
+		r.event(s.app, corev1.EventTypeWarning, "TenantGone", actionDelete,
+			fmt.Sprintf("Tenant %s is gone or being deleted: nothing to clean in its vCluster; removing the Git folder only", ref.Name))
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	vc, err := r.vclusterClient(ctx, t)
+	if err != nil {
+		if errors.Is(err, tenant.ErrKubeconfigInvalid) {
+			return false, deleteFailed("reach the vCluster", err)
+		}
+		return false, err
+	}
+
+	fluxNS, name := render.FluxNamespace(s.app), render.FluxName(s.app)
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
+	if err := ignoreGone(vc.Delete(ctx, ks)); err != nil {
+		return false, deleteFailed("delete Kustomization "+fluxNS+"/"+name, err)
+	}
+	err = vc.Get(ctx, client.ObjectKeyFromObject(ks), ks)
+	switch {
+	case err == nil && r.stuck(ks):
+		// Flux is not finishing the deletion (not running, or its finalizer cannot complete).
+		// Go on: kustomize-controller prunes from the Kustomization's inventory, which needs
+		// neither the GitRepository nor the files, whenever it runs again.
+		r.event(s.app, corev1.EventTypeWarning, "KustomizationStuck", actionDelete,
+			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; continuing the cleanup, Flux prunes when it runs again",
+				fluxNS, name, r.Options.KustomizationDeleteTimeout))
+	case err == nil:
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting,
+			fmt.Sprintf("Waiting for Kustomization %s/%s to be deleted (Flux prunes what it applied)", fluxNS, name))
+		return false, nil
+	case ignoreGone(err) != nil:
+		return false, deleteFailed("read Kustomization "+fluxNS+"/"+name, err)
+	}
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
+	if err := ignoreGone(vc.Delete(ctx, repo)); err != nil {
+		return false, deleteFailed("delete GitRepository "+fluxNS+"/"+name, err)
+	}
+	gitSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: render.GitSecretName(s.app)}}
+	if err := deleteIfManaged(ctx, vc, gitSecret); err != nil {
+		return false, deleteFailed("delete the copied Git credentials", err)
+	}
+	if err := r.deleteRegistrySecret(ctx, s, vc); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// stuck reports whether the Kustomization has been deleting for longer than the timeout.
+func (r *Reconciler) stuck(ks *kustomizev1.Kustomization) bool {
+	return ks.DeletionTimestamp != nil && time.Since(ks.DeletionTimestamp.Time) > r.Options.KustomizationDeleteTimeout
+}
+
+// deleteRegistrySecret deletes the copied pull Secret unless another live app of the same
+// vCluster namespace uses it. The app namespace itself is left in place: it may hold objects the
+// tenant created there (Secrets for env valueFrom, volumes), and it is empty of everything the
+// operator and Flux put there.
+func (r *Reconciler) deleteRegistrySecret(ctx context.Context, s *scope, vc client.Client) error {
+	if s.app.Spec.Registry == nil || s.app.Spec.Registry.SecretRef.Name == "" {
+		return nil
+	}
+	name := s.app.Spec.Registry.SecretRef.Name
+	apps := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace)); err != nil {
+		return fmt.Errorf("list apps: %w", err)
+	}
+	for i := range apps.Items {
+		other := &apps.Items[i]
+		if other.UID == s.app.UID || !other.DeletionTimestamp.IsZero() || other.Status.Tenant == nil ||
+			other.Status.Tenant.Name != s.app.Status.Tenant.Name || render.TargetNamespace(other) != render.TargetNamespace(s.app) ||
+			other.Spec.Registry == nil || other.Spec.Registry.SecretRef.Name != name {
+			continue
+		}
+		return nil // still used
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: render.TargetNamespace(s.app), Name: name}}
+	if err := deleteIfManaged(ctx, vc, secret); err != nil {
+		return deleteFailed("delete the copied registry Secret", err)
+	}
+	return nil
+}
+
+// cleanupGit removes the app's folder from the repository with a commit.
+func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
+	path := s.app.Status.Path
+	if path == "" || s.app.Status.Commit == "" {
+		return nil // nothing was ever committed
+	}
+	repo, err := r.gitRepo(ctx, s.app)
+	if errors.Is(err, errGitSecretNotFound) {
+		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
+			fmt.Sprintf("Cannot remove folder %s from Git: %v", path, err))
+		return nil
+	}
+	if err != nil {
+		return deleteFailed("remove the folder from Git", err)
+	}
+	res, err := r.writer.Apply(ctx, repo, gitops.Change{
+		AppKey:  s.key.String(),
+		Path:    path,
+		Delete:  true,
+		Message: commitMessage(s.app, "delete"),
+	})
+	if err != nil {
+		return deleteFailed("remove folder "+path+" from Git", err)
+	}
+	if res.Changed {
+		r.event(s.app, corev1.EventTypeNormal, "FolderRemoved", actionDelete,
+			fmt.Sprintf("Removed folder %s from branch %s in commit %s", path, repo.Branch, shortCommit(res.Commit)))
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package app_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// deployedApp creates a Ready app with a registry Secret in tenant t1 and returns its Flux name.
+func deployedApp(f *fixture, name string) string {
+	f.t.Helper()
+	f.addTenant("t1", time.Now())
+	f.create(registrySecret(f.ns, "pull", dockerConfig))
+	f.create(f.newApp(name, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+	}))
+	f.waitReady(name)
+	f.g.Expect(f.files("apps/" + name + "/" + name)).NotTo(BeEmpty())
+	return f.ns + "-" + name
+}
+
+// assertCleanedUp checks that the app left nothing behind: not in the vCluster, not in Git.
+func assertCleanedUp(f *fixture, name, fluxName string) {
+	f.t.Helper()
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeFalse(), "Kustomization left")
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse(), "GitRepository left")
+	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", fluxName+"-git")).To(BeFalse(), "Git credentials left")
+	f.g.Expect(f.vc(&corev1.Secret{}, name, "pull")).To(BeFalse(), "registry Secret left")
+	f.g.Expect(f.files("apps/"+name+"/"+name)).To(BeEmpty(), "folder left in Git")
+	last := f.commits()[0]
+	f.g.Expect(last.Message).To(HavePrefix("kubeopera: delete " + f.ns + "/" + name + " generation"))
+}
+
+func TestDeleteWithReachableVCluster(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "doomed")
+	f.deleteApp("doomed")
+	f.waitGone("doomed")
+	assertCleanedUp(f, "doomed", fluxName)
+	f.waitEvent("doomed", corev1.EventTypeNormal, "FolderRemoved")
+}
+
+func TestDeleteWaitsForTheKustomizationThenGivesUpWaiting(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "held")
+	// Flux's finalizer stands in: the Kustomization stays until "Flux" prunes.
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", fluxName)).To(BeTrue())
+	ks.Finalizers = append(ks.Finalizers, "test/hold")
+	f.g.Expect(vcluster.Client.Update(f.ctx, ks)).To(Succeed())
+	t.Cleanup(func() {
+		_ = vcluster.Client.Get(f.ctx, client.ObjectKeyFromObject(ks), ks)
+		ks.Finalizers = nil
+		_ = vcluster.Client.Update(f.ctx, ks)
+	})
+
+	f.deleteApp("held")
+	f.waitCondition("held", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting)
+	// While the Kustomization exists, the GitRepository (its source) and the files stay.
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeTrue())
+	f.g.Expect(f.files("apps/held/held")).NotTo(BeEmpty())
+	// After KustomizationDeleteTimeout (3s in the suite) the cleanup goes on without it.
+	f.waitGone("held")
+	f.waitEvent("held", corev1.EventTypeWarning, "KustomizationStuck")
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse())
+	f.g.Expect(f.files("apps/held/held")).To(BeEmpty())
+}
+
+func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "patient")
+
+	// The vCluster becomes unreachable: its kubeconfig now points at a closed port.
+	kubeconfig := &corev1.Secret{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "vc-t1"}, kubeconfig)).To(Succeed())
+	server := serverOf(f, vclusterKubeconfig)
+	kubeconfig.Data["config"] = []byte(strings.Replace(string(vclusterKubeconfig), server, "https://"+closedAddress(f), 1))
+	f.g.Expect(host.Client.Update(f.ctx, kubeconfig)).To(Succeed())
+
+	f.deleteApp("patient")
+	a := f.waitCondition("patient", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleteFailed)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring("delete Kustomization"))
+	f.waitEvent("patient", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonDeleteFailed)
+	// Nothing is given up while the vCluster exists but cannot be reached.
+	f.g.Consistently(func() []string {
+		return f.get("patient").Finalizers
+	}, 2*time.Second, 200*time.Millisecond).Should(ContainElement(kubeoperav1alpha1.Finalizer))
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
+	f.g.Expect(f.files("apps/patient/patient")).NotTo(BeEmpty())
+
+	// Reachable again: the cleanup completes.
+	kubeconfig.Data["config"] = vclusterKubeconfig
+	f.g.Expect(host.Client.Update(f.ctx, kubeconfig)).To(Succeed())
+	f.waitGone("patient")
+	assertCleanedUp(f, "patient", fluxName)
+}
+
+func TestDeleteWithTenantGone(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "stranded")
+	// The vCluster is deleted: Tenant and kubeconfig Secret go.
+	f.g.Expect(host.Client.Delete(f.ctx, &tenantv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "t1"}})).To(Succeed())
+	f.g.Expect(host.Client.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "vc-t1"}})).To(Succeed())
+
+	f.deleteApp("stranded")
+	f.waitGone("stranded")
+	f.waitEvent("stranded", corev1.EventTypeWarning, "TenantGone")
+	// The Git folder is removed all the same; the vCluster was not touched (it is "gone").
+	f.g.Expect(f.files("apps/stranded/stranded")).To(BeEmpty())
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
+	f.g.Expect(vcluster.Client.Delete(f.ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})).To(Succeed())
+}
+
+func TestDeleteBeforeAnythingWasPlaced(t *testing.T) {
+	f := newFixture(t)
+	f.create(f.newApp("never-placed", "no-such-tenant"))
+	f.waitCondition("never-placed", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonTenantNotFound)
+	f.g.Expect(f.get("never-placed").Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+	f.deleteApp("never-placed")
+	f.waitGone("never-placed")
+	f.g.Expect(f.head()).To(BeEmpty())
+}
+
+func TestRegistrySecretSharedByAnotherAppIsKept(t *testing.T) {
+	f := newFixture(t)
+	deployedApp(f, "first")
+	f.create(f.newApp("second", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TargetNamespace = "first"
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+	}))
+	f.waitReady("second")
+	f.deleteApp("first")
+	f.waitGone("first")
+	f.g.Expect(f.vc(&corev1.Secret{}, "first", "pull")).To(BeTrue(), "the Secret the other app uses was deleted")
+	f.deleteApp("second")
+	f.waitGone("second")
+	f.g.Expect(f.vc(&corev1.Secret{}, "first", "pull")).To(BeFalse())
+}
+
+// serverOf returns the server URL of a kubeconfig.
+func serverOf(f *fixture, kubeconfig []byte) string {
+	f.t.Helper()
+	for _, line := range strings.Split(string(kubeconfig), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "server: "); ok {
+			return v
+		}
+	}
+	f.t.Fatal("no server in kubeconfig")
+	return ""
+}
+
+// closedAddress returns a loopback address nothing listens on.
+func closedAddress(f *fixture) string {
+	f.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	f.g.Expect(l.Close()).To(Succeed())
+	return addr
+}

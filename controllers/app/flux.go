@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
+)
+
+// configureFlux applies the app's GitRepository and Kustomization in the vCluster (server-side
+// apply with the operator's field manager: nothing changes when nothing changed), plus the copy
+// of the Git credentials for a private repository. It keeps the applied Kustomization in s for
+// observeSync.
+func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
+	const cond = kubeoperav1alpha1.ConditionFluxConfigured
+	repo, err := render.GitRepository(s.app)
+	if err != nil {
+		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+	}
+	ks, err := render.Kustomization(s.app)
+	if err != nil {
+		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+	}
+	if err := ensureNamespace(ctx, s.vc, fluxNamespace(s.app)); err != nil {
+		return fluxError(cond, "create the Flux namespace", err)
+	}
+	if s.app.Spec.Git.SecretRef != nil {
+		data, err := r.gitSecretData(ctx, s.app)
+		if err != nil {
+			return gitError(cond, err)
+		}
+		if err := syncSecret(ctx, s.vc, render.FluxGitSecret(s.app, data)); err != nil {
+			return fluxError(cond, "copy the Git credentials", err)
+		}
+	}
+	if err := apply(ctx, s.vc, repo); err != nil {
+		return fluxError(cond, "apply GitRepository", err)
+	}
+	if err := apply(ctx, s.vc, ks); err != nil {
+		return fluxError(cond, "apply Kustomization", err)
+	}
+	s.kustomization = ks
+	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+		fmt.Sprintf("GitRepository and Kustomization %s/%s applied", ks.Namespace, ks.Name))
+	return nil
+}
+
+// apply server-side applies a typed object with the operator's field manager. The object is
+// updated with the server's answer, status included.
+func apply(ctx context.Context, c client.Client, obj client.Object) error {
+	//nolint:staticcheck // SA1019: the Flux API has no apply configurations; client.Apply with a typed object is the supported fallback.
+	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(Name), client.ForceOwnership)
+}
+
+// fluxError maps a failed Flux request to its reason.
+func fluxError(cond, what string, err error) error {
+	err = fmt.Errorf("%s in the vCluster: %w", what, err)
+	switch {
+	case apimeta.IsNoMatchError(err):
+		return retry(cond, kubeoperav1alpha1.ReasonFluxConfigFailed,
+			fmt.Errorf("the Flux CRDs are not installed in the vCluster: %w", err))
+	case unreachable(err):
+		return retry(cond, kubeoperav1alpha1.ReasonVClusterUnreachable, err)
+	default:
+		return retry(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+	}
+}
+
+// observeSync reads the Kustomization's status back: Synced is True when Flux applied the
+// pushed commit (or the current head, which holds the same files) and the Kustomization is
+// Ready. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
+func (r *Reconciler) observeSync(_ context.Context, s *scope) (ctrl.Result, error) {
+	const cond = kubeoperav1alpha1.ConditionSynced
+	ks := s.kustomization
+	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
+	s.app.Status.URL = render.URL(s.app)
+
+	branch := render.Branch(s.app)
+	applied := appliedCommit(ks.Status.LastAppliedRevision, branch)
+	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	current := ks.Status.ObservedGeneration == ks.Generation
+	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
+
+	switch {
+	case matches && current && ready != nil && ready.Status == metav1.ConditionTrue:
+		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+			fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
+		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}, nil
+	case ready != nil && ready.Status == metav1.ConditionFalse:
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
+			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))
+	default:
+		applied := ks.Status.LastAppliedRevision
+		if applied == "" {
+			applied = "nothing yet"
+		}
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied,
+			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
+	}
+	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}, nil
+}
+
+// appliedCommit extracts the commit SHA from a Flux revision "<branch>@sha1:<sha>" (or
+// "refs/heads/<branch>@sha1:<sha>"); "" when the revision is of another branch or malformed.
+func appliedCommit(revision, branch string) string {
+	ref, digest, ok := strings.Cut(revision, "@")
+	if !ok {
+		return ""
+	}
+	if ref != branch && ref != "refs/heads/"+branch {
+		return ""
+	}
+	algo, sha, ok := strings.Cut(digest, ":")
+	if !ok || (algo != "sha1" && algo != "sha256") {
+		return ""
+	}
+	return sha
+}
+
+// fluxNamespace is the Flux namespace, created when missing (Flux's own installation normally
+// has it; it is never deleted by the operator).
+func fluxNamespace(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: render.FluxNamespace(app)}}
+}

@@ -1,0 +1,278 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+const dockerConfig = `{"auths":{"registry.example.com":{"auth":"cmVnaXN0cnktdXNlcjpyZWdpc3RyeS1zM2NyM3Q="}}}`
+
+func registrySecret(ns, name, content string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(content)},
+	}
+}
+
+func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(registrySecret(f.ns, "pull", dockerConfig))
+	f.create(f.newApp("shop", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TargetNamespace = "shop-ns"
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "shop.example.com", TLS: true, ClusterIssuer: "letsencrypt"}
+		a.Spec.Flux.Interval = "30s"
+	}))
+	a := f.waitReady("shop")
+	for _, c := range []string{kubeoperav1alpha1.ConditionTenantResolved, kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ConditionFluxConfigured} {
+		f.waitCondition("shop", c, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	}
+	f.waitCondition("shop", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+
+	// Status: the pushed commit, the folder, the URL.
+	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
+	f.g.Expect(a.Status.ShortCommit).To(Equal(a.Status.Commit[:8]))
+	f.g.Expect(a.Status.Path).To(Equal("apps/shop-ns/shop"))
+	f.g.Expect(a.Status.URL).To(Equal("https://shop.example.com"))
+
+	// Git: the four files, read back from the server; one commit naming app and generation.
+	files := f.files("apps/shop-ns/shop")
+	f.g.Expect(mapKeys(files)).To(ConsistOf("deployment.yaml", "service.yaml", "ingress.yaml", "kustomization.yaml"))
+	for name, content := range files {
+		if name == "kustomization.yaml" {
+			continue
+		}
+		f.g.Expect(content).To(ContainSubstring("namespace: shop-ns"), name)
+		f.g.Expect(content).NotTo(ContainSubstring("kind: Namespace"), name)
+	}
+	f.g.Expect(files["ingress.yaml"]).To(ContainSubstring("cert-manager.io/cluster-issuer: letsencrypt"))
+	f.g.Expect(files["deployment.yaml"]).To(ContainSubstring("- name: pull"))
+	assertNoSecretsIn(f, strings.Join(mapValues(files), "\n"))
+	commits := f.commits()
+	f.g.Expect(commits).To(HaveLen(1))
+	f.g.Expect(commits[0].Message).To(HavePrefix(fmt.Sprintf("kubeopera: update %s/shop generation %d", f.ns, a.Generation)))
+	f.g.Expect(commits[0].Author.Name).To(Equal("kubeopera-app-controller"))
+	f.waitEvent("shop", corev1.EventTypeNormal, "Committed")
+
+	// vCluster: namespace (created directly), registry Secret copied by name and contents.
+	f.g.Expect(f.vc(&corev1.Namespace{}, "", "shop-ns")).To(BeTrue())
+	pull := &corev1.Secret{}
+	f.g.Expect(f.vc(pull, "shop-ns", "pull")).To(BeTrue())
+	f.g.Expect(pull.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
+	f.g.Expect(string(pull.Data[corev1.DockerConfigJsonKey])).To(Equal(dockerConfig))
+
+	// Flux objects, typed: GitRepository with the copied credentials, Kustomization with prune.
+	name := f.ns + "-shop"
+	repo := &sourcev1.GitRepository{}
+	f.g.Expect(f.vc(repo, "flux-system", name)).To(BeTrue())
+	f.g.Expect(repo.Spec.URL).To(Equal(f.gitURL()))
+	f.g.Expect(repo.Spec.Reference.Branch).To(Equal("main"))
+	f.g.Expect(repo.Spec.Interval.Duration).To(Equal(30 * time.Second))
+	f.g.Expect(repo.Spec.SecretRef.Name).To(Equal(name + "-git"))
+	creds := &corev1.Secret{}
+	f.g.Expect(f.vc(creds, "flux-system", name+"-git")).To(BeTrue())
+	f.g.Expect(creds.Data).To(Equal(gitServer.SecretData()))
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+	f.g.Expect(ks.Spec.Prune).To(BeTrue())
+	f.g.Expect(ks.Spec.Path).To(Equal("./apps/shop-ns/shop"))
+	f.g.Expect(ks.Spec.TargetNamespace).To(Equal("shop-ns"))
+	f.g.Expect(ks.Spec.SourceRef).To(Equal(kustomizev1.CrossNamespaceSourceReference{
+		APIVersion: sourcev1.GroupVersion.String(), Kind: "GitRepository", Name: name, Namespace: "flux-system",
+	}))
+
+	// Secrets never reach conditions or events either.
+	for _, c := range f.get("shop").Status.Conditions {
+		assertNoSecretsIn(f, c.Message)
+	}
+	for _, e := range f.events("shop") {
+		assertNoSecretsIn(f, e.Note)
+	}
+}
+
+func TestRegistrySecretMissingThenCreatedThenUpdated(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("app", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "late-pull"}}
+	}))
+	f.waitCondition("app", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRegistrySecretNotFound)
+	f.waitEvent("app", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonRegistrySecretNotFound)
+	f.g.Expect(f.head()).To(BeEmpty(), "nothing is committed before the pull Secret exists")
+
+	hostSecret := registrySecret(f.ns, "late-pull", dockerConfig)
+	f.create(hostSecret)
+	f.waitReady("app")
+	copied := &corev1.Secret{}
+	f.g.Expect(f.vc(copied, "app", "late-pull")).To(BeTrue())
+	f.g.Expect(string(copied.Data[corev1.DockerConfigJsonKey])).To(Equal(dockerConfig))
+
+	// A rotated registry password reaches the vCluster through the Secret watch alone.
+	rotated := strings.Replace(dockerConfig, "cmVn", "bmV3", 1)
+	hostSecret.Data[corev1.DockerConfigJsonKey] = []byte(rotated)
+	f.g.Expect(host.Client.Update(f.ctx, hostSecret)).To(Succeed())
+	f.g.Eventually(func() string {
+		f.g.Expect(f.vc(copied, "app", "late-pull")).To(BeTrue())
+		return string(copied.Data[corev1.DockerConfigJsonKey])
+	}).Should(Equal(rotated))
+}
+
+func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("steady", "t1"))
+	first := f.waitReady("steady")
+	f.g.Expect(f.commits()).To(HaveLen(1))
+
+	// Reconciles that render the same files (a Flux-only change, a manual retry) push nothing.
+	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Interval = "2m" })
+	again := f.waitReady("steady")
+	f.g.Expect(again.Generation).To(BeNumerically(">", first.Generation))
+	f.poke("steady")
+	f.g.Consistently(func() int { return len(f.commits()) }, time.Second, 100*time.Millisecond).Should(Equal(1))
+	f.g.Expect(f.get("steady").Status.Commit).To(Equal(first.Status.Commit))
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", f.ns+"-steady")).To(BeTrue())
+	f.g.Expect(ks.Spec.Interval.Duration).To(Equal(2 * time.Minute))
+
+	// A real change is one new commit, with the new generation in its message.
+	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "ghcr.io/example/steady:2.0.0" })
+	changed := f.waitReady("steady")
+	f.g.Expect(changed.Status.Commit).NotTo(Equal(first.Status.Commit))
+	commits := f.commits()
+	f.g.Expect(commits).To(HaveLen(2))
+	f.g.Expect(commits[0].Hash.String()).To(Equal(changed.Status.Commit))
+	f.g.Expect(commits[0].Message).To(ContainSubstring(fmt.Sprintf("generation %d", changed.Generation)))
+	f.g.Expect(f.files("apps/steady/steady")["deployment.yaml"]).To(ContainSubstring("image: ghcr.io/example/steady:2.0.0"))
+}
+
+func TestPathChangeMovesTheFolder(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("mover", "t1"))
+	f.waitReady("mover")
+	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "tenants/mover" })
+	a := f.waitReady("mover")
+	f.g.Expect(a.Status.Path).To(Equal("tenants/mover"))
+	f.g.Expect(f.files("apps/mover/mover")).To(BeEmpty())
+	f.g.Expect(f.files("tenants/mover")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
+}
+
+func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	const n = 30
+	for i := range n {
+		f.create(f.newApp(fmt.Sprintf("app-%02d", i), "t1"))
+	}
+	for i := range n {
+		f.waitReady(fmt.Sprintf("app-%02d", i))
+	}
+	for i := range n {
+		name := fmt.Sprintf("app-%02d", i)
+		f.g.Expect(mapKeys(f.files("apps/"+name+"/"+name))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
+	}
+	commits := f.commits()
+	t.Logf("%d apps, %d commits (one push each)", n, len(commits))
+	f.g.Expect(len(commits)).To(BeNumerically("<=", n/3), "changes of concurrently reconciled apps were not grouped")
+}
+
+func TestOutsideCommitDuringPushIsKept(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	// Start the branch, so the outside writer and the app race on an existing branch.
+	_, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "tenant apps\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+
+	var pushes, outside atomic.Int32
+	hook := func() {
+		pushes.Add(1)
+		if outside.CompareAndSwap(0, 1) {
+			// Another writer pushes to the same branch right before our push: our push is
+			// rejected as non-fast-forward and must be fetched, re-applied and retried.
+			if _, err := gitServer.PushOutsideCommit(f.repo, "main", "infra/outside.yaml", "outside: true\n"); err != nil {
+				t.Errorf("outside push: %v", err)
+			}
+		}
+	}
+	beforePush.Store(&hook)
+	f.create(f.newApp("racer", "t1"))
+	a := f.waitReady("racer")
+	beforePush.Store(nil)
+
+	f.g.Expect(pushes.Load()).To(BeNumerically(">=", 2), "the rejected push was not retried")
+	f.g.Expect(f.files("infra")).To(HaveKeyWithValue("outside.yaml", "outside: true\n"))
+	f.g.Expect(f.files("")).To(HaveKey("README.md"))
+	f.g.Expect(f.files("apps/racer/racer")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
+	f.g.Expect(f.commits()).To(HaveLen(3))
+}
+
+func TestGitAuthFailure(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "wrong-creds"},
+		Data:       map[string][]byte{"username": []byte("git"), "password": []byte("wrong-p4ssw0rd")},
+	})
+	f.create(f.newApp("locked-out", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.SecretRef.Name = "wrong-creds"
+	}))
+	a := f.waitCondition("locked-out", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitAuthFailed)
+	f.waitCondition("locked-out", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitAuthFailed)
+	e := f.waitEvent("locked-out", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonGitAuthFailed)
+	for _, text := range []string{conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted), e.Note} {
+		f.g.Expect(text).NotTo(ContainSubstring("wrong-p4ssw0rd"))
+	}
+	f.g.Expect(f.head()).To(BeEmpty())
+
+	// A missing Secret has its own reason.
+	f.update("locked-out", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "no-such-secret" })
+	f.waitCondition("locked-out", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitSecretNotFound)
+
+	// Right credentials: committed.
+	f.update("locked-out", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = gitSecret })
+	f.waitReady("locked-out")
+}
+
+// assertNoSecretsIn fails when text holds a credential of the suite.
+func assertNoSecretsIn(f *fixture, text string) {
+	f.t.Helper()
+	for _, secret := range []string{gitServer.Password, "cmVnaXN0cnktdXNlcjpyZWdpc3RyeS1zM2NyM3Q=", "registry-s3cr3t"} {
+		f.g.Expect(text).NotTo(ContainSubstring(secret))
+	}
+	var anything map[string]any
+	_ = yaml.Unmarshal([]byte(text), &anything)
+	f.g.Expect(anything["kind"]).NotTo(Equal("Secret"))
+}
+
+func mapKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func mapValues(m map[string]string) []string {
+	values := make([]string, 0, len(m))
+	for _, v := range m {
+		values = append(values, v)
+	}
+	return values
+}

@@ -1,0 +1,233 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	// gitSecret is the Git credentials Secret every fixture creates.
+	gitSecret = "git-credentials"
+)
+
+// fixture is one CloudSpace: a host namespace with Tenants, a Git credentials Secret and a
+// repository of its own. Apps left at the end of the test are deleted and waited for, so no
+// test's apps keep working in the background of the next one.
+type fixture struct {
+	t          *testing.T
+	g          Gomega
+	ctx        context.Context
+	ns         string
+	cloudSpace string
+	repo       string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	g.SetDefaultEventuallyPollingInterval(interval)
+	ctx := context.Background()
+	ns, err := apptest.Namespace(ctx, host.Client, "cs")
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{t: t, g: g, ctx: ctx, ns: ns, cloudSpace: "cloudspace-" + ns, repo: ns}
+	g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gitSecret},
+		Data:       gitServer.SecretData(),
+	})).To(Succeed())
+	t.Cleanup(f.deleteAllApps)
+	return f
+}
+
+func (f *fixture) gitURL() string { return gitServer.URL(f.repo) }
+
+// addTenant creates a Tenant of the fixture's CloudSpace, Ready since readySince (zero: not
+// Ready), with its exported kubeconfig Secret vc-<name> holding the vCluster's kubeconfig.
+func (f *fixture) addTenant(name string, readySince time.Time) *tenantv1alpha1.Tenant {
+	f.t.Helper()
+	t, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, readySince)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(host.Client.Create(f.ctx, apptest.KubeconfigSecret(f.ns, "vc-"+name, vclusterKubeconfig))).To(Succeed())
+	return t
+}
+
+// newApp builds an app of the fixture (its repository, its Git Secret, tenantCRName = tenant).
+func (f *fixture) newApp(name, tenant string, mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
+	a := apptest.App(f.ns, name, f.cloudSpace, f.gitURL(), func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TenantCRName = tenant
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
+	})
+	for _, m := range mods {
+		m(a)
+	}
+	return a
+}
+
+func (f *fixture) create(objs ...client.Object) {
+	f.t.Helper()
+	for _, o := range objs {
+		f.g.Expect(host.Client.Create(f.ctx, o)).To(Succeed())
+	}
+}
+
+func (f *fixture) get(name string) *kubeoperav1alpha1.KubeOperaApp {
+	f.t.Helper()
+	a := &kubeoperav1alpha1.KubeOperaApp{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, a)).To(Succeed())
+	return a
+}
+
+// update changes the app (retrying on conflicts).
+func (f *fixture) update(name string, mutate func(*kubeoperav1alpha1.KubeOperaApp)) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		a := f.get(name)
+		mutate(a)
+		return host.Client.Update(f.ctx, a)
+	}).Should(Succeed())
+}
+
+// poke makes the reconciler look at the app again (an annotation change is a manual retry).
+func (f *fixture) poke(name string) {
+	f.update(name, func(a *kubeoperav1alpha1.KubeOperaApp) {
+		if a.Annotations == nil {
+			a.Annotations = map[string]string{}
+		}
+		a.Annotations["test/poke"] = time.Now().String()
+	})
+}
+
+// waitCondition waits until the app's condition has status and reason for its current
+// generation, and returns the app.
+func (f *fixture) waitCondition(name, condType string, status metav1.ConditionStatus, reason string) *kubeoperav1alpha1.KubeOperaApp {
+	f.t.Helper()
+	var a *kubeoperav1alpha1.KubeOperaApp
+	f.g.Eventually(func(g Gomega) {
+		a = &kubeoperav1alpha1.KubeOperaApp{}
+		g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, a)).To(Succeed())
+		g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
+		c := apimeta.FindStatusCondition(a.Status.Conditions, condType)
+		g.Expect(c).NotTo(BeNil(), "condition %s", condType)
+		g.Expect(c.Status).To(Equal(status), "condition %s: %s", condType, c.Message)
+		g.Expect(c.Reason).To(Equal(reason), "condition %s: %s", condType, c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(a.Generation))
+	}).Should(Succeed())
+	return a
+}
+
+func (f *fixture) waitReady(name string) *kubeoperav1alpha1.KubeOperaApp {
+	f.t.Helper()
+	return f.waitCondition(name, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+}
+
+func (f *fixture) files(path string) map[string]string {
+	f.t.Helper()
+	files, err := gitServer.Files(f.repo, "main", path)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return files
+}
+
+func (f *fixture) commits() []*object.Commit {
+	f.t.Helper()
+	commits, err := gitServer.Commits(f.repo, "main")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return commits
+}
+
+func (f *fixture) head() string {
+	f.t.Helper()
+	h, err := gitServer.Head(f.repo, "main")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return h
+}
+
+// events returns the Events about the app, oldest first.
+func (f *fixture) events(name string) []eventsv1.Event {
+	f.t.Helper()
+	list := &eventsv1.EventList{}
+	f.g.Expect(host.Client.List(f.ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Regarding.Kind == "KubeOperaApp" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an Event about the app with the reason, and returns it.
+func (f *fixture) waitEvent(name, eventType, reason string) eventsv1.Event {
+	f.t.Helper()
+	var found eventsv1.Event
+	var seen []string
+	f.g.Eventually(func() bool {
+		seen = seen[:0]
+		for _, e := range f.events(name) {
+			if e.Reason == reason && e.Type == eventType {
+				found = e
+				return true
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
+		}
+		return false
+	}).Should(BeTrue(), func() string { return fmt.Sprintf("event %s %s; seen:\n%s", eventType, reason, strings.Join(seen, "\n")) })
+	return found
+}
+
+// vc reads an object from the vCluster; false when it does not exist.
+func (f *fixture) vc(obj client.Object, ns, name string) bool {
+	f.t.Helper()
+	err := vcluster.Client.Get(f.ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+func (f *fixture) deleteApp(name string) {
+	f.t.Helper()
+	a := &kubeoperav1alpha1.KubeOperaApp{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+	f.g.Expect(client.IgnoreNotFound(host.Client.Delete(f.ctx, a))).To(Succeed())
+}
+
+func (f *fixture) waitGone(name string) {
+	f.t.Helper()
+	f.g.Eventually(func() bool {
+		err := host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &kubeoperav1alpha1.KubeOperaApp{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue(), "app %s still exists", name)
+}
+
+// deleteAllApps deletes the fixture's apps and waits until their cleanup finished.
+func (f *fixture) deleteAllApps() {
+	beforePush.Store(nil)
+	g := NewWithT(f.t)
+	list := &kubeoperav1alpha1.KubeOperaAppList{}
+	g.Expect(host.Client.List(f.ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	for i := range list.Items {
+		g.Expect(client.IgnoreNotFound(host.Client.Delete(f.ctx, &list.Items[i]))).To(Succeed())
+	}
+	g.Eventually(func() ([]kubeoperav1alpha1.KubeOperaApp, error) {
+		err := host.Client.List(f.ctx, list, client.InNamespace(f.ns))
+		return list.Items, err
+	}, 60*time.Second, 200*time.Millisecond).Should(BeEmpty(), "apps of the test are stuck in deletion")
+}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// tenantAPI knows whether the Tenant CRD is served. It may be missing (it belongs to the
+// tenant-controller): then the manager still starts, Tenants are not watched, and apps report
+// TenantAPIUnavailable. Each reconcile checks again, so a CRD installed later is used (read
+// without a cache; a restart adds the watch).
+type tenantAPI struct {
+	mapper  apimeta.RESTMapper
+	watched atomic.Bool
+}
+
+func newTenantAPI(mapper apimeta.RESTMapper) *tenantAPI {
+	return &tenantAPI{mapper: mapper}
+}
+
+// served asks the API server (through the manager's RESTMapper) whether Tenants exist.
+func (t *tenantAPI) served() (bool, error) {
+	gk := tenantv1alpha1.GroupVersion.WithKind("Tenant").GroupKind()
+	_, err := t.mapper.RESTMapping(gk, tenantv1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case apimeta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up the Tenant API: %w", err)
+	}
+}
+
+// tenantReader returns the reader for Tenants: the cache when they are watched, the API server
+// otherwise, or an error when the API is not served.
+func (r *Reconciler) tenantReader() (client.Reader, error) {
+	if r.tenantAPI.watched.Load() {
+		return r.Client, nil
+	}
+	ok, err := r.tenantAPI.served()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errTenantAPIUnavailable
+	}
+	return r.apiReader, nil
+}
+
+var errTenantAPIUnavailable = errors.New("the Tenant API (kubeopera.io/v1alpha1 Tenant) is not installed in the host cluster")
+
+// resolveTenant finds the app's Tenant, pins it in status.tenant and builds the vCluster client.
+func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
+	const cond = kubeoperav1alpha1.ConditionTenantResolved
+	reader, err := r.tenantReader()
+	if errors.Is(err, errTenantAPIUnavailable) {
+		return waitThenRetry(cond, kubeoperav1alpha1.ReasonTenantAPIUnavailable, r.Options.TenantAPIRetry, err)
+	}
+	if err != nil {
+		return err
+	}
+	t, err := tenant.Resolve(ctx, reader, s.app)
+	switch {
+	case errors.Is(err, tenant.ErrCloudSpaceMismatch):
+		return stop(cond, kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, err)
+	case errors.Is(err, tenant.ErrPinned):
+		return stop(cond, kubeoperav1alpha1.ReasonTenantPinned, err)
+	case errors.Is(err, tenant.ErrNotFound):
+		return retry(cond, kubeoperav1alpha1.ReasonTenantNotFound, err)
+	case errors.Is(err, tenant.ErrNotReady):
+		return retry(cond, kubeoperav1alpha1.ReasonTenantNotReady, err)
+	case err != nil:
+		return err
+	}
+	s.tenant = t
+	if s.app.Status.Tenant == nil {
+		s.app.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: t.Namespace, Name: t.Name}
+		r.event(s.app, corev1.EventTypeNormal, "TenantSelected", actionReconcile,
+			fmt.Sprintf("Placed in Tenant %s/%s; the app stays in its vCluster from now on", t.Namespace, t.Name))
+	}
+
+	vc, err := r.vclusterClient(ctx, t)
+	if errors.Is(err, tenant.ErrKubeconfigInvalid) {
+		return retry(cond, kubeoperav1alpha1.ReasonKubeconfigInvalid, err)
+	}
+	if err != nil {
+		return err
+	}
+	s.vc = vc
+	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+		fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
+	return nil
+}
+
+// vclusterClient returns the cached client of the Tenant's vCluster, rebuilt when the kubeconfig
+// Secret changed. The Secret's version comes from the metadata cache, so a hit costs no request.
+func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenant) (client.Client, error) {
+	name, key := tenant.KubeconfigSecret(t)
+	secretKey := types.NamespacedName{Namespace: t.Namespace, Name: name}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Get(ctx, secretKey, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Secret %s not found", tenant.ErrKubeconfigInvalid, secretKey)
+		}
+		return nil, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
+	}
+	version := tenant.SecretVersion{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Key: key}
+	return r.clients.Get(types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, version, func() (*rest.Config, error) {
+		secret := &corev1.Secret{}
+		if err := r.apiReader.Get(ctx, secretKey, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%w: Secret %s not found", tenant.ErrKubeconfigInvalid, secretKey)
+			}
+			return nil, fmt.Errorf("get kubeconfig Secret: %w", err)
+		}
+		data, ok := secret.Data[key]
+		if !ok || len(data) == 0 {
+			return nil, fmt.Errorf("%w: Secret %s has no key %q", tenant.ErrKubeconfigInvalid, secretKey, key)
+		}
+		cfg, err := tenant.RESTConfig(data, t, tenant.ConfigOptions{
+			Timeout:          r.Options.VClusterTimeout,
+			QPS:              r.Options.VClusterQPS,
+			Burst:            r.Options.VClusterBurst,
+			AllowInsecureTLS: r.Options.AllowInsecureKubeconfig,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig Secret %s key %q: %w", secretKey, key, err)
+		}
+		return cfg, nil
+	})
+}
+
+func findCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {
+	return apimeta.FindStatusCondition(app.Status.Conditions, condType)
+}

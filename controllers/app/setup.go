@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// Field indexes on KubeOperaApps, so that a changed Secret or Tenant finds its apps without a
+// scan.
+const (
+	// indexSecretRefs: names of the host Secrets an app references (registry, Git).
+	indexSecretRefs = "kubeopera.io/secret-refs"
+	// indexTenant: the Tenant an app is placed in (status.tenant), or asks for
+	// (spec.tenantCRName), or cloudSpacePrefix+cloudSpaceId for an unplaced app resolved by
+	// CloudSpace.
+	indexTenant = "kubeopera.io/tenant"
+)
+
+// cloudSpacePrefix marks CloudSpace keys in indexTenant; Tenant names cannot contain ':'.
+const cloudSpacePrefix = "cloudspace:"
+
+// SetupWithManager registers the reconciler, its field indexes and its watches: KubeOperaApps
+// (spec changes, annotation changes as a manual retry, deletion), the metadata of Secrets (the
+// registry, Git and kubeconfig Secrets the apps reference; their data is read on demand and never
+// cached) and, when the Tenant CRD is installed, Tenants.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexSecretRefs, secretRefs); err != nil {
+		return fmt.Errorf("index %s: %w", indexSecretRefs, err)
+	}
+	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexTenant, tenantKeys); err != nil {
+		return fmt.Errorf("index %s: %w", indexTenant, err)
+	}
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&kubeoperav1alpha1.KubeOperaApp{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
+		Named("kubeoperaapp")
+
+	served, err := r.tenantAPI.served()
+	if err != nil {
+		return err
+	}
+	if served {
+		b = b.Watches(&tenantv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.appsForTenant))
+		r.tenantAPI.watched.Store(true)
+	} else {
+		mgr.GetLogger().Info("Tenant CRD not installed: Tenants are not watched; apps report TenantAPIUnavailable until it is",
+			"controller", "kubeoperaapp")
+	}
+	return b.Complete(r)
+}
+
+func secretRefs(obj client.Object) []string {
+	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
+	if !ok {
+		return nil
+	}
+	var names []string
+	if app.Spec.Registry != nil && app.Spec.Registry.SecretRef.Name != "" {
+		names = append(names, app.Spec.Registry.SecretRef.Name)
+	}
+	if app.Spec.Git.SecretRef != nil && app.Spec.Git.SecretRef.Name != "" {
+		names = append(names, app.Spec.Git.SecretRef.Name)
+	}
+	return names
+}
+
+func tenantKeys(obj client.Object) []string {
+	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
+	if !ok {
+		return nil
+	}
+	switch {
+	case app.Status.Tenant != nil && app.Status.Tenant.Name != "":
+		return []string{app.Status.Tenant.Name}
+	case app.Spec.TenantCRName != "":
+		return []string{app.Spec.TenantCRName}
+	default:
+		return []string{cloudSpacePrefix + app.Spec.CloudSpaceID}
+	}
+}
+
+// appsForTenant maps a Tenant to the apps placed in it or waiting for it.
+func (r *Reconciler) appsForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
+	keys := []string{obj.GetName()}
+	if cs := obj.GetLabels()[tenantv1alpha1.CloudSpaceLabel]; cs != "" {
+		keys = append(keys, cloudSpacePrefix+cs)
+	}
+	return r.appsByIndex(ctx, obj.GetNamespace(), indexTenant, keys...)
+}
+
+// appsForSecret maps a Secret to the apps referencing it: directly (registry, Git), or as the
+// kubeconfig Secret of their Tenant (vc-<tenant> or a Tenant's status.kubeconfigSecretRef).
+func (r *Reconciler) appsForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	ns, name := obj.GetNamespace(), obj.GetName()
+	reqs := r.appsByIndex(ctx, ns, indexSecretRefs, name)
+	var tenants []string
+	if t, ok := strings.CutPrefix(name, tenant.SecretPrefix); ok {
+		tenants = append(tenants, t)
+	}
+	if r.tenantAPI.watched.Load() {
+		list := &tenantv1alpha1.TenantList{}
+		if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List Tenants for a Secret event")
+		}
+		for i := range list.Items {
+			if ref := list.Items[i].Status.KubeconfigSecretRef; ref != nil && ref.Name == name {
+				tenants = append(tenants, list.Items[i].Name)
+			}
+		}
+	}
+	if len(tenants) > 0 {
+		reqs = append(reqs, r.appsByIndex(ctx, ns, indexTenant, tenants...)...)
+	}
+	return dedupe(reqs)
+}
+
+func (r *Reconciler) appsByIndex(ctx context.Context, ns, index string, values ...string) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, v := range values {
+		apps := &kubeoperav1alpha1.KubeOperaAppList{}
+		if err := r.List(ctx, apps, client.InNamespace(ns), client.MatchingFields{index: v}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List apps by index", "index", index)
+			continue
+		}
+		for i := range apps.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+				Namespace: apps.Items[i].Namespace, Name: apps.Items[i].Name,
+			}})
+		}
+	}
+	return reqs
+}
+
+func dedupe(reqs []reconcile.Request) []reconcile.Request {
+	seen := make(map[reconcile.Request]bool, len(reqs))
+	out := reqs[:0]
+	for _, r := range reqs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}

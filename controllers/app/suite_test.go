@@ -1,0 +1,134 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+)
+
+// The suite runs the reconciler in a manager against a real host API server, with a second real
+// API server standing in for the tenant vCluster (its kubeconfig goes into the exported Secret,
+// as vcluster does) and a real Git server on loopback. Flux does not run here (test/e2e runs it):
+// the tests read the Flux objects and write their status themselves.
+var (
+	host, vcluster *apptest.Cluster
+	gitServer      *apptest.GitServer
+	reconciler     *app.Reconciler
+	// vclusterKubeconfig is a cluster-admin kubeconfig of the vCluster API server.
+	vclusterKubeconfig []byte
+	// beforePush, when set, runs before every push of the Git writer.
+	beforePush atomic.Pointer[func()]
+)
+
+// Timings of the suite: short, so failures are retried quickly; the default values themselves
+// are asserted by the unit tests.
+var suiteOptions = app.Options{
+	RetryBase:                  200 * time.Millisecond,
+	RetryMax:                   2 * time.Second,
+	SyncPollInterval:           time.Hour, // no Flux here: tests trigger the read-back
+	ResyncInterval:             time.Hour,
+	DeletePollInterval:         200 * time.Millisecond,
+	KustomizationDeleteTimeout: 3 * time.Second,
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// The test Git server logs every request through the standard logger.
+	log.SetOutput(io.Discard)
+	if os.Getenv("KUBEOPERA_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	fluxDir, err := apptest.FluxDir()
+	if err != nil {
+		return apptest.ExitCode(err)
+	}
+	if host, err = apptest.StartCluster(apptest.HostCRDDirs(false)...); err != nil {
+		return apptest.ExitCode(err)
+	}
+	defer stop("host", host.Stop)
+	if vcluster, err = apptest.StartCluster(filepath.Join(fluxDir, "crds")); err != nil {
+		return apptest.ExitCode(err)
+	}
+	defer stop("vcluster", vcluster.Stop)
+	if vclusterKubeconfig, err = vcluster.Kubeconfig("vcluster-admin"); err != nil {
+		return apptest.ExitCode(err)
+	}
+	if gitServer, err = apptest.StartGitServer("git", "s3cr3t-git-pass"); err != nil {
+		return apptest.ExitCode(err)
+	}
+	defer gitServer.Stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := startManager(ctx)
+	if err != nil {
+		cancel()
+		return apptest.ExitCode(err)
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	return code
+}
+
+func startManager(ctx context.Context) (<-chan error, error) {
+	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+		Scheme:                 apptest.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := suiteOptions
+	cacheDir, err := os.MkdirTemp("", "app-suite-git-")
+	if err != nil {
+		return nil, err
+	}
+	opts.GitCacheDir = cacheDir
+	opts.GitOptions = []gitops.Option{gitops.WithBeforePush(func() {
+		if f := beforePush.Load(); f != nil {
+			(*f)()
+		}
+	})}
+	if reconciler, err = app.NewReconciler(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- mgr.Start(ctx)
+		_ = os.RemoveAll(cacheDir)
+	}()
+	return done, nil
+}
+
+func stop(what string, f func() error) {
+	if err := f(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop %s: %v\n", what, err)
+	}
+}

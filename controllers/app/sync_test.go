@@ -1,0 +1,57 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// setKustomizationStatus writes the status Flux would write.
+func setKustomizationStatus(f *fixture, name, revision string, ready metav1.ConditionStatus, reason, message string) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		ks := &kustomizev1.Kustomization{}
+		f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+		ks.Status.ObservedGeneration = ks.Generation
+		ks.Status.LastAppliedRevision = revision
+		ks.Status.LastAttemptedRevision = revision
+		ks.Status.Conditions = []metav1.Condition{{
+			Type: meta.ReadyCondition, Status: ready, Reason: reason, Message: message,
+			LastTransitionTime: metav1.Now(), ObservedGeneration: ks.Generation,
+		}}
+		return vcluster.Client.Status().Update(f.ctx, ks)
+	}).Should(Succeed())
+}
+
+func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("synced", "t1"))
+	a := f.waitReady("synced")
+	name := f.ns + "-synced"
+	commit := a.Status.Commit
+
+	// Flux failed to apply.
+	setKustomizationStatus(f, name, "", metav1.ConditionFalse, "ReconciliationFailed", "Deployment/synced dry-run failed")
+	f.poke("synced")
+	a = f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionSynced)).To(ContainSubstring("dry-run failed"))
+
+	// Flux applied an older commit only.
+	setKustomizationStatus(f, name, "main@sha1:0123456789abcdef0123456789abcdef01234567", metav1.ConditionTrue, "ReconciliationSucceeded", "Applied")
+	f.poke("synced")
+	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+
+	// Flux applied the pushed commit and is Ready.
+	setKustomizationStatus(f, name, "main@sha1:"+commit, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+commit)
+	f.poke("synced")
+	a = f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	f.g.Expect(a.Status.AppliedRevision).To(Equal("main@sha1:" + commit))
+	f.g.Expect(a.Status.Commit).To(Equal(commit))
+}

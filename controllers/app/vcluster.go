@@ -1,0 +1,132 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
+)
+
+// prepareVCluster creates the app namespace directly in the vCluster (not through Git: Flux's
+// Kustomization targets it, and a Namespace in a pruned path could be deleted by Flux) and copies
+// the registry pull Secret into it.
+func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
+	if err := ensureNamespace(ctx, s.vc, render.AppNamespace(s.app)); err != nil {
+		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "create app namespace", err)
+	}
+	if s.app.Spec.Registry == nil || s.app.Spec.Registry.SecretRef.Name == "" {
+		return nil
+	}
+	hostSecret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: s.app.Namespace, Name: s.app.Spec.Registry.SecretRef.Name}
+	if err := r.apiReader.Get(ctx, key, hostSecret); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Reported on Ready only: no step condition covers the pull Secret. The Secret
+			// watch brings the app back when it appears; the backoff is a safety net.
+			return retry(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonRegistrySecretNotFound,
+				fmt.Errorf("registry Secret %q not found in namespace %q", key.Name, key.Namespace))
+		}
+		return fmt.Errorf("get registry Secret: %w", err)
+	}
+	if err := syncSecret(ctx, s.vc, render.RegistrySecret(s.app, hostSecret)); err != nil {
+		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "copy registry Secret", err)
+	}
+	return nil
+}
+
+// vclusterError turns a failed vCluster request into a step error: VClusterUnreachable when the
+// vCluster did not answer, VClusterRequestFailed when it refused the request.
+func vclusterError(condition, what string, err error) error {
+	err = fmt.Errorf("%s in the vCluster: %w", what, err)
+	if unreachable(err) {
+		return retry(condition, kubeoperav1alpha1.ReasonVClusterUnreachable, err)
+	}
+	return retry(condition, kubeoperav1alpha1.ReasonVClusterRequestFailed, err)
+}
+
+// ensureNamespace creates ns unless it exists. An existing namespace is left as it is.
+func ensureNamespace(ctx context.Context, c client.Client, ns *corev1.Namespace) error {
+	err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get namespace %s: %w", ns.Name, err)
+	}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	return nil
+}
+
+// syncSecret makes the vCluster Secret equal to want (type, data, labels): created when
+// missing, updated when different (recreated when the immutable type differs), untouched when
+// equal.
+func syncSecret(ctx context.Context, c client.Client, want *corev1.Secret) error {
+	got := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, want.DeepCopy()); err != nil {
+			return fmt.Errorf("create Secret %s: %w", client.ObjectKeyFromObject(want), err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get Secret %s: %w", client.ObjectKeyFromObject(want), err)
+	}
+	if got.Type != want.Type {
+		if err := c.Delete(ctx, got, client.Preconditions{UID: &got.UID}); ignoreGone(err) != nil {
+			return fmt.Errorf("replace Secret %s: %w", client.ObjectKeyFromObject(want), err)
+		}
+		if err := c.Create(ctx, want.DeepCopy()); err != nil {
+			return fmt.Errorf("create Secret %s: %w", client.ObjectKeyFromObject(want), err)
+		}
+		return nil
+	}
+	if secretDataEqual(got.Data, want.Data) && labelsContain(got.Labels, want.Labels) {
+		return nil
+	}
+	got.Data = want.Data
+	got.StringData = nil
+	if got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	maps.Copy(got.Labels, want.Labels)
+	if err := c.Update(ctx, got); err != nil {
+		return fmt.Errorf("update Secret %s: %w", client.ObjectKeyFromObject(want), err)
+	}
+	return nil
+}
+
+func secretDataEqual(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func labelsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteIfManaged deletes obj when it exists and carries the operator's managed-by label.
+func deleteIfManaged(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return ignoreGone(err)
+	}
+	if obj.GetLabels()[render.LabelManagedBy] != render.ManagedBy {
+		return nil
+	}
+	uid := obj.GetUID()
+	return ignoreGone(c.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+}

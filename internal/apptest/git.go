@@ -1,0 +1,211 @@
+package apptest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/gittestserver"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// GitServer is a Git smart-HTTP server on loopback with basic auth; repositories are created on
+// the first push.
+type GitServer struct {
+	*gittestserver.GitServer
+	User, Password string
+}
+
+// StartGitServer starts the server. It needs the git CLI.
+func StartGitServer(user, password string) (*GitServer, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, fmt.Errorf("%w: the git CLI (the test Git server runs git http-backend): %w", ErrMissingTool, err)
+	}
+	srv, err := gittestserver.NewTempGitServer()
+	if err != nil {
+		return nil, fmt.Errorf("create git server: %w", err)
+	}
+	srv.AutoCreate().Auth(user, password)
+	if err := srv.StartHTTP(); err != nil {
+		return nil, fmt.Errorf("start git server: %w", err)
+	}
+	return &GitServer{GitServer: srv, User: user, Password: password}, nil
+}
+
+// Stop stops the server and removes its repositories.
+func (s *GitServer) Stop() {
+	s.StopHTTP()
+	_ = os.RemoveAll(s.Root())
+}
+
+// URL of a repository (no credentials in it).
+func (s *GitServer) URL(repo string) string {
+	return s.HTTPAddress() + "/" + repo + ".git"
+}
+
+// SecretData is the content of a Git credentials Secret for this server.
+func (s *GitServer) SecretData() map[string][]byte {
+	return map[string][]byte{"username": []byte(s.User), "password": []byte(s.Password)}
+}
+
+func (s *GitServer) open(repo string) (*git.Repository, error) {
+	r, err := git.PlainOpen(filepath.Join(s.Root(), repo+".git"))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", repo, err)
+	}
+	return r, nil
+}
+
+// Head returns the commit SHA at the branch, "" when the repository or branch does not exist.
+func (s *GitServer) Head(repo, branch string) (string, error) {
+	r, err := s.open(repo)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	ref, err := r.Reference(plumbing.NewBranchReferenceName(branch), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", branch, err)
+	}
+	return ref.Hash().String(), nil
+}
+
+// Files returns the files under dir (relative names; "" is the whole tree) at the branch head;
+// empty when the folder does not exist.
+func (s *GitServer) Files(repo, branch, dir string) (map[string]string, error) {
+	files := map[string]string{}
+	head, err := s.Head(repo, branch)
+	if err != nil || head == "" {
+		return files, err
+	}
+	r, err := s.open(repo)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.CommitObject(plumbing.NewHash(head))
+	if err != nil {
+		return nil, fmt.Errorf("read commit: %w", err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read tree: %w", err)
+	}
+	err = tree.Files().ForEach(func(f *object.File) error {
+		rel, ok := f.Name, true
+		if dir != "" {
+			rel, ok = strings.CutPrefix(f.Name, dir+"/")
+		}
+		if !ok {
+			return nil
+		}
+		content, err := f.Contents()
+		if err != nil {
+			return err
+		}
+		files[rel] = content
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read files: %w", err)
+	}
+	return files, nil
+}
+
+// Commits returns the commits of the branch, newest first.
+func (s *GitServer) Commits(repo, branch string) ([]*object.Commit, error) {
+	head, err := s.Head(repo, branch)
+	if err != nil || head == "" {
+		return nil, err
+	}
+	r, err := s.open(repo)
+	if err != nil {
+		return nil, err
+	}
+	iter, err := r.Log(&git.LogOptions{From: plumbing.NewHash(head)})
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	var commits []*object.Commit
+	err = iter.ForEach(func(c *object.Commit) error {
+		commits = append(commits, c)
+		return nil
+	})
+	return commits, err
+}
+
+// PushOutsideCommit commits one file to the branch from a separate clone, as another writer of
+// the repository would, and returns the commit.
+func (s *GitServer) PushOutsideCommit(repo, branch, file, content string) (string, error) {
+	dir, err := os.MkdirTemp("", "outside-clone-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	auth := &githttp.BasicAuth{Username: s.User, Password: s.Password}
+	r, err := git.PlainClone(dir, false, &git.CloneOptions{
+		URL: s.URL(repo), Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true,
+	})
+	if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, git.ErrRepositoryNotExists) || isEmptyRemote(err) {
+		r, err = initClone(dir, s.URL(repo), branch)
+	}
+	if err != nil {
+		return "", fmt.Errorf("clone: %w", err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, path.Dir(file)), 0o750); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o600); err != nil {
+		return "", err
+	}
+	if _, err := wt.Add(file); err != nil {
+		return "", err
+	}
+	sig := &object.Signature{Name: "outsider", Email: "outsider@example.com", When: time.Now()}
+	h, err := wt.Commit("outside change "+file, &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		return "", err
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	err = r.Push(&git.PushOptions{Auth: auth, RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)}})
+	if err != nil {
+		return "", fmt.Errorf("push: %w", err)
+	}
+	return h.String(), nil
+}
+
+func isEmptyRemote(err error) bool {
+	return errors.Is(err, transport.ErrEmptyRemoteRepository)
+}
+
+func initClone(dir, url, branch string) (*git.Repository, error) {
+	_ = os.RemoveAll(dir)
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(branch)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
