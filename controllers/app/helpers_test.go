@@ -188,7 +188,9 @@ func (f *fixture) waitEvent(name, eventType, reason string) eventsv1.Event {
 			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
 		}
 		return false
-	}).Should(BeTrue(), func() string { return fmt.Sprintf("event %s %s; seen:\n%s", eventType, reason, strings.Join(seen, "\n")) })
+	}).Should(BeTrue(), func() string {
+		return fmt.Sprintf("event %s %s; seen:\n%s", eventType, reason, strings.Join(seen, "\n"))
+	})
 	return found
 }
 
