@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -54,21 +55,54 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 	return true, nil
 }
 
-// createIfAbsent applies desired only when no object of that name exists; an existing one is
-// left exactly as it is (Roles, RoleBindings, generated certificates, the SQLite PVC: spec §8.3).
-// live is filled with the existing object, if any.
+// errCacheStale means a create-once object exists although the (cached) read did not show it.
+// The object is never overwritten; the next pass reads it.
+var errCacheStale = errors.New("object exists already; the cache had not shown it yet")
+
+// createIfAbsent creates desired only when no object of that name exists; an existing one is
+// left exactly as it is (Roles, RoleBindings, the SQLite PVC: spec §8.3). It creates rather than
+// applies, so that even a stale cache can never make it overwrite an existing object. live is
+// an empty object of the right type; it is filled with the existing object, if any.
 func createIfAbsent[T client.Object](ctx context.Context, s *scope, desired applyConfiguration, live T) (created bool, err error) {
-	key := types.NamespacedName{Namespace: s.namespace(), Name: ptr.Deref(desired.GetName(), "")}
-	switch err := s.r.Get(ctx, key, live); {
-	case err == nil:
-		return false, nil
-	case !apierrors.IsNotFound(err):
-		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+	found, err := s.getExisting(ctx, ptr.Deref(desired.GetName(), ""), live)
+	if err != nil || found {
+		return false, err
 	}
-	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", live, key, err))
+	switch err := createOnce(ctx, s, desired, live); {
+	case errors.Is(err, errCacheStale):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
 	return true, nil
+}
+
+// createOnce creates desired, converted to obj's type, with the field manager FieldOwner. An
+// existing object is never updated: AlreadyExists is errCacheStale.
+func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj client.Object) error {
+	raw, err := json.Marshal(desired)
+	if err == nil {
+		err = json.Unmarshal(raw, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("convert %T: %w", desired, err)
+	}
+	switch err := s.r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), errCacheStale)
+	case err != nil:
+		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err))
+	}
+	return nil
+}
+
+// requeueIfStale turns errCacheStale into a short requeue and passes other errors on.
+func requeueIfStale(err error) (result, error) {
+	if errors.Is(err, errCacheStale) {
+		return requeue(requeueTransition, datasancev3.ReasonProgressing,
+			"Waiting for the cache to show objects created meanwhile."), nil
+	}
+	return result{}, err
 }
 
 // deleteOwned deletes the named object when it exists and is controlled by the ControlPlane

@@ -1,6 +1,7 @@
 package controlplane_test
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -8,6 +9,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -104,4 +108,27 @@ func parseCert(g Gomega, data []byte) *x509.Certificate {
 	cert, err := x509.ParseCertificate(block.Bytes)
 	g.Expect(err).NotTo(HaveOccurred())
 	return cert
+}
+
+// A stale read (the cache has not seen a certificate Secret yet) never overwrites it: the pass
+// requeues shortly and the Secret keeps its content.
+func TestStaleCacheNeverOverwritesCertificates(t *testing.T) {
+	h := newHarness(t)
+	g := h.g
+	h.bringUp(h.controlPlane())
+	before := h.secret("router-local-server")
+
+	h.r.Client = interceptor.NewClient(h.r.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok && key.Name == "router-local-server" {
+				return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	h.mustRequeue(controlplane.RequeueTransition)
+	g.Expect(h.get().Status.Router.Reason).To(Equal(datasancev3.ReasonProgressing))
+	after := h.secret("router-local-server")
+	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion))
+	g.Expect(after.Data).To(Equal(before.Data))
 }

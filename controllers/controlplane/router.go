@@ -39,7 +39,7 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 
 	secrets, err := ensureTLSSecrets(ctx, s, componentRouter, routerCertificates(s.namespace(), address))
 	if err != nil {
-		return result{}, err
+		return requeueIfStale(err)
 	}
 	if err := applyRouterConfig(ctx, s); err != nil {
 		return result{}, err

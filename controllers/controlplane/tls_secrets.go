@@ -38,7 +38,8 @@ func tlsSecret(cp *datasancev3.ControlPlane, component, name string, data map[st
 // missing leaves signed by their CA as found in the cluster (brought by the user, or generated).
 // Existing CA Secrets are validated; one that does not hold a usable CA certificate and RSA key
 // fails with reason InvalidCertificate as a terminal error (the user must fix the Secret, whose
-// change the Secret watch notices).
+// change the Secret watch notices). A Secret that exists although the read missed it (a stale
+// cache) is not overwritten: the error wraps errCacheStale.
 func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []tlsSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(specs))
 	cas := map[string]*pki.KeyPair{}
@@ -87,7 +88,7 @@ func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []t
 			return nil, withReason(datasancev3.ReasonInvalidCertificate, fmt.Errorf("generate Secret %s: %w", spec.name, err))
 		}
 		secretData := pki.SecretData(kp, caPE)
-		if _, err := createIfAbsent(ctx, s, tlsSecret(s.cp, component, spec.name, secretData), &corev1.Secret{}); err != nil {
+		if err := createOnce(ctx, s, tlsSecret(s.cp, component, spec.name, secretData), &corev1.Secret{}); err != nil {
 			return nil, err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created TLS Secret", "secret", spec.name)
