@@ -30,6 +30,12 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	if err != nil {
 		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
 	}
+	if s.app.Status.Commit != "" {
+		// Ask Flux to fetch now instead of at its next interval, as `flux reconcile source git`
+		// does. The value is the commit, so the request changes exactly when a new commit was
+		// pushed, and an unchanged app applies an unchanged object.
+		repo.Annotations = map[string]string{meta.ReconcileRequestAnnotation: s.app.Status.Commit}
+	}
 	if err := ensureNamespace(ctx, s.vc, fluxNamespace(s.app)); err != nil {
 		return fluxError(cond, "create the Flux namespace", err)
 	}

@@ -83,6 +83,7 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	f.g.Expect(repo.Spec.Reference.Branch).To(Equal("main"))
 	f.g.Expect(repo.Spec.Interval.Duration).To(Equal(30 * time.Second))
 	f.g.Expect(repo.Spec.SecretRef.Name).To(Equal(name + "-git"))
+	f.g.Expect(repo.Annotations).To(HaveKeyWithValue("reconcile.fluxcd.io/requestedAt", a.Status.Commit))
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", name+"-git")).To(BeTrue())
 	f.g.Expect(creds.Data).To(Equal(gitServer.SecretData()))

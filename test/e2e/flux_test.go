@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+)
+
+// TestFluxEndToEnd: a KubeOperaApp becomes a Deployment, Service and Ingress in the tenant API
+// server through Git and the real Flux controllers; the app reports Synced with the pushed
+// commit; a spec change reaches the tenant; deleting the app prunes the objects and removes its
+// folder from Git.
+func TestFluxEndToEnd(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(90 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	log.SetOutput(io.Discard) // the Git server logs every request
+	if os.Getenv("KUBEOPERA_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	ctx := context.Background()
+	start := time.Now()
+
+	fluxDir, err := apptest.FluxDir()
+	skipOrFail(t, err)
+	host, err := apptest.StartCluster(apptest.HostCRDDirs(false)...)
+	skipOrFail(t, err)
+	t.Cleanup(func() { _ = host.Stop() })
+	tenant, err := apptest.StartCluster(filepath.Join(fluxDir, "crds"))
+	skipOrFail(t, err)
+	t.Cleanup(func() { _ = tenant.Stop() })
+	gitServer, err := apptest.StartGitServer("git", "e2e-s3cr3t")
+	skipOrFail(t, err)
+	t.Cleanup(gitServer.Stop)
+
+	// Flux in the "vCluster", as tenant-controller bootstraps it: its namespace, its controllers.
+	g.Expect(tenant.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})).To(Succeed())
+	tenantKubeconfig, err := tenant.Kubeconfig("vcluster-admin")
+	g.Expect(err).NotTo(HaveOccurred())
+	work := t.TempDir()
+	kubeconfigFile := filepath.Join(work, "tenant.kubeconfig")
+	g.Expect(os.WriteFile(kubeconfigFile, tenantKubeconfig, 0o600)).To(Succeed())
+	flux, err := StartFlux(ctx, fluxDir, kubeconfigFile, work)
+	g.Expect(err).NotTo(HaveOccurred())
+	// Registered last, so it runs first: Flux stops before the API servers.
+	t.Cleanup(func() {
+		flux.Stop()
+		if t.Failed() {
+			dumpLogs(t, flux.LogDir)
+		}
+	})
+
+	// The operator on the host.
+	mgrCtx, cancel := context.WithCancel(ctx)
+	done := runOperator(mgrCtx, t, host)
+	t.Cleanup(func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	})
+	t.Logf("environment up in %s", time.Since(start).Round(time.Millisecond))
+
+	// A CloudSpace on the host: a Ready Tenant with its exported kubeconfig, Git credentials
+	// and a registry pull Secret.
+	ns, err := apptest.Namespace(ctx, host.Client, "cs")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = apptest.CreateTenant(ctx, host.Client, ns, "tenant-a", "cs-e2e", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(host.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-tenant-a", tenantKubeconfig))).To(Succeed())
+	g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: gitServer.SecretData(),
+	})).To(Succeed())
+	g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)},
+	})).To(Succeed())
+
+	webApp := apptest.App(ns, "web", "cs-e2e", gitServer.URL("tenant-a-apps"), func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TenantCRName = "tenant-a"
+		a.Spec.TargetNamespace = "shop"
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}
+		a.Spec.Flux.Interval = "10s"
+	})
+	created := time.Now()
+	g.Expect(host.Client.Create(ctx, webApp)).To(Succeed())
+
+	// Flux applies what was pushed: the objects exist in the tenant.
+	deploy := &appsv1.Deployment{}
+	g.Eventually(func() error {
+		return tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, deploy)
+	}).Should(Succeed())
+	t.Logf("create → Deployment in tenant: %s", time.Since(created).Round(time.Millisecond))
+	g.Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/example/web:1.0.0"))
+	g.Expect(deploy.Spec.Template.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "pull"}}))
+	g.Expect(deploy.Labels).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/name", ns+"-web"))
+	g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, &corev1.Service{})).To(Succeed())
+	ingress := &networkingv1.Ingress{}
+	g.Eventually(func() error {
+		return tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, ingress)
+	}).Should(Succeed())
+	g.Expect(ingress.Annotations).To(HaveKeyWithValue("cert-manager.io/cluster-issuer", "letsencrypt"))
+	g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "pull"}, &corev1.Secret{})).To(Succeed())
+
+	// The app reports Synced with the pushed commit.
+	synced := waitSynced(g, host, ns, "web")
+	head, err := gitServer.Head("tenant-a-apps", "main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(synced.Status.Commit).To(Equal(head))
+	g.Expect(synced.Status.AppliedRevision).To(Equal("main@sha1:" + head))
+	t.Logf("create → Synced: %s", time.Since(created).Round(time.Millisecond))
+
+	// A spec change reaches the tenant.
+	changed := time.Now()
+	g.Eventually(func() error {
+		a := &kubeoperav1alpha1.KubeOperaApp{}
+		if err := host.Client.Get(ctx, client.ObjectKeyFromObject(webApp), a); err != nil {
+			return err
+		}
+		a.Spec.App.Image = "ghcr.io/example/web:2.0.0"
+		a.Spec.App.Replicas = ptr.To[int32](3)
+		return host.Client.Update(ctx, a)
+	}).Should(Succeed())
+	g.Eventually(func() (string, error) {
+		err := tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, deploy)
+		return deploy.Spec.Template.Spec.Containers[0].Image, err
+	}).Should(Equal("ghcr.io/example/web:2.0.0"))
+	g.Expect(*deploy.Spec.Replicas).To(Equal(int32(3)))
+	resynced := waitSynced(g, host, ns, "web")
+	g.Expect(resynced.Status.Commit).NotTo(Equal(synced.Status.Commit))
+	head, err = gitServer.Head("tenant-a-apps", "main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resynced.Status.Commit).To(Equal(head))
+	t.Logf("spec change → Synced in tenant: %s", time.Since(changed).Round(time.Millisecond))
+
+	// Deleting the app prunes the objects and removes the folder from Git.
+	deleted := time.Now()
+	g.Expect(host.Client.Delete(ctx, webApp)).To(Succeed())
+	g.Eventually(func() bool {
+		err := host.Client.Get(ctx, client.ObjectKeyFromObject(webApp), &kubeoperav1alpha1.KubeOperaApp{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue(), "the app is stuck in deletion")
+	t.Logf("delete → app gone: %s", time.Since(deleted).Round(time.Millisecond))
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}} {
+		err := tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, obj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T not pruned: %v", obj, err)
+	}
+	files, err := gitServer.Files("tenant-a-apps", "main", "apps/shop/web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(BeEmpty())
+	commits, err := gitServer.Commits("tenant-a-apps", "main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commits[0].Message).To(HavePrefix("kubeopera: delete " + ns + "/web"))
+	g.Expect(flux.Exited()).To(Succeed())
+	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// runOperator runs the App Controller against the host, with a short Synced poll so the test
+// does not wait for the production interval.
+func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-chan error {
+	t.Helper()
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+		Scheme:                 apptest.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err := app.NewReconciler(mgr, app.Options{
+		GitCacheDir:        t.TempDir(),
+		SyncPollInterval:   500 * time.Millisecond,
+		DeletePollInterval: 500 * time.Millisecond,
+		RetryBase:          time.Second,
+		RetryMax:           5 * time.Second,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.SetupWithManager(mgr)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return done
+}
+
+func waitSynced(g Gomega, host *apptest.Cluster, ns, name string) *kubeoperav1alpha1.KubeOperaApp {
+	a := &kubeoperav1alpha1.KubeOperaApp{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(host.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, a)).To(Succeed())
+		g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
+		for _, condType := range []string{kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ConditionSynced} {
+			c := apimeta.FindStatusCondition(a.Status.Conditions, condType)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s %s", condType, c.Reason, c.Message)
+			g.Expect(c.ObservedGeneration).To(Equal(a.Generation))
+		}
+	}).Should(Succeed())
+	return a
+}
+
+func skipOrFail(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if apptest.ExitCode(err) == 0 {
+		t.Skip(err)
+	}
+	t.Fatal(err)
+}
+
+func dumpLogs(t *testing.T, dir string) {
+	for _, name := range []string{"source-controller.log", "kustomize-controller.log"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines, "\n"))
+	}
+}
