@@ -78,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	base := cp.DeepCopy()
 	defer func() {
 		if err := r.patchControlPlane(ctx, base, cp); err != nil {
-			retErr = errors.Join(unwrapTerminal([]error{retErr})[0], err)
+			retErr = errors.Join(stripTerminal(retErr), err)
 			res = ctrl.Result{}
 		}
 	}()
@@ -132,10 +132,16 @@ func (r *Reconciler) recordState(cp *datasancev3.ControlPlane, state, reason, me
 	}
 }
 
+// maxEventNote is the longest note events.k8s.io/v1 accepts (1 KiB), with room to spare.
+const maxEventNote = 1000
+
 // event emits a Kubernetes Event on cp. The note is a plain sentence; it never holds secrets.
 func (r *Reconciler) event(cp *datasancev3.ControlPlane, eventType, reason, note string) {
 	if r.Recorder == nil {
 		return
+	}
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
 	}
 	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", note)
 }

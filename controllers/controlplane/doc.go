@@ -49,7 +49,8 @@
 // compared with the desired object; equal means no request at all, so a pass over an unchanged
 // ControlPlane sends no write. A field another actor changed or removed is no longer ours, so the
 // comparison fails and the apply restores it. Roles, RoleBindings, the SQLite PVC and the router
-// TLS Secrets are create-once (spec §8.3): an existing object is never changed.
+// TLS Secrets are create-once (spec §8.3): they are created, never applied, so an existing object
+// is never changed, not even after a stale cache read.
 //
 // # Watches
 //

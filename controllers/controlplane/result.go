@@ -108,7 +108,7 @@ func combine(outs []componentOutcome) outcome {
 		switch {
 		case c.err != nil:
 			if len(errs) == 0 {
-				o.reason, o.message = reasonOf(c.err), unwrapTerminal([]error{c.err})[0].Error()
+				o.reason, o.message = reasonOf(c.err), stripTerminal(c.err).Error()
 			}
 			errs = append(errs, c.err)
 			allTerminal = allTerminal && isTerminal(c.err)
@@ -131,17 +131,22 @@ func combine(outs []componentOutcome) outcome {
 	return o
 }
 
-// unwrapTerminal strips the TerminalError wrapper so that joining does not make a transient
-// failure terminal.
+// unwrapTerminal strips the TerminalError wrapper of every error, so that joining does not make
+// a transient failure terminal.
 func unwrapTerminal(errs []error) []error {
 	out := make([]error, len(errs))
 	for i, err := range errs {
-		if isTerminal(err) {
-			if inner := errors.Unwrap(err); inner != nil {
-				err = inner
-			}
-		}
-		out[i] = err
+		out[i] = stripTerminal(err)
 	}
 	return out
+}
+
+// stripTerminal returns the error a reconcile.TerminalError wraps, or err itself.
+func stripTerminal(err error) error {
+	if isTerminal(err) {
+		if inner := errors.Unwrap(err); inner != nil {
+			return inner
+		}
+	}
+	return err
 }

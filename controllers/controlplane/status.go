@@ -79,7 +79,7 @@ func setComponentStatus(st *datasancev3.ComponentStatus, res result, err error) 
 	case err != nil:
 		st.Ready = false
 		st.Reason = reasonOf(err)
-		st.Message = unwrapTerminal([]error{err})[0].Error()
+		st.Message = stripTerminal(err).Error()
 	case !res.isContinue():
 		st.Ready = false
 		st.Reason = res.reason
