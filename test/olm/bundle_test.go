@@ -113,7 +113,7 @@ func TestOwnedCRDsAndALMExamples(t *testing.T) {
 	}
 	g.Expect(bundle.V1beta1CRDs).To(BeEmpty())
 	sort.Strings(shipped)
-	g.Expect(shipped).To(Equal(crdNamesIn(t, repoPath("config", "crd", "bases"))))
+	g.Expect(shipped).To(Equal(crdNamesIn(t, repoPath("config", "crd", "bases"))), "run `make bundle catalog`")
 	g.Expect(shipped).NotTo(ContainElements(crdNamesIn(t, repoPath("test", "crds"))))
 
 	owned := map[string]bool{}
@@ -289,7 +289,8 @@ func TestRBACIsSplitByScopeWithoutWildcards(t *testing.T) {
 	role := &rbacv1.ClusterRole{}
 	g.Expect(yaml.Unmarshal(data, role)).To(Succeed())
 	fromMarkers := grants(role.Rules)
-	g.Expect(slices.Concat(permissions, clusterPermissions)).To(ContainElements(fromMarkers))
+	g.Expect(slices.Concat(permissions, clusterPermissions)).To(ContainElements(fromMarkers),
+		"the bundle lacks RBAC the markers grant: run `make bundle catalog`")
 
 	// Scope of each grant's resource.
 	clusterScoped := map[string]bool{
@@ -395,10 +396,12 @@ func TestDescriptorsCoverEveryTopLevelField(t *testing.T) {
 			g.Expect(schemaHasPath(root.Properties["status"], d.Path)).To(BeTrue(), "%s has no field status.%s", owned.Kind, d.Path)
 		}
 		for field := range root.Properties["spec"].Properties {
-			g.Expect(specPaths).To(ContainElement(field), "%s spec.%s has no spec descriptor", owned.Kind, field)
+			g.Expect(specPaths).To(ContainElement(field),
+				"%s spec.%s has no spec descriptor: add one to config/manifests/bases, then `make bundle catalog`", owned.Kind, field)
 		}
 		for field := range root.Properties["status"].Properties {
-			g.Expect(statusPaths).To(ContainElement(field), "%s status.%s has no status descriptor", owned.Kind, field)
+			g.Expect(statusPaths).To(ContainElement(field),
+				"%s status.%s has no status descriptor: add one to config/manifests/bases, then `make bundle catalog`", owned.Kind, field)
 		}
 	}
 }
