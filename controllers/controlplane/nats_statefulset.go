@@ -18,7 +18,7 @@ import (
 const (
 	natsConfigDir       = "/etc/nats/config"
 	natsJWTMountDir     = "/tmp/nats/jwt"
-	natsCredsDir        = "/etc/nats/creds"
+	natsCredsDir        = "/etc/nats/creds" //nolint:gosec // G101: a mount path, not a credential.
 	natsJetStreamKeyDir = "/etc/nats/jetstream"
 )
 
@@ -32,7 +32,7 @@ const (
 	natsVolumeMQTTServer = "nats-mqtt-server"
 	natsVolumeConfig     = "nats-config"
 	natsVolumeJWTBundle  = "nats-jwt-bundle"
-	natsVolumeCreds      = "nats-creds"
+	natsVolumeCreds      = "nats-creds" //nolint:gosec // G101: a volume name, not a credential.
 	natsVolumeJSKey      = "jetstream-key"
 )
 

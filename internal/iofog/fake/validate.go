@@ -73,13 +73,17 @@ func readObject(w http.ResponseWriter, r *http.Request, body []byte) (map[string
 	return obj, true
 }
 
+// isJSONContent reports whether a Content-Type names JSON; an unparsable one does not.
+func isJSONContent(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || hasJSONSuffix(mt))
+}
+
 // parseObject decodes a request body the way express.json() feeds the
 // validator: a non-JSON content type leaves an empty object, an empty body
 // is an empty object, and numbers keep their text for integer checks.
 func parseObject(r *http.Request, body []byte) (map[string]any, error) {
-	// An unparsable Content-Type counts as "not JSON", as express.json() treats it.
-	mt, _, mtErr := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mtErr != nil || (mt != "application/json" && !hasJSONSuffix(mt)) || len(bytes.TrimSpace(body)) == 0 {
+	if !isJSONContent(r.Header.Get("Content-Type")) || len(bytes.TrimSpace(body)) == 0 {
 		return map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
