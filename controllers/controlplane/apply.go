@@ -87,6 +87,12 @@ func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj c
 	if err != nil {
 		return fmt.Errorf("convert %T: %w", desired, err)
 	}
+	return createObject(ctx, s, obj)
+}
+
+// createObject creates obj with the field manager FieldOwner. An existing object is never
+// updated: AlreadyExists is errCacheStale, which requeueIfStale turns into a short requeue.
+func createObject(ctx context.Context, s *scope, obj client.Object) error {
 	switch err := s.r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), errCacheStale)

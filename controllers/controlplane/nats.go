@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +32,7 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 	}
 	jsk, err := ensureNatsJetStreamKey(ctx, s)
 	if err != nil {
-		return natsStale(err)
+		return requeueIfStale(err)
 	}
 	if err := applyNatsAccessAndServices(ctx, s); err != nil {
 		return result{}, err
@@ -48,10 +47,10 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", natsServiceName)), nil
 	}
 	if err := ensureNatsCertificates(ctx, s, address); err != nil {
-		return natsStale(err)
+		return requeueIfStale(err)
 	}
 	if err := applyNatsConfig(ctx, s, boot, jsk, address); err != nil {
-		return natsStale(err)
+		return requeueIfStale(err)
 	}
 	return proceed(), applyNatsStatefulSet(ctx, s)
 }
@@ -103,14 +102,6 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 	if found, err := s.getExisting(ctx, natsJWTBundleMapName, &corev1.ConfigMap{}); err != nil || found {
 		return err
 	}
-	return natsCreate(ctx, s, natsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
+	return createObject(ctx, s, natsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
 }
 
-// natsStale turns errNatsCacheStale into a short requeue: an object the operator creates once
-// exists although the cache did not show it; the next pass reads it.
-func natsStale(err error) (result, error) {
-	if errors.Is(err, errNatsCacheStale) {
-		return requeue(requeueTransition, datasancev3.ReasonProgressing, "Waiting for the cache to show NATS objects created meanwhile."), nil
-	}
-	return result{}, err
-}

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -31,10 +30,6 @@ var natsServerCerts = []natsCert{
 	{secret: natsSiteServerSecretName, caSecret: natsSiteCASecretName, commonName: natsSiteServerCN},
 	{secret: natsMQTTServerSecretName, caSecret: natsLocalCASecretName, commonName: natsMQTTServerCN},
 }
-
-// errNatsCacheStale: a create-once object the cache did not show exists already. The next pass
-// reads it.
-var errNatsCacheStale = errors.New("object exists already")
 
 // natsServerHosts are the SANs of both server certificates (spec §6.6): every pod's headless
 // name, the headless wildcard, the two Service names and the external address when known.
@@ -88,7 +83,7 @@ func ensureNatsCertificates(ctx context.Context, s *scope, externalAddress strin
 		if err != nil {
 			return fmt.Errorf("generate NATS certificate %s: %w", c.secret, err)
 		}
-		if err := natsCreate(ctx, s, natsTLSSecret(s.cp, c.secret, pki.SecretData(leaf, cas[c.caSecret].CertPEM), replicas)); err != nil {
+		if err := createObject(ctx, s, natsTLSSecret(s.cp, c.secret, pki.SecretData(leaf, cas[c.caSecret].CertPEM), replicas)); err != nil {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created NATS server certificate", "secret", c.secret, "replicas", replicas)
@@ -146,7 +141,7 @@ func ensureNatsCA(ctx context.Context, s *scope, name string) (*pki.KeyPair, err
 	if err != nil {
 		return nil, fmt.Errorf("generate NATS CA %s: %w", name, err)
 	}
-	if err := natsCreate(ctx, s, natsTLSSecret(s.cp, name, pki.SecretData(kp, nil), 0)); err != nil {
+	if err := createObject(ctx, s, natsTLSSecret(s.cp, name, pki.SecretData(kp, nil), 0)); err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created NATS CA", "secret", name)
@@ -154,16 +149,3 @@ func ensureNatsCA(ctx context.Context, s *scope, name string) (*pki.KeyPair, err
 	return kp, nil
 }
 
-// natsCreate creates a create-once object. AlreadyExists means the cache had not shown it yet:
-// errNatsCacheStale, which the component turns into a short requeue.
-func natsCreate(ctx context.Context, s *scope, obj client.Object) error {
-	err := s.r.Create(ctx, obj, client.FieldOwner(FieldOwner))
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), errNatsCacheStale)
-	default:
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err))
-	}
-}

@@ -31,7 +31,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
 	}
 	key := newNatsJetStreamKey()
 	if !found {
-		if err := natsCreate(ctx, s, natsJetStreamKeySecret(s.cp, key)); err != nil {
+		if err := createObject(ctx, s, natsJetStreamKeySecret(s.cp, key)); err != nil {
 			return "", err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "secret", name)
