@@ -104,4 +104,3 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 	}
 	return createObject(ctx, s, natsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
 }
-

@@ -148,4 +148,3 @@ func ensureNatsCA(ctx context.Context, s *scope, name string) (*pki.KeyPair, err
 	s.r.event(s.cp, corev1.EventTypeNormal, eventNatsCertificateCreated, fmt.Sprintf("Created NATS CA Secret %s.", name))
 	return kp, nil
 }
-

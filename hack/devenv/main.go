@@ -168,7 +168,7 @@ func installSamples(cfg *rest.Config) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "controller-bootstrap", Namespace: demoNamespace},
-			StringData: map[string]string{"password": "local-dev-only"},
+			StringData: map[string]string{"password": "local-dev-only"}, //nolint:gosec // G101: a throwaway password for the local sample.
 		},
 	}
 	samples, err := filepath.Glob(filepath.Join("config", "samples", "*_*.yaml"))
