@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 func runMain(t *testing.T, env ...string) (int, string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), os.Args[0]) //nolint:gosec // G204: the test binary itself.
+	cmd := exec.CommandContext(t.Context(), os.Args[0])
 	cmd.Env = append(os.Environ(), append([]string{"KUBEOPERA_TEST_RUN_MAIN=1"}, env...)...)
 	out, err := cmd.CombinedOutput()
 	var exitErr *exec.ExitError
