@@ -163,7 +163,7 @@ func serverOf(f *fixture, kubeconfig []byte) string {
 // closedAddress returns a loopback address nothing listens on.
 func closedAddress(f *fixture) string {
 	f.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(f.ctx, "tcp", "127.0.0.1:0")
 	f.g.Expect(err).NotTo(HaveOccurred())
 	addr := l.Addr().String()
 	f.g.Expect(l.Close()).To(Succeed())

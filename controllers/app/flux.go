@@ -37,7 +37,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 		repo.Annotations = map[string]string{meta.ReconcileRequestAnnotation: s.app.Status.Commit}
 	}
 	if err := ensureNamespace(ctx, s.vc, fluxNamespace(s.app)); err != nil {
-		return fluxError(cond, "create the Flux namespace", err)
+		return fluxError("create the Flux namespace", err)
 	}
 	if s.app.Spec.Git.SecretRef != nil {
 		data, err := r.gitSecretData(ctx, s.app)
@@ -45,14 +45,14 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 			return gitError(cond, err)
 		}
 		if err := syncSecret(ctx, s.vc, render.FluxGitSecret(s.app, data)); err != nil {
-			return fluxError(cond, "copy the Git credentials", err)
+			return fluxError("copy the Git credentials", err)
 		}
 	}
 	if err := apply(ctx, s.vc, repo); err != nil {
-		return fluxError(cond, "apply GitRepository", err)
+		return fluxError("apply GitRepository", err)
 	}
 	if err := apply(ctx, s.vc, ks); err != nil {
-		return fluxError(cond, "apply Kustomization", err)
+		return fluxError("apply Kustomization", err)
 	}
 	s.kustomization = ks
 	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
@@ -68,7 +68,8 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 }
 
 // fluxError maps a failed Flux request to its reason.
-func fluxError(cond, what string, err error) error {
+func fluxError(what string, err error) error {
+	const cond = kubeoperav1alpha1.ConditionFluxConfigured
 	err = fmt.Errorf("%s in the vCluster: %w", what, err)
 	switch {
 	case apimeta.IsNoMatchError(err):

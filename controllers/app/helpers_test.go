@@ -42,6 +42,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	if suiteSkipped != nil {
+		t.Skip(suiteSkipped)
+	}
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(timeout)
 	g.SetDefaultEventuallyPollingInterval(interval)

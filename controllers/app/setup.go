@@ -24,7 +24,7 @@ import (
 // scan.
 const (
 	// indexSecretRefs: names of the host Secrets an app references (registry, Git).
-	indexSecretRefs = "kubeopera.io/secret-refs"
+	indexSecretRefs = "kubeopera.io/secret-refs" //nolint:gosec // G101: the name of a field index, not a credential
 	// indexTenant: the Tenant an app is placed in (status.tenant), or asks for
 	// (spec.tenantCRName), or cloudSpacePrefix+cloudSpaceId for an unplaced app resolved by
 	// CloudSpace.

@@ -20,8 +20,10 @@ const (
 	actionDelete    = "Delete"
 )
 
-// setCondition sets one condition of the app and, when its status or reason changed, records an
-// Event: Normal for True (and for progress), Warning for failures. Messages come from this
+// setCondition sets one condition of the app. For Ready and Synced, the conditions a user
+// watches, a change of status or reason also records an Event: Normal for True (and for
+// progress), Warning for failures. Step conditions change with Ready (which carries the failing
+// step's reason and message), so they add no Events of their own. Messages come from this
 // operator's own errors, which never carry secret values.
 func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string, status metav1.ConditionStatus, reason, message string) {
 	message = truncate(message)
@@ -37,6 +39,9 @@ func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType 
 		Message:            message,
 		ObservedGeneration: app.Generation,
 	})
+	if condType != kubeoperav1alpha1.ConditionReady && condType != kubeoperav1alpha1.ConditionSynced {
+		return
+	}
 	if prev != nil && prev.Status == status && prev.Reason == reason {
 		return
 	}

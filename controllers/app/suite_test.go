@@ -33,6 +33,9 @@ var (
 	vclusterKubeconfig []byte
 	// beforePush, when set, runs before every push of the Git writer.
 	beforePush atomic.Pointer[func()]
+	// suiteSkipped is why the environment could not start when a tool is missing outside CI:
+	// the envtest tests skip, the unit tests of the package still run.
+	suiteSkipped error
 )
 
 // Timings of the suite: short, so failures are retried quickly; the default values themselves
@@ -51,6 +54,36 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	code, started := setUp()
+	if !started {
+		if code != 0 {
+			return code
+		}
+		return m.Run()
+	}
+	code = m.Run()
+	return tearDown(code)
+}
+
+var (
+	stopSuite    context.CancelFunc
+	managerDone  <-chan error
+	suiteCleanup []func()
+)
+
+// setUp starts the environment; started is false when it could not, and code says whether that
+// is a failure (1) or a skip (0: the envtest tests skip, see suiteSkipped).
+func setUp() (code int, started bool) {
+	fail := func(err error) (int, bool) {
+		for i := len(suiteCleanup) - 1; i >= 0; i-- {
+			suiteCleanup[i]()
+		}
+		if apptest.ExitCode(err) == 0 {
+			suiteSkipped = err
+			return 0, false
+		}
+		return 1, false
+	}
 	// The test Git server logs every request through the standard logger.
 	log.SetOutput(io.Discard)
 	if os.Getenv("KUBEOPERA_TEST_LOG") != "" {
@@ -60,35 +93,41 @@ func run(m *testing.M) int {
 	}
 	fluxDir, err := apptest.FluxDir()
 	if err != nil {
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
 	if host, err = apptest.StartCluster(apptest.HostCRDDirs(false)...); err != nil {
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
-	defer stop("host", host.Stop)
+	suiteCleanup = append(suiteCleanup, func() { stop("host", host.Stop) })
 	if vcluster, err = apptest.StartCluster(filepath.Join(fluxDir, "crds")); err != nil {
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
-	defer stop("vcluster", vcluster.Stop)
+	suiteCleanup = append(suiteCleanup, func() { stop("vcluster", vcluster.Stop) })
 	if vclusterKubeconfig, err = vcluster.Kubeconfig("vcluster-admin"); err != nil {
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
 	if gitServer, err = apptest.StartGitServer("git", "s3cr3t-git-pass"); err != nil {
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
-	defer gitServer.Stop()
+	suiteCleanup = append(suiteCleanup, gitServer.Stop)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := startManager(ctx)
-	if err != nil {
+	if managerDone, err = startManager(ctx); err != nil {
 		cancel()
-		return apptest.ExitCode(err)
+		return fail(err)
 	}
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	stopSuite = cancel
+	return 0, true
+}
+
+func tearDown(code int) int {
+	stopSuite()
+	if err := <-managerDone; err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
+	}
+	for i := len(suiteCleanup) - 1; i >= 0; i-- {
+		suiteCleanup[i]()
 	}
 	return code
 }

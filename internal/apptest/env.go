@@ -73,7 +73,7 @@ func StartCluster(crdDirs ...string) (*Cluster, error) {
 	if assets == "" {
 		assets = toolDir("envtest")
 	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil { //nolint:gosec // G703: test tool directory from the environment
 		return nil, fmt.Errorf("%w: no kube-apiserver in KUBEBUILDER_ASSETS=%q: run `make envtest-assets`", ErrMissingTool, assets)
 	}
 	env := &envtest.Environment{
@@ -119,7 +119,7 @@ func FluxDir() (string, error) {
 	if dir == "" {
 		dir = toolDir("flux")
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
 		return "", fmt.Errorf("%w: Flux controllers not built in %q: run `make flux-controllers`", ErrMissingTool, dir)
 	}
 	return dir, nil

@@ -53,7 +53,7 @@ func StartFlux(ctx context.Context, binDir, kubeconfig, workDir string) (*Flux, 
 		}, common...)},
 	}
 	for _, s := range specs {
-		logFile, err := os.Create(filepath.Join(workDir, s.name+".log"))
+		logFile, err := os.Create(filepath.Join(workDir, s.name+".log")) //nolint:gosec // G304: the test's own temporary directory
 		if err != nil {
 			f.Stop()
 			return nil, fmt.Errorf("create log: %w", err)
@@ -82,14 +82,9 @@ func (f *Flux) Stop() {
 		}
 	}
 	for _, p := range f.procs {
-		done := make(chan error, 1)
-		go func() { done <- p.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
-		}
+		kill := time.AfterFunc(10*time.Second, func() { _ = p.Process.Kill() })
+		_ = p.Wait() // a controller stopped by a signal exits non-zero
+		kill.Stop()
 	}
 	f.procs = nil
 }
@@ -113,7 +108,7 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}

@@ -1,0 +1,353 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+)
+
+// These tests call the reconciler directly with fake clients, to assert the requeue values the
+// envtest suite shortens.
+
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
+	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	return s
+}
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+current-context: vc
+clusters:
+- name: vc
+  cluster: {server: "https://localhost:8443", certificate-authority-data: Y2E=}
+contexts:
+- name: vc
+  context: {cluster: vc, user: vc}
+users:
+- name: vc
+  user: {token: t0ken}
+`
+
+type testReconciler struct {
+	*Reconciler
+	host     client.Client
+	recorder *events.FakeRecorder
+	// configs are the REST configs the vCluster clients were built from.
+	configs []*rest.Config
+	events  []string
+}
+
+// newTestReconciler builds a reconciler with default Options on a fake host holding objs; vc is
+// the vCluster client every Tenant gets.
+func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *testReconciler {
+	t.Helper()
+	host := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).
+		WithStatusSubresource(&kubeoperav1alpha1.KubeOperaApp{}, &tenantv1alpha1.Tenant{}).Build()
+	rec := events.NewFakeRecorder(100)
+	tr := &testReconciler{host: host, recorder: rec}
+	opts := Options{GitCacheDir: t.TempDir()}.withDefaults()
+	tr.Reconciler = &Reconciler{
+		Client:    host,
+		Options:   opts,
+		apiReader: host,
+		recorder:  rec,
+		writer:    gitops.NewWriter(opts.GitCacheDir),
+		clients: tenant.NewClients(func(cfg *rest.Config) (client.Client, error) {
+			tr.configs = append(tr.configs, cfg)
+			return vc, nil
+		}),
+		backoff:   newBackoff(opts.RetryBase, opts.RetryMax),
+		tenantAPI: newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
+	}
+	tr.tenantAPI.watched.Store(true)
+	return tr
+}
+
+func readyTenant(name, cloudSpace string) *tenantv1alpha1.Tenant {
+	return &tenantv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{tenantv1alpha1.CloudSpaceLabel: cloudSpace}},
+		Status: tenantv1alpha1.TenantStatus{Conditions: []metav1.Condition{{
+			Type: tenantv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now(),
+		}}},
+	}
+}
+
+func testApp(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
+	a := &kubeoperav1alpha1.KubeOperaApp{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1},
+		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
+			CloudSpaceID: "cs-1",
+			TenantCRName: "t1",
+			App:          kubeoperav1alpha1.AppSpec{Image: "nginx"},
+			Git:          kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/apps.git"},
+		},
+	}
+	for _, m := range mods {
+		m(a)
+	}
+	return a
+}
+
+var appKey = types.NamespacedName{Namespace: "ns", Name: "web"}
+
+func (tr *testReconciler) reconcile(t *testing.T) (ctrl.Result, *kubeoperav1alpha1.KubeOperaApp) {
+	t.Helper()
+	res, err := tr.Reconcile(context.Background(), ctrl.Request{NamespacedName: appKey})
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	a := &kubeoperav1alpha1.KubeOperaApp{}
+	if err := tr.host.Get(context.Background(), appKey, a); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return res, a
+}
+
+func readyReason(a *kubeoperav1alpha1.KubeOperaApp) string {
+	if c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func TestRequeueOnTenantNotReadyBacksOffFrom30s(t *testing.T) {
+	g := NewWithT(t)
+	notReady := readyTenant("t1", "cs-1")
+	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
+	tr := newTestReconciler(t, nil, testApp(), notReady)
+	var delays []time.Duration
+	for range 7 {
+		res, a := tr.reconcile(t)
+		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantNotReady))
+		delays = append(delays, res.RequeueAfter)
+	}
+	g.Expect(delays).To(Equal([]time.Duration{
+		30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute,
+	}))
+	// One Warning Event for the transition, not one per retry.
+	g.Expect(tr.countEvents("Warning TenantNotReady")).To(Equal(1))
+}
+
+func TestNoRequeueOnCloudSpaceMismatch(t *testing.T) {
+	g := NewWithT(t)
+	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "someone-else"))
+	res, a := tr.reconcile(t)
+	g.Expect(res).To(Equal(ctrl.Result{}))
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch))
+	g.Expect(a.Status.Tenant).To(BeNil())
+	g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+}
+
+func TestSlowRequeueWithoutTenantAPI(t *testing.T) {
+	g := NewWithT(t)
+	tr := newTestReconciler(t, nil, testApp())
+	tr.tenantAPI.watched.Store(false) // the empty RESTMapper has no Tenant kind
+	res, a := tr.reconcile(t)
+	g.Expect(res.RequeueAfter).To(Equal(5 * time.Minute))
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantAPIUnavailable))
+	g.Expect(tr.countEvents("Warning TenantAPIUnavailable")).To(Equal(1))
+}
+
+func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
+	g := NewWithT(t)
+	unreachableVC := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return connectionRefused()
+		},
+	}).Build()
+	tr := newTestReconciler(t, unreachableVC, testApp(), readyTenant("t1", "cs-1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
+	res, a := tr.reconcile(t)
+	g.Expect(tr.configs).To(HaveLen(1))
+	g.Expect(tr.configs[0].Host).To(Equal("https://t1.ns.svc:443"))
+	g.Expect(tr.configs[0].Timeout).To(Equal(DefaultVClusterTimeout))
+	// The vCluster does not answer: VClusterUnreachable, retried after 30s.
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonVClusterUnreachable))
+	g.Expect(res.RequeueAfter).To(Equal(30 * time.Second))
+	g.Expect(a.Status.Tenant.Name).To(Equal("t1"))
+}
+
+func TestDeleteWithUnreachableVClusterBacksOff(t *testing.T) {
+	g := NewWithT(t)
+	unreachableVC := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+			return connectionRefused()
+		},
+	}).Build()
+	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Finalizers = []string{kubeoperav1alpha1.Finalizer}
+		a.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: "t1"}
+		a.Status.Path, a.Status.Commit = "apps/web/web", "0123456789abcdef0123456789abcdef01234567"
+	})
+	tr := newTestReconciler(t, unreachableVC, deleting, readyTenant("t1", "cs-1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
+	var delays []time.Duration
+	for range 3 {
+		res, a := tr.reconcile(t)
+		g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonDeleteFailed))
+		delays = append(delays, res.RequeueAfter)
+	}
+	g.Expect(delays).To(Equal([]time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}))
+	g.Expect(tr.countEvents("Warning DeleteFailed")).To(Equal(1))
+}
+
+func TestDeleteWithTenantGoneRemovesTheFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Finalizers = []string{kubeoperav1alpha1.Finalizer}
+		a.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: "gone"}
+		// Committed once, with credentials that are gone too (the namespace is being deleted):
+		// the Git folder cannot be removed, the deletion still finishes.
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "deleted-creds"}
+		a.Status.Path, a.Status.Commit = "apps/web/web", "0123456789abcdef0123456789abcdef01234567"
+	})
+	tr := newTestReconciler(t, nil, deleting)
+	res, a := tr.reconcile(t)
+	g.Expect(res).To(Equal(ctrl.Result{}))
+	g.Expect(a.Name).To(BeEmpty(), "the app should be gone")
+	g.Expect(tr.countEvents("Warning TenantGone")).To(Equal(1))
+	g.Expect(tr.countEvents("Warning GitCleanupSkipped")).To(Equal(1))
+}
+
+func TestObserveSync(t *testing.T) {
+	const commit, head = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	ready := func(s metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: meta.ReadyCondition, Status: s, Reason: "R", Message: "m"}}
+	}
+	cases := []struct {
+		name       string
+		status     kustomizev1.KustomizationStatus
+		generation int64
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantAfter  time.Duration
+	}{
+		{"nothing applied yet", kustomizev1.KustomizationStatus{}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+		{"pushed commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval},
+		{"later head with the same files applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "refs/heads/main@sha1:" + head, Conditions: ready(metav1.ConditionTrue)}, 1,
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval},
+		{"older commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:3333333333333333333333333333333333333333", Conditions: ready(metav1.ConditionTrue)}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+		{"another branch", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "dev@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+		{"spec not observed yet", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 2,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+		{"apply failed", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionFalse)}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady, DefaultSyncPollInterval},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tr := newTestReconciler(t, nil)
+			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Status.Commit = commit })
+			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
+			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.RequeueAfter).To(Equal(tc.wantAfter))
+			c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
+			g.Expect(c.Status).To(Equal(tc.wantStatus))
+			g.Expect(c.Reason).To(Equal(tc.wantReason))
+			g.Expect(a.Status.AppliedRevision).To(Equal(tc.status.LastAppliedRevision))
+		})
+	}
+}
+
+func TestAppliedCommit(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(appliedCommit("main@sha1:abc", "main")).To(Equal("abc"))
+	g.Expect(appliedCommit("refs/heads/main@sha1:abc", "main")).To(Equal("abc"))
+	g.Expect(appliedCommit("release/v1@sha256:def", "release/v1")).To(Equal("def"))
+	g.Expect(appliedCommit("dev@sha1:abc", "main")).To(BeEmpty())
+	g.Expect(appliedCommit("abc", "main")).To(BeEmpty())
+	g.Expect(appliedCommit("main@md5:abc", "main")).To(BeEmpty())
+	g.Expect(appliedCommit("", "main")).To(BeEmpty())
+}
+
+func TestErrorClassification(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(unreachable(connectionRefused())).To(BeTrue())
+	g.Expect(unreachable(apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "x", errors.New("no")))).To(BeFalse())
+	g.Expect(unreachable(&apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "Kustomization"}})).To(BeFalse())
+	g.Expect(ignoreGone(apierrors.NewNotFound(schema.GroupResource{}, "x"))).To(Succeed())
+	g.Expect(ignoreGone(&apimeta.NoKindMatchError{})).To(Succeed())
+	g.Expect(ignoreGone(connectionRefused())).NotTo(Succeed())
+
+	var se *stepError
+	g.Expect(errors.As(gitError("c", gitops.ErrAuthFailed), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
+	g.Expect(errors.As(gitError("c", gitops.ErrInvalidAuth), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
+	g.Expect(errors.As(gitError("c", gitops.ErrPushConflict), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
+	g.Expect(errors.As(gitError("c", gitops.ErrInvalidPath), &se)).To(BeTrue())
+	g.Expect(se.next).To(Equal(waitForChange))
+	g.Expect(errors.As(gitError("c", errors.New("network")), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
+	g.Expect(se.next).To(Equal(retryWithBackoff))
+}
+
+func connectionRefused() error {
+	return &url.Error{Op: "Get", URL: "https://t1.ns.svc:443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}
+}
+
+// recorded drains the events recorded so far ("<type> <reason> <note>").
+func (tr *testReconciler) recorded() []string {
+	for {
+		select {
+		case e := <-tr.recorder.Events:
+			tr.events = append(tr.events, e)
+		default:
+			return tr.events
+		}
+	}
+}
+
+// countEvents counts the recorded events starting with prefix.
+func (tr *testReconciler) countEvents(prefix string) int {
+	n := 0
+	for _, e := range tr.recorded() {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
