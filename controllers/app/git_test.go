@@ -277,3 +277,66 @@ func mapValues(m map[string]string) []string {
 	}
 	return values
 }
+
+func TestSSHCredentials(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	access, err := gitServer.StartSSH()
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ssh-creds"}, Data: access.SecretData()})
+	f.create(f.newApp("over-ssh", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = access.BaseURL + "/" + f.repo + ".git"
+		a.Spec.Git.SecretRef.Name = "ssh-creds"
+	}))
+	a := f.waitReady("over-ssh")
+	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
+	f.g.Expect(f.files("apps/over-ssh/over-ssh")).To(HaveKey("deployment.yaml"))
+	// Flux gets the key and known_hosts, in its own Secret format.
+	creds := &corev1.Secret{}
+	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-over-ssh-git")).To(BeTrue())
+	f.g.Expect(creds.Data).To(Equal(access.SecretData()))
+
+	// A known_hosts that does not hold the server's key: the host is not trusted, which is an
+	// authentication failure, not an outage.
+	wrongHosts, err := access.KnownHostsWithOtherKey()
+	f.g.Expect(err).NotTo(HaveOccurred())
+	data := access.SecretData()
+	data["known_hosts"] = wrongHosts
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ssh-wrong-host"}, Data: data})
+	f.update("over-ssh", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.App.Image = "ghcr.io/example/over-ssh:2"
+		a.Spec.Git.SecretRef.Name = "ssh-wrong-host"
+	})
+	f.waitCondition("over-ssh", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitAuthFailed)
+	// Deletion needs working credentials to remove the folder.
+	f.update("over-ssh", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "ssh-creds" })
+	f.waitReady("over-ssh")
+}
+
+func TestHTTPSTokenCredentials(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "token"},
+		Data:       map[string][]byte{"token": []byte(gitServer.Password)},
+	})
+	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "token" }))
+	f.waitReady("tokened")
+	f.g.Expect(f.files("apps/tokened/tokened")).To(HaveKey("deployment.yaml"))
+	creds := &corev1.Secret{}
+	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-tokened-git")).To(BeTrue())
+	f.g.Expect(creds.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte(gitServer.Password)}))
+}
+
+func TestPasswordInGitURLIsRefused(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("leaky", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = strings.Replace(f.gitURL(), "http://", "http://git:"+gitServer.Password+"@", 1)
+	}))
+	a := f.waitCondition("leaky", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitFailed)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(ContainSubstring("embeds a password"))
+	assertNoSecretsIn(f, conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted))
+	f.g.Expect(f.head()).To(BeEmpty())
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", f.ns+"-leaky")).To(BeFalse())
+}

@@ -45,6 +45,7 @@ func StartGitServer(user, password string) (*GitServer, error) {
 // Stop stops the server and removes its repositories.
 func (s *GitServer) Stop() {
 	s.StopHTTP()
+	_ = s.StopSSH()
 	_ = os.RemoveAll(s.Root())
 }
 
