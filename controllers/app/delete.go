@@ -47,7 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.cleanupGit(ctx, s); err != nil {
 		return r.failed(ctx, s, err)
 	}
-	patch := client.MergeFrom(s.app.DeepCopy())
+	patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.app, kubeoperav1alpha1.Finalizer)
 	if err := r.Patch(ctx, s.app, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))

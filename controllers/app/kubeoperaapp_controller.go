@@ -1,11 +1,3 @@
-// Package app reconciles KubeOperaApp objects (kubeopera.io/v1alpha1): tenant vCluster resolution,
-// manifests committed to Git, and Flux pointed at them inside the vCluster.
-//
-// One pass: resolve the Tenant and a client for its vCluster (resolve.go); create the app
-// namespace and copy the registry pull Secret into the vCluster (vcluster.go); render the
-// manifests and commit them (git.go); apply the Flux GitRepository and Kustomization and read the
-// Kustomization back (flux.go). Deletion runs the cleanup in delete.go behind the
-// kubeopera.io/app-cleanup finalizer. Requeue timings are in options.go.
 package app
 
 import (
@@ -117,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.reconcileDelete(ctx, s)
 	}
 	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
-		patch := client.MergeFrom(app.DeepCopy())
+		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(app, kubeoperav1alpha1.Finalizer)
 		if err := r.Patch(ctx, app, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
@@ -160,6 +152,12 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 		r.setCondition(s.app, se.condition, metav1.ConditionFalse, se.reason, msg)
 	}
 	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.reason, msg)
+	if synced := findCondition(s.app, kubeoperav1alpha1.ConditionSynced); synced != nil &&
+		synced.Status == metav1.ConditionTrue && s.app.DeletionTimestamp.IsZero() {
+		// The pass did not get to read the Kustomization back: a Synced=True from an earlier
+		// pass (perhaps of an older generation) must not stay green.
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.reason, "Not verified: "+msg)
+	}
 	var after time.Duration
 	switch se.next {
 	case retryWithBackoff:

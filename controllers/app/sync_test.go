@@ -8,8 +8,11 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 )
 
 // setKustomizationStatus writes the status Flux would write.
@@ -54,4 +57,12 @@ func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
 	a = f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 	f.g.Expect(a.Status.AppliedRevision).To(Equal("main@sha1:" + commit))
 	f.g.Expect(a.Status.Commit).To(Equal(commit))
+
+	// A pass that cannot read the Kustomization back does not leave Synced green.
+	tn := &tenantv1alpha1.Tenant{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "t1"}, tn)).To(Succeed())
+	f.g.Expect(apptest.SetTenantReady(f.ctx, host.Client, tn, false, time.Now())).To(Succeed())
+	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonTenantNotReady)
+	f.g.Expect(apptest.SetTenantReady(f.ctx, host.Client, tn, true, time.Now())).To(Succeed())
+	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
