@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
@@ -24,6 +25,10 @@ import (
 type GitServer struct {
 	*gittestserver.GitServer
 	User, Password string
+
+	sshOnce sync.Once
+	ssh     SSHAccess
+	sshErr  error
 }
 
 // StartGitServer starts the server. It needs the git CLI.

@@ -32,8 +32,14 @@ func (a SSHAccess) SecretData() map[string][]byte {
 }
 
 // StartSSH serves the same repositories over SSH. Only one client key is accepted, and the
-// host key is published in KnownHosts, so both directions are really verified.
+// host key is published in KnownHosts, so both directions are really verified. Later calls
+// return the same access.
 func (s *GitServer) StartSSH() (SSHAccess, error) {
+	s.sshOnce.Do(func() { s.ssh, s.sshErr = s.startSSH() })
+	return s.ssh, s.sshErr
+}
+
+func (s *GitServer) startSSH() (SSHAccess, error) {
 	clientKey, clientPEM, err := newKey()
 	if err != nil {
 		return SSHAccess{}, err
