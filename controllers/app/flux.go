@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,11 +62,26 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// apply server-side applies a typed object with the operator's field manager. The object is
-// updated with the server's answer, status included.
+// apply server-side applies a typed object with the operator's field manager (forced, so a
+// field another manager changed is taken back). The Flux API has no generated apply
+// configurations: the object goes through its JSON form, which holds exactly the fields the
+// renderer set (empty optional fields are omitted, so the operator does not own them). The
+// object is updated with the server's answer, status included.
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
-	//nolint:staticcheck // SA1019: the Flux API has no apply configurations; client.Apply with a typed object is the supported fallback.
-	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(Name), client.ForceOwnership)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("convert %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(Name), client.ForceOwnership); err != nil {
+		return err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return fmt.Errorf("convert the applied %T: %w", obj, err)
+	}
+	return nil
 }
 
 // fluxError maps a failed Flux request to its reason.

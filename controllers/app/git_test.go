@@ -143,12 +143,16 @@ func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
 	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Interval = "2m" })
 	again := f.waitReady("steady")
 	f.g.Expect(again.Generation).To(BeNumerically(">", first.Generation))
-	f.poke("steady")
-	f.g.Consistently(func() int { return len(f.commits()) }, time.Second, 100*time.Millisecond).Should(Equal(1))
-	f.g.Expect(f.get("steady").Status.Commit).To(Equal(first.Status.Commit))
 	ks := &kustomizev1.Kustomization{}
 	f.g.Expect(f.vc(ks, "flux-system", f.ns+"-steady")).To(BeTrue())
 	f.g.Expect(ks.Spec.Interval.Duration).To(Equal(2 * time.Minute))
+	f.poke("steady")
+	f.g.Consistently(func() int { return len(f.commits()) }, time.Second, 100*time.Millisecond).Should(Equal(1))
+	f.g.Expect(f.get("steady").Status.Commit).To(Equal(first.Status.Commit))
+	// Nor does it write the Flux objects again.
+	unchanged := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(unchanged, "flux-system", f.ns+"-steady")).To(BeTrue())
+	f.g.Expect(unchanged.ResourceVersion).To(Equal(ks.ResourceVersion))
 
 	// A real change is one new commit, with the new generation in its message.
 	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "ghcr.io/example/steady:2.0.0" })
