@@ -292,6 +292,8 @@ func TestImmutableFields(t *testing.T) {
 	}{
 		{"cloudSpaceId", "spec.cloudSpaceId", "cs-1", "cs-2"},
 		{"tenantCRName", "spec.tenantCRName", "tenant-a", "tenant-b"},
+		{"targetNamespace", "spec.targetNamespace", "web", "web2"},
+		{"fluxNamespace", "spec.flux.namespace", "flux-system", "flux-apps"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,9 @@ type KubeOperaAppSpec struct {
 	// +optional
 	TenantCRName string `json:"tenantCRName,omitempty"`
 
-	// TargetNamespace is the namespace inside the vCluster; default the app's name.
+	// TargetNamespace is the namespace inside the vCluster; default the app's name. Immutable once
+	// set: moving an app would leave its copied Secrets behind in the old namespace.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.targetNamespace is immutable"
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
@@ -209,7 +211,9 @@ type FluxSpec struct {
 	// +kubebuilder:default="1m"
 	// +optional
 	Interval string `json:"interval,omitempty"`
-	// Namespace of the Flux objects in the vCluster; default flux-system.
+	// Namespace of the Flux objects in the vCluster; default flux-system. Immutable: objects in an
+	// old namespace would keep applying the app's folder.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.flux.namespace is immutable"
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:default=flux-system
