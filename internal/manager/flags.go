@@ -30,6 +30,14 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"PEM file of extra CAs trusted when the Controller API is served over HTTPS (the system roots are always trusted).")
 	fs.StringVar(&opts.Apps.GitCacheDir, "git-cache-dir", opts.Apps.GitCacheDir,
 		"Directory for the local clones of tenant apps repositories.")
+	fs.IntVar(&opts.Apps.MaxConcurrentReconciles, "app-max-concurrent-reconciles", opts.Apps.MaxConcurrentReconciles,
+		"KubeOperaApps reconciled at once; apps of one repository reconciled together share one commit and push (0: 16).")
+	fs.DurationVar(&opts.Apps.SyncPollInterval, "app-sync-poll-interval", opts.Apps.SyncPollInterval,
+		"How often an app's Flux Kustomization is read back until it applied the pushed commit (0: 15s).")
+	fs.DurationVar(&opts.Apps.ResyncInterval, "app-resync-interval", opts.Apps.ResyncInterval,
+		"How often a synced app is re-verified against Git and its vCluster (0: 10m).")
+	fs.BoolVar(&opts.Apps.AllowInsecureKubeconfig, "app-allow-insecure-kubeconfig", opts.Apps.AllowInsecureKubeconfig,
+		"Accept exported vCluster kubeconfigs with insecure-skip-tls-verify (development only).")
 }
 
 // ImagesFromEnv fills the default operand images from the RELATED_IMAGE_* variables OLM sets

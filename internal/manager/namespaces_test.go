@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"flag"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -39,4 +41,25 @@ func TestParseWatchNamespaces(t *testing.T) {
 			g.Expect(got).To(Equal(tt.want))
 		})
 	}
+}
+
+func TestBindFlags(t *testing.T) {
+	g := NewWithT(t)
+	opts := DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	BindFlags(fs, &opts)
+	g.Expect(fs.Parse([]string{
+		"--leader-elect", "--metrics-bind-address=0", "--enable-app-controller=false",
+		"--controller-endpoint-template=127.0.0.1:51121", "--app-max-concurrent-reconciles=4",
+		"--app-sync-poll-interval=5s",
+	})).To(Succeed())
+	g.Expect(opts.LeaderElect).To(BeTrue())
+	g.Expect(opts.LeaderElectionID).To(Equal("iofog.operator"))
+	g.Expect(opts.MetricsBindAddress).To(Equal("0"))
+	g.Expect(opts.HealthProbeBindAddress).To(Equal(":8081"))
+	g.Expect(opts.EnableApps).To(BeFalse())
+	g.Expect(opts.EnableControlPlane).To(BeTrue())
+	g.Expect(opts.ControlPlane.ControllerEndpointTemplate).To(Equal("127.0.0.1:51121"))
+	g.Expect(opts.Apps.MaxConcurrentReconciles).To(Equal(4))
+	g.Expect(opts.Apps.SyncPollInterval).To(Equal(5 * time.Second))
 }
