@@ -7,15 +7,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
 // ErrNoAssets means KUBEBUILDER_ASSETS is not set up. Outside CI a suite may skip on it; under
@@ -28,6 +38,39 @@ func Root() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// Scheme has every type the tests read or write: the core types, CRDs, the project's APIs, the
+// Tenant mirror and Flux's GitRepository and Kustomization. (It deliberately does not import the
+// manager package, so the reconcilers' own tests can use this package.)
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(datasancev3.AddToScheme(s))
+	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
+	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	return s
+}
+
+// AssetsDir is where the envtest binaries are: KUBEBUILDER_ASSETS (set by the Makefile), else the
+// tool cache of hack/tool.sh, so `go test` works without make once the tools are built.
+func AssetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return ToolDir("envtest")
+}
+
+// ToolDir asks hack/tool.sh where a tool lives ("" when that fails).
+func ToolDir(tool string) string {
+	out, err := exec.Command(filepath.Join(Root(), "hack", "tool.sh"), "--dir", tool).Output() //nolint:gosec,noctx // fixed script of this repository, returns at once
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // Env is one running API server with a client.
 type Env struct {
 	Env    *envtest.Environment
@@ -37,6 +80,9 @@ type Env struct {
 
 // Options select what is installed.
 type Options struct {
+	// CRDDirs, when set, replace the default CRD directories (the operator's CRDs and the Tenant
+	// fixture) entirely.
+	CRDDirs []string
 	// ExtraCRDDirs are installed besides the operator's own CRDs and the Tenant fixture.
 	ExtraCRDDirs []string
 	// WithoutTenantCRD leaves the Tenant fixture CRD out (the "CRD absent" case).
@@ -46,16 +92,19 @@ type Options struct {
 // Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
 // otherwise, the Tenant fixture CRD (test/crds).
 func Start(opts Options) (*Env, error) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	assets := AssetsDir()
 	if assets == "" {
 		return nil, ErrNoAssets
 	}
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil { //nolint:gosec // G703: the path comes from the developer's own environment.
 		return nil, fmt.Errorf("%w: %w", ErrNoAssets, err)
 	}
-	dirs := []string{filepath.Join(Root(), "config", "crd", "bases")}
-	if !opts.WithoutTenantCRD {
-		dirs = append(dirs, filepath.Join(Root(), "test", "crds"))
+	dirs := opts.CRDDirs
+	if dirs == nil {
+		dirs = []string{filepath.Join(Root(), "config", "crd", "bases")}
+		if !opts.WithoutTenantCRD {
+			dirs = append(dirs, filepath.Join(Root(), "test", "crds"))
+		}
 	}
 	dirs = append(dirs, opts.ExtraCRDDirs...)
 	env := &envtest.Environment{
@@ -65,14 +114,12 @@ func Start(opts Options) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// A failed start (e.g. a CRD the API server rejects) can leave etcd and the API server
+		// running: stop whatever did start.
+		_ = env.Stop()
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}
-	scheme := manager.Scheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("add apiextensions to scheme: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("create client: %w", err)
@@ -86,6 +133,16 @@ func (e *Env) Stop() error {
 		return nil
 	}
 	return e.Env.Stop()
+}
+
+// Kubeconfig returns a kubeconfig of a new cluster-admin user with inline credentials, as a
+// vcluster exports it.
+func (e *Env) Kubeconfig(user string) ([]byte, error) {
+	u, err := e.Env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add user: %w", err)
+	}
+	return u.KubeConfig()
 }
 
 // MainStart is the TestMain helper: it starts the environment, or returns (nil, exit code) when
