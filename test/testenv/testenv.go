@@ -96,7 +96,7 @@ func Start(opts Options) (*Env, error) {
 	if assets == "" {
 		return nil, ErrNoAssets
 	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil { //nolint:gosec // G703: the path comes from the developer's own environment.
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoAssets, err)
 	}
 	dirs := opts.CRDDirs
