@@ -72,6 +72,12 @@ func registerWithController(ctx context.Context, s *scope, password, lbAddress s
 		}
 	}
 	for _, name := range reg.CAs {
+		// The Controller reads the CA from the Secret of that name: importing before the router
+		// or NATS component created it would only earn a 500 from the Controller.
+		if found, err := s.getExisting(ctx, name, &corev1.Secret{}); err != nil || !found {
+			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
+				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name)), err
+		}
 		created, err := api.EnsureCA(ctx, name, name)
 		if err != nil {
 			return registrationFailure(err, rejected)

@@ -126,5 +126,8 @@
 //     RBAC stay, so enabling NATS again resumes with the same data, key and trust.
 //
 // The Controller component's hub registration and NATS CA import go through the hooks
-// natsHubRegistration and natsCASecretNames and run only when NATS is enabled.
+// natsHubRegistration and natsCASecretNames and run only when NATS is enabled. A CA is imported
+// only once its Secret exists (the Controller reads it from there): until the NATS component has
+// created the NATS CAs after its bootstrap, the Controller component requeues (10 s, Progressing)
+// instead of earning a 500 from the Controller.
 package controlplane

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -43,16 +44,23 @@ func TestNatsBootstrapFailures(t *testing.T) {
 			tc.fail(h.api)
 			h.create(h.controlPlane(natsOn))
 			h.mustRequeue(controlplane.RequeueTransition)
-			// Let the Controller component finish; NATS keeps waiting for its bootstrap.
+			// Let the Controller component get as far as it can: it registers the router and its
+			// CAs, then waits for the NATS CA Secrets, which NATS creates only after its bootstrap.
+			waitingForNatsCA := func() bool {
+				st := h.get().Status.Controller
+				return st.Reason == datasancev3.ReasonProgressing && strings.Contains(st.Message, "nats-site-ca")
+			}
 			for range 4 {
 				h.assignAddresses()
-				if h.get().Status.Controller.Ready {
+				if waitingForNatsCA() {
 					break
 				}
 				_, err := h.reconcile()
 				g.Expect(err).NotTo(HaveOccurred())
 			}
-			g.Expect(h.get().Status.Controller.Ready).To(BeTrue())
+			g.Expect(waitingForNatsCA()).To(BeTrue(), "controller status: %+v", h.get().Status.Controller)
+			g.Expect(h.api.ImportedCAs()).To(ConsistOf("router-site-ca", "default-router-local-ca"),
+				"a NATS CA was imported before its Secret existed")
 			h.mustRequeue(controlplane.RequeueNatsBootstrap)
 			h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonNatsBootstrapFailed)
 			st := h.get().Status.Nats
