@@ -110,20 +110,20 @@ docker-build: ## Print the image build command (no container engine here).
 ##@ Deployment
 
 .PHONY: install
-install: manifests kustomize ## Install the CRDs into the cluster of $KUBECONFIG.
+install: manifests kustomize envtest-assets ## Install the CRDs into the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
 
 .PHONY: uninstall
-uninstall: manifests kustomize ## Remove the CRDs (and every ControlPlane and KubeOperaApp) from the cluster.
+uninstall: manifests kustomize envtest-assets ## Remove the CRDs (and every ControlPlane and KubeOperaApp) from the cluster.
 	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests kustomize ## Deploy the operator (image $(IMG)) to the cluster.
+deploy: manifests kustomize envtest-assets ## Deploy the operator (image $(IMG)) to the cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: kustomize ## Remove the operator from the cluster.
+undeploy: kustomize envtest-assets ## Remove the operator from the cluster.
 	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
 
 ##@ OLM bundle and catalog
