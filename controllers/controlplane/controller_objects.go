@@ -42,17 +42,10 @@ var controllerRules = []rbacv1.PolicyRule{
 
 // controllerService is Service controller (spec §4.2).
 func controllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	m := metaFor(cp, componentController, controllerName)
-	svc := corev1ac.Service(m.name, m.namespace).
-		WithLabels(m.labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(selectorLabels(cp.Name, componentController)).
-			WithPorts(
-				servicePort(controllerAPIPortName, controllerAPIPort, intstr.FromInt32(controllerAPIPort)),
-				servicePort(consolePortName, consoleServicePort, intstr.FromInt32(cp.Spec.ConsolePortOrDefault())),
-			))
-	serviceExposure(svc, cp.Spec.Services.Controller)
+	svc := exposedService(cp, componentController, controllerName, cp.Spec.Services.Controller,
+		servicePort(controllerAPIPortName, controllerAPIPort, intstr.FromInt32(controllerAPIPort)),
+		servicePort(consolePortName, consoleServicePort, intstr.FromInt32(cp.Spec.ConsolePortOrDefault())),
+	)
 	if b := cp.Spec.Services.Controller; b != nil && b.Address != "" &&
 		datasancev3.ServiceType(b) == corev1.ServiceTypeLoadBalancer {
 		svc.Spec.WithLoadBalancerIP(b.Address)

@@ -50,28 +50,16 @@ func natsServerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfi
 	return natsExposedService(cp, natsServerServiceName, cp.Spec.Services.NatsServer, natsClientPort, natsMonitorPort)
 }
 
-// natsExposedService is a NATS Service exposed as the Service block says: its type (default
-// LoadBalancer), annotations and externalTrafficPolicy (spec §2.6). services.*.address is
+// natsExposedService is a NATS Service exposed as the Service block says. services.*.address is
 // honoured on the controller block only.
 func natsExposedService(cp *datasancev3.ControlPlane, name string, block *datasancev3.ServiceSpec, ports ...natsPort) *corev1ac.ServiceApplyConfiguration {
-	svc := corev1ac.Service(name, cp.Namespace).
-		WithLabels(standardLabels(cp.Name, componentNats)).
-		WithOwnerReferences(ownerReference(cp)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(selectorLabels(cp.Name, componentNats)).
-			WithPorts(natsServicePorts(ports...)...))
-	serviceExposure(svc, block)
-	return svc
+	return exposedService(cp, componentNats, name, block, natsServicePorts(ports...)...)
 }
 
 func natsServicePorts(ports ...natsPort) []*corev1ac.ServicePortApplyConfiguration {
 	out := make([]*corev1ac.ServicePortApplyConfiguration, 0, len(ports))
 	for _, p := range ports {
-		out = append(out, corev1ac.ServicePort().
-			WithName(p.name).
-			WithProtocol(corev1.ProtocolTCP).
-			WithPort(p.port).
-			WithTargetPort(intstr.FromInt32(p.port)))
+		out = append(out, servicePort(p.name, p.port, intstr.FromInt32(p.port)))
 	}
 	return out
 }

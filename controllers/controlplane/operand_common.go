@@ -93,6 +93,20 @@ var (
 
 // serviceExposure applies a Service block's type, annotations and traffic policy (spec §2.6) to
 // svc. The type is defaulted first (LoadBalancer), then every decision tests the defaulted type.
+// exposedService is a component's Service, exposed as its spec.services block says (type,
+// annotations, externalTrafficPolicy: spec §2.6), selecting the component's pods.
+func exposedService(cp *datasancev3.ControlPlane, component, name string, block *datasancev3.ServiceSpec,
+	ports ...*corev1ac.ServicePortApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
+	svc := corev1ac.Service(name, cp.Namespace).
+		WithLabels(standardLabels(cp.Name, component)).
+		WithOwnerReferences(ownerReference(cp)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(selectorLabels(cp.Name, component)).
+			WithPorts(ports...))
+	serviceExposure(svc, block)
+	return svc
+}
+
 func serviceExposure(svc *corev1ac.ServiceApplyConfiguration, block *datasancev3.ServiceSpec) {
 	typ := datasancev3.ServiceType(block)
 	svc.Spec.WithType(typ)

@@ -40,19 +40,11 @@ var routerRules = []rbacv1.PolicyRule{
 
 // routerService is Service router (spec §5.2).
 func routerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	m := metaFor(cp, componentRouter, routerName)
-	svc := corev1ac.Service(m.name, m.namespace).
-		WithLabels(m.labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(selectorLabels(cp.Name, componentRouter)).
-			WithPorts(
-				servicePort("router-message", routerconf.AMQPSPort, intstr.FromString("amqps")),
-				servicePort("router-interior", routerconf.InterRouterPort, intstr.FromString("inter-router")),
-				servicePort("router-edge", routerconf.EdgePort, intstr.FromString("edge")),
-			))
-	serviceExposure(svc, cp.Spec.Services.Router)
-	return svc
+	return exposedService(cp, componentRouter, routerName, cp.Spec.Services.Router,
+		servicePort("router-message", routerconf.AMQPSPort, intstr.FromString("amqps")),
+		servicePort("router-interior", routerconf.InterRouterPort, intstr.FromString("inter-router")),
+		servicePort("router-edge", routerconf.EdgePort, intstr.FromString("edge")),
+	)
 }
 
 // servicePort is a TCP Service port.
