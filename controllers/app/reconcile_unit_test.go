@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,15 +37,7 @@ import (
 // These tests call the reconciler directly with fake clients, to assert the requeue values the
 // envtest suite shortens.
 
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
-	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	return s
-}
+func testScheme() *runtime.Scheme { return scheme.New() }
 
 const testKubeconfig = `apiVersion: v1
 kind: Config

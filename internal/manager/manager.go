@@ -8,21 +8,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-
-	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
-	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 )
@@ -76,16 +70,7 @@ func DefaultOptions() Options {
 }
 
 // Scheme returns a scheme with every type the manager reads or writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(datasancev3.AddToScheme(s))
-	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
-	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // New builds the manager with the enabled reconcilers and health checks. It does not start it.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {

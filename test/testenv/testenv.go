@@ -12,20 +12,15 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
-	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
 // ErrNoAssets means KUBEBUILDER_ASSETS is not set up. Outside CI a suite may skip on it; under
@@ -42,14 +37,8 @@ func Root() string {
 // Tenant mirror and Flux's GitRepository and Kustomization. (It deliberately does not import the
 // manager package, so the reconcilers' own tests can use this package.)
 func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	s := scheme.New()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(datasancev3.AddToScheme(s))
-	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
-	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
 	return s
 }
 

@@ -1,0 +1,29 @@
+// Package scheme builds the runtime scheme of every type the operator reads or writes. It is a
+// leaf package (client-go, the project's APIs, the Tenant mirror and Flux's types only), so the
+// manager, the reconcilers' tests and the test helpers share one list without import cycles.
+package scheme
+
+import (
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// New returns a scheme with the core types, ControlPlane, KubeOperaApp, Tenant, and Flux's
+// GitRepository and Kustomization (written into tenant vClusters).
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(datasancev3.AddToScheme(s))
+	utilruntime.Must(kubeoperav1alpha1.AddToScheme(s))
+	utilruntime.Must(tenantv1alpha1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	return s
+}
