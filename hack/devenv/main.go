@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,10 +28,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 const (
@@ -113,29 +112,15 @@ func remoteConfig(forceLocal bool) (*rest.Config, string) {
 	return cfg, cfg.Host
 }
 
-func startLocal() (*envtest.Environment, *rest.Config, error) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		return nil, nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the envtest binaries")
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases"), filepath.Join("test", "crds")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := env.Start()
+func startLocal() (*testenv.Env, *rest.Config, error) {
+	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start local control plane: %w", err)
 	}
-	user, err := env.AddUser(envtest.User{Name: "developer", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := env.Kubeconfig("developer")
 	if err != nil {
 		_ = env.Stop()
-		return nil, nil, fmt.Errorf("add user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		_ = env.Stop()
-		return nil, nil, fmt.Errorf("render kubeconfig: %w", err)
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(localDir, 0o700); err != nil {
 		_ = env.Stop()
@@ -146,23 +131,19 @@ func startLocal() (*envtest.Environment, *rest.Config, error) {
 		_ = env.Stop()
 		return nil, nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
-	if err := installSamples(cfg); err != nil {
+	if err := installSamples(env.Client); err != nil {
 		_ = env.Stop()
 		return nil, nil, err
 	}
 	fmt.Printf("\nLocal control plane is up; CRDs and samples are installed in namespace %q.\n", demoNamespace)
 	fmt.Printf("Use it from another shell:\n\n  export KUBECONFIG=%s\n  %s get controlplanes,kubeoperaapps -A\n\n",
-		path, filepath.Join(assets, "kubectl"))
-	return env, cfg, nil
+		path, filepath.Join(testenv.AssetsDir(), "kubectl"))
+	return env, env.Config, nil
 }
 
 // installSamples creates the demo namespace, the Secret the ControlPlane sample references, and
 // every sample in config/samples.
-func installSamples(cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		return fmt.Errorf("create client: %w", err)
-	}
+func installSamples(c client.Client) error {
 	ctx := context.Background()
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}},
