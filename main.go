@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/controllers"
 )
 
 func main() {
@@ -19,11 +19,11 @@ func main() {
 }
 
 func run() int {
-	opts := manager.DefaultOptions()
+	opts := controllers.DefaultOptions()
 	opts.ControlPlane.ControllerEndpointTemplate = envOr("CONTROLLER_ENDPOINT_TEMPLATE", opts.ControlPlane.ControllerEndpointTemplate)
 
-	fs := flag.NewFlagSet(manager.Name, flag.ContinueOnError)
-	manager.BindFlags(fs, &opts)
+	fs := flag.NewFlagSet(controllers.Name, flag.ContinueOnError)
+	controllers.BindFlags(fs, &opts)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -41,20 +41,20 @@ func run() int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	namespaces, err := manager.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	namespaces, err := controllers.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "invalid WATCH_NAMESPACE: %v\n", err)
 		return 2
 	}
 	opts.WatchNamespaces = namespaces
-	opts.ControlPlane.Images = manager.ImagesFromEnv(opts.ControlPlane.Images)
+	opts.ControlPlane.Images = controllers.ImagesFromEnv(opts.ControlPlane.Images)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "Unable to load a Kubernetes client configuration")
 		return 1
 	}
-	mgr, err := manager.New(cfg, opts)
+	mgr, err := controllers.New(cfg, opts)
 	if err != nil {
 		log.Error(err, "Unable to create the manager")
 		return 1

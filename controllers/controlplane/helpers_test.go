@@ -28,8 +28,8 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // Addresses the tests "assign" as cloud load balancers (TEST-NET-1, never routed).
@@ -86,7 +86,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h.ns = "cp-" + randomSuffix()
 	h.g.Expect(env.Client.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
 
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: manager.Scheme()})
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	counting := interceptor.NewClient(c, h.countWrites())
 

@@ -17,7 +17,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // With the reconciler running in a manager, the watches repair drift while the ControlPlane is
@@ -80,7 +80,7 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 func (h *harness) startManager() {
 	h.t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 manager.Scheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},

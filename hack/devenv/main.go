@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -49,11 +49,11 @@ func main() {
 }
 
 func run() error {
-	opts := manager.DefaultOptions()
+	opts := controllers.DefaultOptions()
 	opts.ControlPlane.ControllerEndpointTemplate = envOr("CONTROLLER_ENDPOINT_TEMPLATE", opts.ControlPlane.ControllerEndpointTemplate)
 	opts.Apps.GitCacheDir = filepath.Join(localDir, "git")
 	fs := flag.NewFlagSet("devenv", flag.ContinueOnError)
-	manager.BindFlags(fs, &opts)
+	controllers.BindFlags(fs, &opts)
 	local := fs.Bool("local", false, "Always start the embedded local control plane, even when $KUBECONFIG answers.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(fs)
@@ -61,12 +61,12 @@ func run() error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	namespaces, err := manager.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	namespaces, err := controllers.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	if err != nil {
 		return err
 	}
 	opts.WatchNamespaces = namespaces
-	opts.ControlPlane.Images = manager.ImagesFromEnv(opts.ControlPlane.Images)
+	opts.ControlPlane.Images = controllers.ImagesFromEnv(opts.ControlPlane.Images)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -176,8 +176,8 @@ func installSamples(c client.Client) error {
 	return nil
 }
 
-func start(ctx context.Context, cfg *rest.Config, opts manager.Options) error {
-	mgr, err := manager.New(cfg, opts)
+func start(ctx context.Context, cfg *rest.Config, opts controllers.Options) error {
+	mgr, err := controllers.New(cfg, opts)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
 )
 
 // The operator-framework/api validators `operator-sdk bundle validate --select-optional
@@ -95,7 +95,7 @@ func TestInstallModesMatchWatchNamespaceHandling(t *testing.T) {
 		{operatorsv1alpha1.InstallModeTypeSingleNamespace, "team-a", []string{"team-a"}},
 		{operatorsv1alpha1.InstallModeTypeMultiNamespace, "team-b,team-a", []string{"team-a", "team-b"}},
 	} {
-		got, err := manager.ParseWatchNamespaces(tc.targets)
+		got, err := controllers.ParseWatchNamespaces(tc.targets)
 		g.Expect(err).NotTo(HaveOccurred(), "%s", tc.mode)
 		g.Expect(got).To(Equal(tc.want), "%s", tc.mode)
 	}
@@ -187,7 +187,7 @@ func TestRelatedImagesListEveryImageTheOperatorDeploys(t *testing.T) {
 			t.Setenv(e.Name, e.Value)
 		}
 	}
-	fromEnv := manager.ImagesFromEnv(controlplane.Images{})
+	fromEnv := controllers.ImagesFromEnv(controlplane.Images{})
 	v := reflect.ValueOf(fromEnv)
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
@@ -219,7 +219,7 @@ func TestCSVMetadata(t *testing.T) {
 
 	bundleVersion := csv.Spec.Version.String()
 	g.Expect(bundleVersion).To(Equal(makefileVars(t)["VERSION"]))
-	g.Expect(csv.Name).To(Equal(manager.Name + ".v" + bundleVersion))
+	g.Expect(csv.Name).To(Equal(controllers.Name + ".v" + bundleVersion))
 	g.Expect(ann).To(HaveKeyWithValue("olm.skipRange", "<"+bundleVersion))
 	g.Expect(ann).To(HaveKeyWithValue("createdAt", base.GetAnnotations()["createdAt"]))
 	_, err = time.Parse(time.RFC3339, ann["createdAt"])
@@ -324,7 +324,7 @@ func flattenRules(t *testing.T, perms []operatorsv1alpha1.StrategyDeploymentPerm
 	t.Helper()
 	var out []string
 	for _, p := range perms {
-		if p.ServiceAccountName != manager.Name+"-controller-manager" {
+		if p.ServiceAccountName != controllers.Name+"-controller-manager" {
 			t.Fatalf("permissions for unexpected ServiceAccount %s", p.ServiceAccountName)
 		}
 		out = append(out, grants(p.Rules)...)
@@ -423,7 +423,7 @@ func TestBundleMetadata(t *testing.T) {
 	bundle := loadBundle(t)
 	vars := makefileVars(t)
 	g.Expect(bundle.Package).To(Equal(vars["PACKAGE"]))
-	g.Expect(bundle.Package).To(Equal(manager.Name))
+	g.Expect(bundle.Package).To(Equal(controllers.Name))
 	g.Expect(bundle.Channels).To(Equal(strings.Split(vars["CHANNELS"], ",")))
 	g.Expect(bundle.DefaultChannel).To(Equal(vars["DEFAULT_CHANNEL"]))
 	g.Expect(bundle.Channels).To(ContainElement(bundle.DefaultChannel))

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -43,7 +43,7 @@ func loadBundle(t *testing.T) *apimanifests.Bundle {
 // loadBaseCSV reads the hand-maintained base CSV.
 func loadBaseCSV(t *testing.T) *operatorsv1alpha1.ClusterServiceVersion {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("config", "manifests", "bases", manager.Name+".clusterserviceversion.yaml"))
+	data, err := os.ReadFile(repoPath("config", "manifests", "bases", controllers.Name+".clusterserviceversion.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

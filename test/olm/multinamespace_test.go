@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -76,11 +76,11 @@ func TestMultiNamespaceInstall(t *testing.T) {
 	g.Expect(envVars).To(HaveKeyWithValue("WATCH_NAMESPACE", "ns-a,ns-b"))
 
 	// main.go: flags from the container's arguments, namespaces and images from its environment.
-	opts := manager.DefaultOptions()
-	fs := flag.NewFlagSet(manager.Name, flag.ContinueOnError)
-	manager.BindFlags(fs, &opts)
+	opts := controllers.DefaultOptions()
+	fs := flag.NewFlagSet(controllers.Name, flag.ContinueOnError)
+	controllers.BindFlags(fs, &opts)
 	g.Expect(fs.Parse(container.Args)).To(Succeed())
-	watch, err := manager.ParseWatchNamespaces(envVars["WATCH_NAMESPACE"])
+	watch, err := controllers.ParseWatchNamespaces(envVars["WATCH_NAMESPACE"])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(watch).To(Equal(targets))
 	opts.WatchNamespaces = watch
@@ -89,7 +89,7 @@ func TestMultiNamespaceInstall(t *testing.T) {
 			t.Setenv(k, v)
 		}
 	}
-	opts.ControlPlane.Images = manager.ImagesFromEnv(opts.ControlPlane.Images)
+	opts.ControlPlane.Images = controllers.ImagesFromEnv(opts.ControlPlane.Images)
 	// What differs outside a pod: no fixed ports, the Lease namespace a pod would know from its
 	// own namespace, a writable Git cache, and no Controller API to reach.
 	g.Expect(opts.LeaderElect).To(BeTrue(), "the bundle's Deployment runs with --leader-elect")
@@ -104,7 +104,7 @@ func TestMultiNamespaceInstall(t *testing.T) {
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
 	}
 	captureLogs(t)
-	mgr, err := manager.New(cfg, opts)
+	mgr, err := controllers.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,6 +1,10 @@
-// Package manager builds the controller-runtime manager that runs both reconcilers. main.go and the
+// Package controllers wires the ControlPlane and KubeOperaApp reconcilers into one
+// controller-runtime manager: flags, WATCH_NAMESPACE, cache scope, health checks. main.go and the
 // local development environment (hack/devenv) share it, so `make run` runs exactly what ships.
-package manager
+//
+// Dependencies point one way: main and hack → controllers → controllers/<reconciler> → internal/*.
+// No internal package imports a controllers package (test/architecture checks it).
+package controllers
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package manager_test
+package controllers_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/kubeopera/kubeopera-operator/internal/manager"
+	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -26,9 +26,9 @@ func freeAddr(t *testing.T) string {
 
 func TestNewRefusesToRunNothing(t *testing.T) {
 	g := NewWithT(t)
-	opts := manager.DefaultOptions()
+	opts := controllers.DefaultOptions()
 	opts.EnableApps, opts.EnableControlPlane = false, false
-	_, err := manager.New(nil, opts)
+	_, err := controllers.New(nil, opts)
 	g.Expect(err).To(MatchError(ContainSubstring("both reconcilers are disabled")))
 }
 
@@ -39,11 +39,11 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	g := NewWithT(t)
 
 	probe := freeAddr(t)
-	opts := manager.DefaultOptions()
+	opts := controllers.DefaultOptions()
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = probe
 	opts.Apps.GitCacheDir = t.TempDir()
-	mgr, err := manager.New(env.Config, opts)
+	mgr, err := controllers.New(env.Config, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())

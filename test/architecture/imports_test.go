@@ -1,0 +1,102 @@
+// Package architecture checks the import rules that keep the layout readable: dependencies point
+// from main and hack to controllers, from controllers to internal, never back.
+package architecture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kubeopera/kubeopera-operator"
+
+// rule forbids packages under from to import packages under to (prefixes of import paths).
+type rule struct {
+	from, to string
+	why      string
+}
+
+var rules = []rule{
+	{from: module + "/internal/", to: module + "/controllers", why: "internal packages are libraries of the reconcilers, never their callers"},
+	{from: module + "/api/", to: module + "/controllers", why: "API types depend on nothing of the implementation"},
+	{from: module + "/api/", to: module + "/internal/", why: "API types depend on nothing of the implementation"},
+	{from: module + "/controllers/app", to: module + "/controllers/controlplane", why: "the two reconcilers are independent"},
+	{from: module + "/controllers/controlplane", to: module + "/controllers/app", why: "the two reconcilers are independent"},
+}
+
+// imports lists, for every package of the module (tests included), its imports.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.CommandContext(context.Background(), "go", "list", "-test",
+		"-f", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}}", module+"/...")
+	cmd.Dir = "../.."
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	got := map[string][]string{}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		// "pkg [pkg.test]" variants name the same package compiled for its tests.
+		name := fields[0]
+		rest := fields[1:]
+		if len(rest) > 0 && strings.HasPrefix(rest[0], "[") {
+			rest = rest[1:]
+		}
+		got[name] = append(got[name], rest...)
+	}
+	if len(got) < 10 {
+		t.Fatalf("go list found only %d packages; is the module root right?", len(got))
+	}
+	return got
+}
+
+// under reports whether the package path is prefix itself or a package below it.
+func under(path, prefix string) bool {
+	prefix = strings.TrimSuffix(prefix, "/")
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+func TestImportRules(t *testing.T) {
+	for pkg, deps := range imports(t) {
+		for _, r := range rules {
+			if !under(pkg, r.from) {
+				continue
+			}
+			for _, d := range deps {
+				if under(d, r.to) {
+					t.Errorf("%s imports %s: %s", pkg, d, r.why)
+				}
+			}
+		}
+	}
+}
+
+// The prefix match must not confuse siblings (controllersx is not under controllers).
+func TestUnderMatchesPrefixes(t *testing.T) {
+	cases := []struct {
+		path, prefix string
+		want         bool
+	}{
+		{module + "/internal/gitops", module + "/internal/", true},
+		{module + "/controllers", module + "/controllers", true},
+		{module + "/controllers/app", module + "/controllers", true},
+		{module + "/controllersx", module + "/controllers", false},
+		{module + "/internal", module + "/internal/", true},
+		{module + "/api/kubeopera/v1alpha1", module + "/internal/", false},
+	}
+	for _, c := range cases {
+		if got := under(c.path, c.prefix); got != c.want {
+			t.Errorf("under(%q, %q) = %v, want %v", c.path, c.prefix, got, c.want)
+		}
+	}
+}
