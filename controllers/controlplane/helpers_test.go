@@ -69,7 +69,7 @@ func withTLSController() harnessOption { return func(c *harnessConfig) { c.tls =
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	if env == nil {
-		t.Skip("envtest is not available (-short, or no KUBEBUILDER_ASSETS outside CI)")
+		t.Skip("envtest is not started under -short")
 	}
 	var cfg harnessConfig
 	for _, o := range opts {

@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 		logs = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	// -short (make test-unit) runs the pure tests only; so does a machine without envtest
-	// binaries outside CI (MainStart fails under CI=true).
+	// -short (make test-unit) runs the pure tests only; without -short, missing envtest
+	// binaries fail the suite (testenv.MaySkipMissingTools).
 	flag.Parse()
 	if !testing.Short() {
 		e, code := testenv.MainStart(testenv.Options{})
