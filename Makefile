@@ -83,7 +83,14 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 test: verify-generated vet lint envtest-assets flux-controllers git-cli ## Run every check and test (what CI runs).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test ./... -count=1 -timeout $(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory bundle-verify catalog-verify scorecard
+	$(MAKE) --no-print-directory fuzz bundle-verify catalog-verify scorecard
+
+# Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
