@@ -38,6 +38,7 @@ OPERATOR_SDK = $(call tooldir,operator-sdk)/operator-sdk
 SCORECARD_TEST = $(call tooldir,operator-sdk)/scorecard-test
 OPM = $(call tooldir,opm)/opm
 GOLANGCI_LINT = $(call tooldir,golangci-lint)/golangci-lint
+GOVULNCHECK_DIR = $(call tooldir,govulncheck)
 
 # Test timeout for the whole go test run (envtest suites and the Flux end-to-end test).
 TEST_TIMEOUT ?= 30m
@@ -91,6 +92,10 @@ FUZZTIME ?= 10s
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
+.PHONY: vulncheck
+vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).
+	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
@@ -205,8 +210,12 @@ opm: ## Build opm.
 golangci-lint: ## Build golangci-lint.
 	@hack/tool.sh golangci-lint >/dev/null
 
+.PHONY: govulncheck
+govulncheck: ## Build govulncheck and its vulnerability database (from the golang.org/x/vulndb module).
+	@hack/tool.sh govulncheck >/dev/null
+
 .PHONY: tools
-tools: envtest-assets flux-controllers controller-gen kustomize operator-sdk opm golangci-lint ## Build every tool.
+tools: envtest-assets flux-controllers controller-gen kustomize operator-sdk opm golangci-lint govulncheck ## Build every tool.
 
 .PHONY: git-cli
 git-cli: ## Make sure the git CLI is installed (the test Git server needs it).

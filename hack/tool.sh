@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|flux|operator-sdk|opm|controller-gen|kustomize|golangci-lint
+#   hack/tool.sh envtest|flux|operator-sdk|opm|controller-gen|kustomize|golangci-lint|govulncheck
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -24,6 +24,10 @@ OPM_VERSION=v1.65.0
 CONTROLLER_GEN_VERSION=v0.23.0
 KUSTOMIZE_VERSION=v5.8.2
 GOLANGCI_LINT_VERSION=v2.15.0
+GOVULNCHECK_VERSION=v1.9.0
+# The vulnerability database, as the golang.org/x/vulndb module (its data/osv); the pseudo-version's
+# time is the database's "modified" time.
+VULNDB_VERSION=v0.0.0-20261105234957-e22db6528018
 
 export GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
@@ -45,6 +49,7 @@ dir_for() {
 	controller-gen) echo "$cache_root/controller-gen/$CONTROLLER_GEN_VERSION-$arch" ;;
 	kustomize) echo "$cache_root/kustomize/$KUSTOMIZE_VERSION-$arch" ;;
 	golangci-lint) echo "$cache_root/golangci-lint/$GOLANGCI_LINT_VERSION-$arch" ;;
+	govulncheck) echo "$cache_root/govulncheck/$GOVULNCHECK_VERSION-db-${VULNDB_VERSION##*-}-$arch" ;;
 	*)
 		log "unknown tool '$1'"
 		exit 2
@@ -105,11 +110,21 @@ build() {
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \
 			"github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
 		;;
+	govulncheck)
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \
+			"golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION"
+		local src stamp
+		src=$(go mod download -json "golang.org/x/vulndb@$VULNDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		stamp=${VULNDB_VERSION#v0.0.0-}
+		stamp=${stamp%%-*}
+		(cd "$root" && go run ./hack/vulndb -src "$src/data/osv" -out "$out/db" \
+			-modified "${stamp:0:4}-${stamp:4:2}-${stamp:6:2}T${stamp:8:2}:${stamp:10:2}:${stamp:12:2}Z")
+		;;
 	esac
 }
 
-# main is called on the last line, so bash has parsed the whole file before running any of it
-# (editing a running script is then harmless).
+# main is called on the last line, and exit on the same line, so bash never reads past it: the
+# file can be edited while a build runs.
 main() {
 	if [[ ${1:-} == --dir ]]; then
 		# Print where a tool lives (built or not) without building it.
@@ -148,4 +163,4 @@ main() {
 	echo "$out"
 }
 
-main "$@"
+main "$@"; exit
