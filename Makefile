@@ -25,7 +25,9 @@ export TOOLS_CACHE_DIR
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 
-export GOTOOLCHAIN = local
+# The Go toolchain is go.mod's toolchain line (fetched once from the module proxy when the local Go
+# is older); the tools in hack/tool.sh build with the local Go.
+export GOTOOLCHAIN = auto
 export GOWORK = off
 export GOFLAGS = -mod=readonly -buildvcs=false
 

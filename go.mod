@@ -2,6 +2,10 @@ module github.com/kubeopera/kubeopera-operator
 
 go 1.26.0
 
+// The operator is built and tested with the newest patch release the module proxy serves: it
+// carries the standard library security fixes govulncheck checks for (make vulncheck).
+toolchain go1.26.10
+
 require (
 	github.com/fluxcd/gitkit v0.6.0
 	github.com/fluxcd/kustomize-controller/api v1.9.6
