@@ -29,4 +29,8 @@ var (
 	// remote branch kept moving (non-fast-forward), even after fetching,
 	// resetting and re-applying the changes each time.
 	ErrPushConflict = errors.New("git push conflict: remote branch kept moving")
+
+	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose
+	// OwnerFile names another application. Nothing of the change is written.
+	ErrPathConflict = errors.New("folder belongs to another application")
 )

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Defaults for the Writer options.
@@ -137,8 +139,12 @@ type repoState struct {
 	running bool
 
 	// work is held while the clone is in use, so Forget never deletes it
-	// under a running batch.
+	// under a running batch. It also guards owners.
 	work sync.Mutex
+	// owners of the folders at commit ownersBase (a cache: the branch head
+	// changes far less often than batches run).
+	owners     owners
+	ownersBase plumbing.Hash
 }
 
 // request is one Apply call waiting for its batch.
@@ -179,7 +185,11 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("wait for git write: %w", err)
 	}
-	req := &request{ctx: ctx, auth: repo.Auth, change: change.deepCopy(), done: make(chan struct{})}
+	change = change.deepCopy()
+	if !change.Delete {
+		change.Files[OwnerFile] = change.Owner.marker()
+	}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{})}
 	st := w.state(repo)
 	w.enqueue(st, req)
 
@@ -319,7 +329,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 // deepCopy copies the change so a caller that gave up waiting may reuse its
 // buffers while the batch still reads them.
 func (c Change) deepCopy() Change {
-	files := make(map[string][]byte, len(c.Files))
+	files := make(map[string][]byte, len(c.Files)+1)
 	for name, content := range c.Files {
 		files[name] = append([]byte(nil), content...)
 	}
