@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,11 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
@@ -44,7 +45,6 @@ type Reconciler struct {
 	recorder  recorder.EventRecorder
 	writer    *gitops.Writer
 	clients   *tenant.Clients
-	backoff   *backoff
 	tenantAPI *tenantAPI
 }
 
@@ -69,7 +69,6 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		recorder:  mgr.GetEventRecorder(Name),
 		writer:    gitops.NewWriter(opts.GitCacheDir, gitOpts...),
 		clients:   tenant.NewClients(newClient),
-		backoff:   newBackoff(opts.RetryBase, opts.RetryMax),
 		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
 	}, nil
 }
@@ -81,7 +80,9 @@ func (r *Reconciler) VClusterClientBuilds() int { return r.clients.Builds() }
 // scope is the state of one reconcile pass.
 type scope struct {
 	app *kubeoperav1alpha1.KubeOperaApp
-	key types.NamespacedName
+	// orig is the app as read (or as last patched): the base of the status patches.
+	orig *kubeoperav1alpha1.KubeOperaApp
+	key  types.NamespacedName
 	// tenant and vc are set once the Tenant is resolved.
 	tenant *tenantv1alpha1.Tenant
 	vc     client.Client
@@ -97,14 +98,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := app.DeepCopy()
+	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
 	defer func() {
-		if err := r.patchStatus(ctx, orig, app); err != nil {
+		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
 
-	s := &scope{app: app, key: req.NamespacedName}
 	if !app.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -125,6 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
+		r.recordPlacement,
 		r.prepareVCluster,
 		r.commitManifests,
 		r.configureFlux,
@@ -134,7 +135,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return r.failed(ctx, s, err)
 		}
 	}
-	r.backoff.reset(s.key)
 	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
 		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
 	return r.observeSync(ctx, s)
@@ -158,17 +158,19 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 		// pass (perhaps of an older generation) must not stay green.
 		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.reason, "Not verified: "+msg)
 	}
-	var after time.Duration
+	log := ctrl.LoggerFrom(ctx)
 	switch se.next {
-	case retryWithBackoff:
-		after = r.backoff.next(s.key)
 	case retryAfter:
-		after = se.after
+		log.V(1).Info("Waiting", "reason", se.reason, "requeueAfter", se.after, "message", msg)
+		return ctrl.Result{RequeueAfter: se.after}, nil
 	case waitForChange:
-		after = 0
+		// Nothing a retry fixes: a terminal error is counted but never retried; a change of
+		// the app or of what it references brings it back.
+		return ctrl.Result{}, reconcile.TerminalError(se)
+	default:
+		// The workqueue's per-app rate limiter schedules the retry (see newRateLimiter).
+		return ctrl.Result{}, se
 	}
-	ctrl.LoggerFrom(ctx).Info("Reconcile step failed", "reason", se.reason, "requeueAfter", after, "error", msg)
-	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // patchStatus writes the status when this pass changed it.
@@ -187,5 +189,30 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alph
 	if err := r.Status().Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patch status: %w", err)
 	}
+	return nil
+}
+
+// recordPlacement persists the app's placement (Tenant and Git folder) the first time it is
+// placed, before anything is written to the vCluster or Git. A pass that dies after its side
+// effects and before the deferred status patch therefore always leaves a placement deletion can
+// clean up. Later moves keep the old folder in status until it is removed (commitManifests), and
+// deletion also looks at the folder of the current spec.
+func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
+	st := &s.app.Status
+	if st.Path == "" {
+		st.Path, st.Repository, st.Branch = render.Path(s.app), s.app.Spec.Git.URL, render.Branch(s.app)
+	}
+	if equality.Semantic.DeepEqual(st.Tenant, s.orig.Status.Tenant) && st.Path == s.orig.Status.Path &&
+		st.Repository == s.orig.Status.Repository && st.Branch == s.orig.Status.Branch {
+		return nil
+	}
+	want := s.orig.DeepCopy()
+	want.Status.Tenant, want.Status.Path, want.Status.Repository, want.Status.Branch = st.Tenant, st.Path, st.Repository, st.Branch
+	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
+		return fmt.Errorf("record placement: %w", err)
+	}
+	// The placement is persisted: the deferred patch diffs against it.
+	s.orig.Status.Tenant, s.orig.Status.Path, s.orig.Status.Repository, s.orig.Status.Branch = want.Status.Tenant, st.Path, st.Repository, st.Branch
+	s.orig.ResourceVersion = want.ResourceVersion
 	return nil
 }

@@ -49,11 +49,15 @@ func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType 
 	if status == metav1.ConditionTrue || reason == kubeoperav1alpha1.ReasonProgressing || reason == kubeoperav1alpha1.ReasonDeleting {
 		eventType = corev1.EventTypeNormal
 	}
-	action := actionReconcile
+	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
+}
+
+// actionFor is the Event action of a pass over app.
+func actionFor(app *kubeoperav1alpha1.KubeOperaApp) string {
 	if !app.DeletionTimestamp.IsZero() {
-		action = actionDelete
+		return actionDelete
 	}
-	r.recorder.Eventf(app, nil, eventType, reason, action, "%s", truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
+	return actionReconcile
 }
 
 // event records an Event that is not a condition transition.

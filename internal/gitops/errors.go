@@ -30,6 +30,10 @@ var (
 	// resetting and re-applying the changes each time.
 	ErrPushConflict = errors.New("git push conflict: remote branch kept moving")
 
+	// ErrRepositoryNotFound means the server says the repository does not
+	// exist (HTTP 404 on the smart-HTTP discovery).
+	ErrRepositoryNotFound = errors.New("git repository not found")
+
 	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose
 	// OwnerFile names another application. Nothing of the change is written.
 	ErrPathConflict = errors.New("folder belongs to another application")

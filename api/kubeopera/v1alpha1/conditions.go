@@ -1,5 +1,16 @@
 package v1alpha1
 
+// Annotations an administrator sets on a KubeOperaApp being deleted, to let its cleanup finish
+// without a step that cannot complete. Each is recorded with a Warning Event.
+const (
+	// AnnotationSkipGitCleanup "true": do not remove the app's folder from Git (the repository
+	// or its credentials are gone for good). The folder stays; Flux no longer reads it.
+	AnnotationSkipGitCleanup = "kubeopera.io/skip-git-cleanup"
+	// AnnotationAbandonKustomization "true": stop waiting for the Kustomization's deletion
+	// (Flux is not running in the vCluster). What it applied may still run until Flux prunes it.
+	AnnotationAbandonKustomization = "kubeopera.io/abandon-kustomization"
+)
+
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 
@@ -42,4 +53,13 @@ const (
 	// ReasonVClusterRequestFailed: the vCluster answered but refused a request (forbidden,
 	// invalid, conflict); VClusterUnreachable is used when it did not answer at all.
 	ReasonVClusterRequestFailed = "VClusterRequestFailed"
+	// ReasonPathConflict: the app's Git folder equals, contains or lies inside the folder of
+	// another app (its ownership marker names the other app). Nothing is written.
+	ReasonPathConflict = "PathConflict"
+	// ReasonRegistrySecretInvalid: spec.registry.secretRef names a Secret that is not of type
+	// kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg. It is never copied.
+	ReasonRegistrySecretInvalid = "RegistrySecretInvalid"
+	// ReasonKustomizationStuck: the deleted Kustomization is still there after the timeout;
+	// deletion keeps waiting (see AnnotationAbandonKustomization).
+	ReasonKustomizationStuck = "KustomizationStuck"
 )

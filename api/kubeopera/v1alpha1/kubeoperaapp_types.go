@@ -167,7 +167,7 @@ type GitSpec struct {
 	Branch string `json:"branch,omitempty"`
 
 	// Path of the app's folder, relative to the repository root; default
-	// apps/<targetNamespace>/<name>.
+	// apps/<namespace>/<name> (the app's host namespace and name, unique per host cluster).
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
 	// +kubebuilder:validation:XValidation:rule=`!self.split('/').exists(s, s == '..' || s == '.')`,message="spec.git.path must be relative and must not contain '.' or '..' segments"
@@ -254,9 +254,24 @@ type KubeOperaAppStatus struct {
 	// +optional
 	ShortCommit string `json:"shortCommit,omitempty"`
 
-	// Path of the app's folder in the repository.
+	// Path of the app's folder in the repository. With repository and branch it is the
+	// placement of the folder: recorded before anything is written there, and moved to the
+	// new location only once the old folder is removed.
 	// +optional
 	Path string `json:"path,omitempty"`
+
+	// Repository is the URL of the repository holding the app's folder.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Branch holding the app's folder.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// RegistrySecret is the name of the pull Secret copied into the app namespace of the
+	// vCluster, so a copy the app no longer references is deleted.
+	// +optional
+	RegistrySecret string `json:"registrySecret,omitempty"`
 
 	// AppliedRevision is the Flux Kustomization's lastAppliedRevision in the vCluster.
 	// +optional

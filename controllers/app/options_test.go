@@ -6,29 +6,31 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-func TestBackoff(t *testing.T) {
+func TestRateLimiterKeepsTheSeedDelays(t *testing.T) {
 	g := NewWithT(t)
-	b := newBackoff(DefaultRetryBase, 5*time.Minute)
-	a, other := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	rl := newRateLimiter(Options{RetryMax: 5 * time.Minute}.withDefaults())
+	a := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}
+	other := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "b"}}
 	var got []time.Duration
 	for range 7 {
-		got = append(got, b.next(a))
+		got = append(got, rl.When(a))
 	}
 	g.Expect(got).To(Equal([]time.Duration{
 		30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute,
 	}))
 	// Apps are independent.
-	g.Expect(b.next(other)).To(Equal(30 * time.Second))
-	// A success starts over.
-	b.reset(a)
-	g.Expect(b.next(a)).To(Equal(30 * time.Second))
+	g.Expect(rl.When(other)).To(Equal(30 * time.Second))
+	// A success (controller-runtime calls Forget) starts over.
+	rl.Forget(a)
+	g.Expect(rl.When(a)).To(Equal(30 * time.Second))
 	// Many failures never overflow.
 	for range 200 {
-		b.next(other)
+		rl.When(other)
 	}
-	g.Expect(b.next(other)).To(Equal(5 * time.Minute))
+	g.Expect(rl.When(other)).To(Equal(5 * time.Minute))
 }
 
 func TestOptionsDefaults(t *testing.T) {
