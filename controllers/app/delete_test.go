@@ -26,7 +26,7 @@ func deployedApp(f *fixture, name string) string {
 		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
 	}))
 	f.waitReady(name)
-	f.g.Expect(f.files("apps/" + name + "/" + name)).NotTo(BeEmpty())
+	f.g.Expect(f.files(f.path(name))).NotTo(BeEmpty())
 	return f.ns + "-" + name
 }
 
@@ -37,7 +37,7 @@ func assertCleanedUp(f *fixture, name, fluxName string) {
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse(), "GitRepository left")
 	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", fluxName+"-git")).To(BeFalse(), "Git credentials left")
 	f.g.Expect(f.vc(&corev1.Secret{}, name, "pull")).To(BeFalse(), "registry Secret left")
-	f.g.Expect(f.files("apps/"+name+"/"+name)).To(BeEmpty(), "folder left in Git")
+	f.g.Expect(f.files(f.path(name))).To(BeEmpty(), "folder left in Git")
 	last := f.commits()[0]
 	f.g.Expect(last.Message).To(HavePrefix("kubeopera: delete " + f.ns + "/" + name + " generation"))
 }
@@ -69,12 +69,12 @@ func TestDeleteWaitsForTheKustomizationThenGivesUpWaiting(t *testing.T) {
 	f.waitCondition("held", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting)
 	// While the Kustomization exists, the GitRepository (its source) and the files stay.
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeTrue())
-	f.g.Expect(f.files("apps/held/held")).NotTo(BeEmpty())
+	f.g.Expect(f.files(f.path("held"))).NotTo(BeEmpty())
 	// After KustomizationDeleteTimeout (3s in the suite) the cleanup goes on without it.
 	f.waitGone("held")
 	f.waitEvent("held", corev1.EventTypeWarning, "KustomizationStuck")
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse())
-	f.g.Expect(f.files("apps/held/held")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("held"))).To(BeEmpty())
 }
 
 func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
@@ -97,7 +97,7 @@ func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
 		return f.get("patient").Finalizers
 	}, 2*time.Second, 200*time.Millisecond).Should(ContainElement(kubeoperav1alpha1.Finalizer))
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
-	f.g.Expect(f.files("apps/patient/patient")).NotTo(BeEmpty())
+	f.g.Expect(f.files(f.path("patient"))).NotTo(BeEmpty())
 
 	// Reachable again: the cleanup completes.
 	kubeconfig.Data["config"] = vclusterKubeconfig
@@ -117,7 +117,7 @@ func TestDeleteWithTenantGone(t *testing.T) {
 	f.waitGone("stranded")
 	f.waitEvent("stranded", corev1.EventTypeWarning, "TenantGone")
 	// The Git folder is removed all the same; the vCluster was not touched (it is "gone").
-	f.g.Expect(f.files("apps/stranded/stranded")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("stranded"))).To(BeEmpty())
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
 	f.g.Expect(vcluster.Client.Delete(f.ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})).To(Succeed())
 }

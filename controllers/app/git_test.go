@@ -46,11 +46,11 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	// Status: the pushed commit, the folder, the URL.
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 	f.g.Expect(a.Status.ShortCommit).To(Equal(a.Status.Commit[:8]))
-	f.g.Expect(a.Status.Path).To(Equal("apps/shop-ns/shop"))
+	f.g.Expect(a.Status.Path).To(Equal(f.path("shop")))
 	f.g.Expect(a.Status.URL).To(Equal("https://shop.example.com"))
 
 	// Git: the four files, read back from the server; one commit naming app and generation.
-	files := f.files("apps/shop-ns/shop")
+	files := f.files(f.path("shop"))
 	f.g.Expect(mapKeys(files)).To(ConsistOf("deployment.yaml", "service.yaml", "ingress.yaml", "kustomization.yaml"))
 	for name, content := range files {
 		if name == "kustomization.yaml" {
@@ -90,7 +90,7 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	ks := &kustomizev1.Kustomization{}
 	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
 	f.g.Expect(ks.Spec.Prune).To(BeTrue())
-	f.g.Expect(ks.Spec.Path).To(Equal("./apps/shop-ns/shop"))
+	f.g.Expect(ks.Spec.Path).To(Equal("./" + f.path("shop")))
 	f.g.Expect(ks.Spec.TargetNamespace).To(Equal("shop-ns"))
 	f.g.Expect(ks.Spec.SourceRef).To(Equal(kustomizev1.CrossNamespaceSourceReference{
 		APIVersion: sourcev1.GroupVersion.String(), Kind: "GitRepository", Name: name, Namespace: "flux-system",
@@ -162,7 +162,7 @@ func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
 	f.g.Expect(commits).To(HaveLen(2))
 	f.g.Expect(commits[0].Hash.String()).To(Equal(changed.Status.Commit))
 	f.g.Expect(commits[0].Message).To(ContainSubstring(fmt.Sprintf("generation %d", changed.Generation)))
-	f.g.Expect(f.files("apps/steady/steady")["deployment.yaml"]).To(ContainSubstring("image: ghcr.io/example/steady:2.0.0"))
+	f.g.Expect(f.files(f.path("steady"))["deployment.yaml"]).To(ContainSubstring("image: ghcr.io/example/steady:2.0.0"))
 }
 
 func TestPathChangeMovesTheFolder(t *testing.T) {
@@ -173,7 +173,7 @@ func TestPathChangeMovesTheFolder(t *testing.T) {
 	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "tenants/mover" })
 	a := f.waitReady("mover")
 	f.g.Expect(a.Status.Path).To(Equal("tenants/mover"))
-	f.g.Expect(f.files("apps/mover/mover")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("mover"))).To(BeEmpty())
 	f.g.Expect(f.files("tenants/mover")).To(HaveKey("deployment.yaml"))
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 }
@@ -190,7 +190,7 @@ func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
 	}
 	for i := range n {
 		name := fmt.Sprintf("app-%02d", i)
-		f.g.Expect(mapKeys(f.files("apps/"+name+"/"+name))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
+		f.g.Expect(mapKeys(f.files(f.path(name)))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
 	}
 	commits := f.commits()
 	t.Logf("%d apps, %d commits (one push each)", n, len(commits))
@@ -223,7 +223,7 @@ func TestOutsideCommitDuringPushIsKept(t *testing.T) {
 	f.g.Expect(pushes.Load()).To(BeNumerically(">=", 2), "the rejected push was not retried")
 	f.g.Expect(f.files("infra")).To(HaveKeyWithValue("outside.yaml", "outside: true\n"))
 	f.g.Expect(f.files("")).To(HaveKey("README.md"))
-	f.g.Expect(f.files("apps/racer/racer")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("racer"))).To(HaveKey("deployment.yaml"))
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 	f.g.Expect(f.commits()).To(HaveLen(3))
 }
@@ -294,7 +294,7 @@ func TestSSHCredentials(t *testing.T) {
 	}))
 	a := f.waitReady("over-ssh")
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
-	f.g.Expect(f.files("apps/over-ssh/over-ssh")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("over-ssh"))).To(HaveKey("deployment.yaml"))
 	// Flux gets the key and known_hosts, in its own Secret format.
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-over-ssh-git")).To(BeTrue())
@@ -326,7 +326,7 @@ func TestHTTPSTokenCredentials(t *testing.T) {
 	})
 	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "token" }))
 	f.waitReady("tokened")
-	f.g.Expect(f.files("apps/tokened/tokened")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("tokened"))).To(HaveKey("deployment.yaml"))
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-tokened-git")).To(BeTrue())
 	f.g.Expect(creds.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte(gitServer.Password)}))

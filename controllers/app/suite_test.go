@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -33,8 +34,8 @@ var (
 	vclusterKubeconfig []byte
 	// beforePush, when set, runs before every push of the Git writer.
 	beforePush atomic.Pointer[func()]
-	// suiteSkipped is why the environment could not start when a tool is missing outside CI:
-	// the envtest tests skip, the unit tests of the package still run.
+	// suiteSkipped is why the environment could not start when a tool is missing in a -short
+	// run: the envtest tests skip, the unit tests of the package still run.
 	suiteSkipped error
 )
 
@@ -50,6 +51,7 @@ var suiteOptions = app.Options{
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse() // apptest.ExitCode reads -short
 	os.Exit(run(m))
 }
 
