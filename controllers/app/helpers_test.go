@@ -243,6 +243,8 @@ func (f *fixture) waitGone(name string) {
 // deleteAllApps deletes the fixture's apps and waits until their cleanup finished.
 func (f *fixture) deleteAllApps() {
 	beforePush.Store(nil)
+	onQueued.Store(nil)
+	statusPatchHook.Store(nil)
 	g := NewWithT(f.t)
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
 	g.Expect(host.Client.List(f.ctx, list, client.InNamespace(f.ns))).To(Succeed())

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -34,6 +36,13 @@ var (
 	vclusterKubeconfig []byte
 	// beforePush, when set, runs before every push of the Git writer.
 	beforePush atomic.Pointer[func()]
+	// onQueued, when set, runs after every change joined a Git writer queue.
+	onQueued atomic.Pointer[func()]
+	// statusPatchHook, when set, runs before every status write of the manager's client; an
+	// error it returns is the write's result (the API server is never asked).
+	statusPatchHook atomic.Pointer[func(client.Object) error]
+	// gitCacheDir is the Git writer's clone directory.
+	gitCacheDir string
 	// suiteSkipped is why the environment could not start when a tool is missing in a -short
 	// run: the envtest tests skip, the unit tests of the package still run.
 	suiteSkipped error
@@ -48,6 +57,8 @@ var suiteOptions = app.Options{
 	ResyncInterval:             time.Hour,
 	DeletePollInterval:         200 * time.Millisecond,
 	KustomizationDeleteTimeout: 3 * time.Second,
+	// More workers than apps in any test, so a gated push can have every app queued behind it.
+	MaxConcurrentReconciles: 40,
 }
 
 func TestMain(m *testing.M) {
@@ -139,6 +150,10 @@ func startManager(ctx context.Context) (<-chan error, error) {
 		Scheme:                 apptest.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			return &hookedClient{Client: c}, err
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -148,12 +163,19 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.GitCacheDir = cacheDir
-	opts.GitOptions = []gitops.Option{gitops.WithBeforePush(func() {
-		if f := beforePush.Load(); f != nil {
-			(*f)()
-		}
-	})}
+	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
+	opts.GitOptions = []gitops.Option{
+		gitops.WithBeforePush(func() {
+			if f := beforePush.Load(); f != nil {
+				(*f)()
+			}
+		}),
+		gitops.WithOnQueued(func() {
+			if f := onQueued.Load(); f != nil {
+				(*f)()
+			}
+		}),
+	}
 	if reconciler, err = app.NewReconciler(mgr, opts); err != nil {
 		return nil, err
 	}
@@ -172,4 +194,24 @@ func stop(what string, f func() error) {
 	if err := f(); err != nil {
 		fmt.Fprintf(os.Stderr, "stop %s: %v\n", what, err)
 	}
+}
+
+// hookedClient is the manager's client with statusPatchHook in front of status writes: a test
+// makes the API server "refuse" a status patch, as a crash between the side effects and the
+// deferred patch would leave the status.
+type hookedClient struct{ client.Client }
+
+func (c *hookedClient) Status() client.SubResourceWriter {
+	return hookedStatus{c.Client.Status()}
+}
+
+type hookedStatus struct{ client.SubResourceWriter }
+
+func (s hookedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if hook := statusPatchHook.Load(); hook != nil {
+		if err := (*hook)(obj); err != nil {
+			return err
+		}
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }

@@ -96,6 +96,13 @@ func WithBeforePush(f func()) Option {
 	return func(o *options) { o.beforePush = f }
 }
 
+// WithOnQueued registers a hook called after every Apply joined its
+// repository's queue. Like WithBeforePush it exists for tests, which gate a
+// push until a known number of changes wait behind it.
+func WithOnQueued(f func()) Option {
+	return func(o *options) { o.onQueued = f }
+}
+
 // Writer commits and pushes application folders to Git repositories. Create
 // one per manager with NewWriter and share it between reconcilers; it is safe
 // for concurrent use. See the package documentation for the layout, the
