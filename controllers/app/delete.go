@@ -61,6 +61,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Patch(ctx, s.app, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))
 	}
+	for _, k := range r.repoUsers.leaveAll(s.key) {
+		if err := r.releaseRepo(k); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of a repository no app uses")
+		}
+	}
 	ctrl.LoggerFrom(ctx).Info("Cleanup finished, finalizer removed")
 	return ctrl.Result{}, nil
 }

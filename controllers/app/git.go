@@ -37,6 +37,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		return gitError(cond, err)
 	}
 	start := time.Now()
+	r.repoUsers.use(s.key, here)
 	res, err := r.writer.Apply(ctx, repo, gitops.Change{
 		AppKey:  s.key.String(),
 		Path:    here.path,
@@ -57,6 +58,11 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		}
 		if moved.Changed && old.sameBranch(here) {
 			res = moved
+		}
+		if !old.sameBranch(here) && r.repoUsers.leave(s.key, old) {
+			if err := r.releaseRepo(old.branchKey()); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of the old repository")
+			}
 		}
 	}
 	s.app.Status.Path, s.app.Status.Repository, s.app.Status.Branch = here.path, here.url, here.branch
@@ -111,12 +117,17 @@ func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, v
 	if err != nil {
 		return gitops.Result{}, err
 	}
+	r.repoUsers.use(s.key, loc)
 	res, err := r.writer.Apply(ctx, repo, gitops.Change{
 		AppKey: s.key.String(), Path: loc.path, Owner: owner(s.app), Delete: true, Message: commitMessage(s.app, verb),
 	})
 	switch {
 	case errors.Is(err, gitops.ErrPathConflict):
 		ctrl.LoggerFrom(ctx).Info("Folder belongs to another app; leaving it", "path", loc.path, "reason", err.Error())
+		return gitops.Result{}, nil
+	case errors.Is(err, gitops.ErrInvalidChange), errors.Is(err, gitops.ErrInvalidPath):
+		// A repository or folder the writer refuses never received a write of the app.
+		ctrl.LoggerFrom(ctx).Info("Folder cannot have been written; nothing to remove", "path", loc.path, "reason", err.Error())
 		return gitops.Result{}, nil
 	case errors.Is(err, gitops.ErrRepositoryNotFound):
 		r.event(s.app, corev1.EventTypeWarning, "GitRepositoryGone", actionFor(s.app),

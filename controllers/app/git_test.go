@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,10 +150,7 @@ func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
 	f.poke("steady")
 	f.g.Consistently(func() int { return len(f.commits()) }, time.Second, 100*time.Millisecond).Should(Equal(1))
 	f.g.Expect(f.get("steady").Status.Commit).To(Equal(first.Status.Commit))
-	// Nor does it write the Flux objects again.
-	unchanged := &kustomizev1.Kustomization{}
-	f.g.Expect(f.vc(unchanged, "flux-system", f.ns+"-steady")).To(BeTrue())
-	f.g.Expect(unchanged.ResourceVersion).To(Equal(ks.ResourceVersion))
+	// (That it writes no Flux object either is counted in TestSyncedAppInSteadyStateWritesNothing.)
 
 	// A real change is one new commit, with the new generation in its message.
 	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "ghcr.io/example/steady:2.0.0" })
@@ -182,6 +180,27 @@ func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
 	f := newFixture(t)
 	f.addTenant("t1", time.Now())
 	const n = 30
+	// A deterministic gate instead of timing: the first push waits until every app's change
+	// is queued behind it, so the rest go out together in the next commit.
+	var queued atomic.Int32
+	allQueued := make(chan struct{})
+	countQueued := func() {
+		if queued.Add(1) == n {
+			close(allQueued)
+		}
+	}
+	var pushes atomic.Int32
+	holdFirst := func() {
+		if pushes.Add(1) == 1 {
+			select {
+			case <-allQueued:
+			case <-time.After(timeout):
+				t.Errorf("only %d of %d changes were queued behind the first push", queued.Load(), n)
+			}
+		}
+	}
+	onQueued.Store(&countQueued)
+	beforePush.Store(&holdFirst)
 	for i := range n {
 		f.create(f.newApp(fmt.Sprintf("app-%02d", i), "t1"))
 	}
@@ -193,8 +212,40 @@ func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
 		f.g.Expect(mapKeys(f.files(f.path(name)))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
 	}
 	commits := f.commits()
-	t.Logf("%d apps, %d commits (one push each)", n, len(commits))
-	f.g.Expect(len(commits)).To(BeNumerically("<=", n/3), "changes of concurrently reconciled apps were not grouped")
+	t.Logf("%d apps, %d commits, %d pushes", n, len(commits), pushes.Load())
+	f.g.Expect(len(commits)).To(BeNumerically("<=", 2), "changes of concurrently reconciled apps were not grouped")
+}
+
+func TestURLAndPathChangeRemovesTheOldFolderFromTheOldRepository(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("traveller", "t1"))
+	f.waitReady("traveller")
+	oldRepo, oldPath := f.repo, f.path("traveller")
+	newRepo := f.repo + "-new"
+	// The new repository holds a folder at the old path that is not the app's: it must stay.
+	_, err := gitServer.PushOutsideCommit(newRepo, "main", oldPath+"/keep.yaml", "not the app's\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+
+	f.update("traveller", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = gitServer.URL(newRepo)
+		a.Spec.Git.Path = "moved/traveller"
+	})
+	a := f.waitReady("traveller")
+	f.g.Expect(a.Status.Repository).To(Equal(gitServer.URL(newRepo)))
+	f.g.Expect(a.Status.Path).To(Equal("moved/traveller"))
+	old, err := gitServer.Files(oldRepo, "main", oldPath)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(old).To(BeEmpty(), "the old folder stayed in the old repository")
+	kept, err := gitServer.Files(newRepo, "main", oldPath)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(kept).To(Equal(map[string]string{"keep.yaml": "not the app's\n"}), "the old path was removed from the new repository")
+	moved, err := gitServer.Files(newRepo, "main", "moved/traveller")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(moved).To(HaveKey("deployment.yaml"))
+	repo := &sourcev1.GitRepository{}
+	f.g.Expect(f.vc(repo, "flux-system", f.ns+"-traveller")).To(BeTrue())
+	f.g.Expect(repo.Spec.URL).To(Equal(gitServer.URL(newRepo)))
 }
 
 func TestOutsideCommitDuringPushIsKept(t *testing.T) {
@@ -343,4 +394,41 @@ func TestPasswordInGitURLIsRefused(t *testing.T) {
 	assertNoSecretsIn(f, conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted))
 	f.g.Expect(f.head()).To(BeEmpty())
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", f.ns+"-leaky")).To(BeFalse())
+}
+
+func TestFiftyRepositoriesLeaveNoCloneOrQueueBehind(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	clones := func() []string {
+		entries, err := os.ReadDir(gitCacheDir)
+		f.g.Expect(err).NotTo(HaveOccurred())
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	// Every earlier test deleted its apps, so nothing should be kept.
+	f.g.Expect(reconciler.GitRepositories()).To(BeZero(), "queues left by earlier tests")
+	f.g.Expect(clones()).To(BeEmpty(), "clones left by earlier tests")
+	const n = 50
+	for i := range n {
+		name := fmt.Sprintf("r%02d", i)
+		f.create(f.newApp(name, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.URL = gitServer.URL(f.ns + "-" + name)
+		}))
+	}
+	for i := range n {
+		f.waitReady(fmt.Sprintf("r%02d", i))
+	}
+	f.g.Expect(reconciler.GitRepositories()).To(Equal(n))
+	f.g.Expect(clones()).To(HaveLen(n))
+	for i := range n {
+		f.deleteApp(fmt.Sprintf("r%02d", i))
+	}
+	for i := range n {
+		f.waitGone(fmt.Sprintf("r%02d", i))
+	}
+	f.g.Eventually(reconciler.GitRepositories).Should(BeZero())
+	f.g.Eventually(clones).Should(BeEmpty())
 }

@@ -256,3 +256,7 @@ func (f *fixture) deleteAllApps() {
 		return list.Items, err
 	}, 60*time.Second, 200*time.Millisecond).Should(BeEmpty(), "apps of the test are stuck in deletion")
 }
+
+func findCondition(a *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {
+	return apimeta.FindStatusCondition(a.Status.Conditions, condType)
+}

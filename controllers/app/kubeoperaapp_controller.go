@@ -46,6 +46,7 @@ type Reconciler struct {
 	writer    *gitops.Writer
 	clients   *tenant.Clients
 	tenantAPI *tenantAPI
+	repoUsers *repoUsers
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.
@@ -70,6 +71,7 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		writer:    gitops.NewWriter(opts.GitCacheDir, gitOpts...),
 		clients:   tenant.NewClients(newClient),
 		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
+		repoUsers: newRepoUsers(),
 	}, nil
 }
 

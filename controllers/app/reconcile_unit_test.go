@@ -83,6 +83,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 			return vc, nil
 		}),
 		tenantAPI: newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
+		repoUsers: newRepoUsers(),
 	}
 	tr.tenantAPI.watched.Store(true)
 	return tr

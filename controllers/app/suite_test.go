@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +46,10 @@ var (
 	statusPatchHook atomic.Pointer[func(client.Object) error]
 	// gitCacheDir is the Git writer's clone directory.
 	gitCacheDir string
+	// hostRequests and vclusterRequests count every request the reconciler sends to the host
+	// and vCluster API servers (a counting transport: a no-op PATCH leaves no trace in
+	// resourceVersions, but it is counted here).
+	hostRequests, vclusterRequests = &requestCounter{}, &requestCounter{}
 	// suiteSkipped is why the environment could not start when a tool is missing in a -short
 	// run: the envtest tests skip, the unit tests of the package still run.
 	suiteSkipped error
@@ -146,7 +153,9 @@ func tearDown(code int) int {
 }
 
 func startManager(ctx context.Context) (<-chan error, error) {
-	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+	cfg := rest.CopyConfig(host.Config)
+	cfg.Wrap(hostRequests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 apptest.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -164,6 +173,12 @@ func startManager(ctx context.Context) (<-chan error, error) {
 		return nil, err
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
+	scheme := mgr.GetScheme()
+	opts.NewVClusterClient = func(cfg *rest.Config) (client.Client, error) {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(vclusterRequests.wrap)
+		return client.New(cfg, client.Options{Scheme: scheme})
+	}
 	opts.GitOptions = []gitops.Option{
 		gitops.WithBeforePush(func() {
 			if f := beforePush.Load(); f != nil {
@@ -215,3 +230,58 @@ func (s hookedStatus) Patch(ctx context.Context, obj client.Object, patch client
 	}
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
+
+// requestCounter counts requests by "<METHOD> <path>".
+type requestCounter struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.count == nil {
+			c.count = map[string]int{}
+		}
+		c.count[req.Method+" "+req.URL.Path]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// reset forgets every count.
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count = map[string]int{}
+}
+
+// writes returns the non-read requests whose path contains part, by "<METHOD> <path>".
+func (c *requestCounter) writes(part string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.count {
+		if !strings.HasPrefix(k, http.MethodGet+" ") && strings.Contains(k, part) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// reads returns the number of GET requests whose path ends with suffix.
+func (c *requestCounter) reads(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.count {
+		if strings.HasPrefix(k, http.MethodGet+" ") && strings.HasSuffix(k, suffix) {
+			n += v
+		}
+	}
+	return n
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

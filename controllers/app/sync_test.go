@@ -66,3 +66,52 @@ func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
 	f.g.Expect(apptest.SetTenantReady(f.ctx, host.Client, tn, true, time.Now())).To(Succeed())
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
+
+func TestSyncedAppInSteadyStateWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(registrySecret(f.ns, "pull", dockerConfig))
+	f.create(f.newApp("quiet", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+	}))
+	a := f.waitReady("quiet")
+	name := f.ns + "-quiet"
+	setKustomizationStatus(f, name, "main@sha1:"+a.Status.Commit, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied")
+	f.poke("quiet")
+	f.waitCondition("quiet", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	commits := len(f.commits())
+
+	ksPath := "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/" + name
+	for pass := range 3 {
+		hostRequests.reset()
+		vclusterRequests.reset()
+		f.poke("quiet") // the test's write, not the reconciler's: its client is not counted
+		// The pass ran: it read the Kustomization back.
+		f.g.Eventually(func() int { return vclusterRequests.reads(ksPath) }).Should(BeNumerically(">=", 1), "pass %d", pass)
+		f.g.Consistently(func() map[string]int {
+			return mergeCounts(hostRequests.writes("/namespaces/"+f.ns+"/"), vclusterRequests.writes("/"))
+		}, time.Second, 100*time.Millisecond).Should(BeEmpty(), "pass %d wrote to an API server", pass)
+	}
+	f.g.Expect(f.commits()).To(HaveLen(commits), "a steady-state pass pushed")
+
+	// A field another actor changes is taken back (the compare is against the owned fields).
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+	ks.Spec.Prune = false
+	f.g.Expect(vcluster.Client.Update(f.ctx, ks)).To(Succeed())
+	f.poke("quiet")
+	f.g.Eventually(func() bool {
+		f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+		return ks.Spec.Prune
+	}).Should(BeTrue())
+}
+
+func mergeCounts(maps ...map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] += v
+		}
+	}
+	return out
+}

@@ -140,6 +140,10 @@ type repoState struct {
 	branch string
 	dir    string
 
+	// refs counts the Apply calls holding this state (guarded by Writer.mu),
+	// so Release never drops a state a caller is about to queue on.
+	refs int
+
 	// mu guards pending and running.
 	mu      sync.Mutex
 	pending []*request
@@ -198,6 +202,7 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 	}
 	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{})}
 	st := w.state(repo)
+	defer w.unref(st)
 	w.enqueue(st, req)
 
 	select {
@@ -216,6 +221,7 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 // way Apply's own self-healing does not cover.
 func (w *Writer) Forget(repo Repo) error {
 	st := w.state(repo)
+	defer w.unref(st)
 	st.work.Lock()
 	defer st.work.Unlock()
 	if err := os.RemoveAll(st.dir); err != nil {
@@ -224,7 +230,8 @@ func (w *Writer) Forget(repo Repo) error {
 	return nil
 }
 
-// state returns the queue of repo, creating it on first use.
+// state returns the queue of repo, creating it on first use, and holds a
+// reference to it until unref.
 func (w *Writer) state(repo Repo) *repoState {
 	name := cloneDirName(repo.URL, repo.branch())
 	w.mu.Lock()
@@ -234,7 +241,51 @@ func (w *Writer) state(repo Repo) *repoState {
 		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
 		w.repos[name] = st
 	}
+	st.refs++
 	return st
+}
+
+func (w *Writer) unref(st *repoState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st.refs--
+}
+
+// Release frees what the Writer keeps for the branch of a repository no
+// application uses any more: its queue and its local clone. It does nothing
+// while a write to it is queued or a caller waits; the next Apply starts
+// afresh.
+func (w *Writer) Release(repo Repo) error {
+	name := cloneDirName(repo.URL, repo.branch())
+	// Holding w.mu keeps new callers from finding or recreating the state
+	// (and its directory) until the clone is gone.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.repos[name]; ok {
+		st.mu.Lock()
+		busy := st.refs > 0 || len(st.pending) > 0
+		st.mu.Unlock()
+		if busy {
+			return nil
+		}
+		// A batch whose callers all gave up may still be running: wait for it.
+		// The drain goroutine then finds the queue empty and ends.
+		st.work.Lock()
+		defer st.work.Unlock()
+		delete(w.repos, name)
+	}
+	if err := os.RemoveAll(filepath.Join(w.cacheDir, name)); err != nil {
+		return fmt.Errorf("remove clone of %s: %w", redactURL(repo.URL), err)
+	}
+	return nil
+}
+
+// Repositories is the number of (repository, branch) queues the Writer
+// keeps.
+func (w *Writer) Repositories() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.repos)
 }
 
 // cloneDirName derives the clone directory from the URL and branch. A hash

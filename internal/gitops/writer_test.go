@@ -543,3 +543,30 @@ func TestCommitMessage(t *testing.T) {
 		"- kubeopera: ns/b gen 2\n" +
 		"- ns/a: bump image\n"))
 }
+
+func TestReleaseFreesQueueAndClone(t *testing.T) {
+	g := NewWithT(t)
+	srv := newServer(t)
+	cache := t.TempDir()
+	w := NewWriter(cache, WithClock(fixedClock{}))
+	var repos []Repo
+	for i := range 5 {
+		repo := Repo{URL: fmt.Sprintf("%s/org/apps-%d.git", srv.HTTPAddress(), i), Branch: testBranch}
+		repos = append(repos, repo)
+		apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "x"}))
+	}
+	g.Expect(w.Repositories()).To(Equal(5))
+	entries, err := os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(5))
+	for _, repo := range repos {
+		g.Expect(w.Release(repo)).To(Succeed())
+	}
+	g.Expect(w.Repositories()).To(BeZero())
+	entries, err = os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty())
+	// A released repository is written again from a fresh clone.
+	res := apply(t, w, repos[0], appChange("web", map[string]string{"a.yaml": "y"}))
+	g.Expect(res.Changed).To(BeTrue())
+}

@@ -112,9 +112,11 @@ type AppSpec struct {
 
 // AppPort is one container port, published by the Service.
 type AppPort struct {
-	// Name of the port (IANA service name).
+	// Name of the port (IANA service name): it names the container port the Service targets.
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches('[a-z]')`,message="a port name must contain at least one letter (IANA service name)"
+	// +kubebuilder:validation:XValidation:rule=`!self.contains('--')`,message="a port name must not contain '--' (IANA service name)"
 	// +required
 	Name string `json:"name"`
 	// ContainerPort is the port the container listens on.
@@ -200,6 +202,7 @@ type IngressSpec struct {
 	ClusterIssuer string `json:"clusterIssuer,omitempty"`
 	// ClassName is the IngressClass.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClassName string `json:"className,omitempty"`
 }
@@ -297,6 +300,7 @@ type KubeOperaAppStatus struct {
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) <= 63`,message="metadata.name must be at most 63 characters: it names objects and a namespace in the vCluster"
+// +kubebuilder:validation:XValidation:rule=`self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`,message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the Deployment, its container, the Service (a DNS-1035 label) and by default the namespace in the vCluster"
 type KubeOperaApp struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
