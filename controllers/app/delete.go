@@ -102,6 +102,12 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		return false, err
 	}
 	vc, err := r.vclusterClient(ctx, t)
+	if errors.Is(err, errVClusterServerNotAllowed) {
+		// The operator never connects there, so it put nothing there either.
+		r.event(s.app, corev1.EventTypeWarning, "VClusterNotAllowed", actionDelete,
+			fmt.Sprintf("Not cleaning the vCluster of Tenant %s: %v", ref.Name, err))
+		return true, nil
+	}
 	if err != nil {
 		if errors.Is(err, tenant.ErrKubeconfigInvalid) {
 			return false, deleteFailed("reach the vCluster", err)

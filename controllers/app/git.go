@@ -114,6 +114,12 @@ func owner(app *kubeoperav1alpha1.KubeOperaApp) gitops.Owner {
 // that no longer exists took the folder with it: success, with a Warning Event.
 func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, verb string) (gitops.Result, error) {
 	repo, err := r.gitRepo(ctx, s.app, loc)
+	if errors.Is(err, errGitHostNotAllowed) {
+		// The operator never connects there, so it never wrote there either.
+		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionFor(s.app),
+			fmt.Sprintf("Folder %s is not removed: %v", loc.path, err))
+		return gitops.Result{}, nil
+	}
 	if err != nil {
 		return gitops.Result{}, err
 	}
@@ -151,6 +157,9 @@ func commitMessage(app *kubeoperav1alpha1.KubeOperaApp, verb string) string {
 
 // gitRepo returns the repository of loc with the credentials of spec.git.secretRef.
 func (r *Reconciler) gitRepo(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp, loc location) (gitops.Repo, error) {
+	if err := r.checkGitHost(loc.url); err != nil {
+		return gitops.Repo{}, err
+	}
 	data, err := r.gitSecretData(ctx, app)
 	if err != nil {
 		return gitops.Repo{}, err
@@ -193,6 +202,8 @@ func gitError(cond string, err error) error {
 		return retry(cond, kubeoperav1alpha1.ReasonPathConflict, err)
 	case errors.Is(err, gitops.ErrInvalidPath), errors.Is(err, gitops.ErrInvalidChange):
 		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, err)
+	case errors.Is(err, errGitHostNotAllowed):
+		return stop(cond, kubeoperav1alpha1.ReasonGitHostNotAllowed, err)
 	case apierrors.IsNotFound(err) || isAPIError(err):
 		return err
 	default:

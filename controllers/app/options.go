@@ -79,6 +79,13 @@ type Options struct {
 	// manager's scheme.
 	NewVClusterClient tenant.NewClientFunc
 
+	// AllowedGitHosts restricts the hosts of spec.git.url ("host", "host:port", "*.domain");
+	// empty allows any (see allowlist.go).
+	AllowedGitHosts []string
+	// AllowedVClusterServers restricts the API servers of Tenants' kubeconfigs, after the
+	// localhost replacement, in the same format; empty allows any.
+	AllowedVClusterServers []string
+
 	// GitOptions are passed to the Git writer after the reconciler's own (author).
 	GitOptions []gitops.Option
 }

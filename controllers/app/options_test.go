@@ -45,3 +45,28 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.VClusterTimeout).To(Equal(15 * time.Second))
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(16))
 }
+
+func TestHostAllowed(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		allowed []string
+		url     string
+		want    bool
+	}{
+		{nil, "https://anything.example.org/x.git", true},
+		{[]string{"git.example.com"}, "https://git.example.com/x.git", true},
+		{[]string{"git.example.com"}, "ssh://git@GIT.example.com:2222/x.git", true},
+		{[]string{"git.example.com"}, "https://git.example.com.evil.io/x.git", false},
+		{[]string{"git.example.com"}, "http://169.254.169.254/latest", false},
+		{[]string{"git.example.com:443"}, "https://git.example.com:8443/x.git", false},
+		{[]string{"git.example.com:443"}, "https://git.example.com:443/x.git", true},
+		{[]string{"*.svc"}, "https://t1.cs-1.svc:443", true},
+		{[]string{"*.svc"}, "https://svc", false},
+		{[]string{"*.svc"}, "https://10.0.0.1:6443", false},
+		{[]string{"a.example.com", "*.svc"}, "https://t1.ns.svc", true},
+		{[]string{"a.example.com"}, "::not a url", false},
+	} {
+		ok, _ := hostAllowed(tc.allowed, tc.url)
+		g.Expect(ok).To(Equal(tc.want), "%v %s", tc.allowed, tc.url)
+	}
+}

@@ -356,3 +356,27 @@ func (tr *testReconciler) countEvents(prefix string) int {
 	}
 	return n
 }
+
+func TestAllowListsRefuseOtherHosts(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}}
+
+	// The exported localhost server becomes https://t1.ns.svc:443, outside the list: the
+	// vCluster is never contacted (no client is built).
+	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr.Options.AllowedVClusterServers = []string{"*.vcluster.internal"}
+	err, a := tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonVClusterServerNotAllowed))
+	g.Expect(tr.configs).To(BeEmpty())
+
+	// The Git host: refused before any connection (the vCluster answers, the Git host is
+	// not in the list).
+	vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
+	tr = newTestReconciler(t, vc, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr.Options.AllowedGitHosts = []string{"git.internal.example.com"}
+	err, a = tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
+	g.Expect(err.Error()).To(ContainSubstring(`"git.example.com" is not in --app-allowed-git-hosts`))
+}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,6 +95,11 @@ var (
 // setUp starts the environment; started is false when it could not, and code says whether that
 // is a failure (1) or a skip (0: the envtest tests skip, see suiteSkipped).
 func setUp() (code int, started bool) {
+	if testing.Short() {
+		// -short runs the unit tests of the package only.
+		suiteSkipped = errors.New("-short: the envtest suite does not run")
+		return 0, false
+	}
 	fail := func(err error) (int, bool) {
 		for i := len(suiteCleanup) - 1; i >= 0; i-- {
 			suiteCleanup[i]()

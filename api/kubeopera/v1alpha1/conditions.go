@@ -62,4 +62,10 @@ const (
 	// ReasonKustomizationStuck: the deleted Kustomization is still there after the timeout;
 	// deletion keeps waiting (see AnnotationAbandonKustomization).
 	ReasonKustomizationStuck = "KustomizationStuck"
+	// ReasonGitHostNotAllowed: spec.git.url names a host outside the operator's Git host
+	// allow-list (--app-allowed-git-hosts). Nothing is fetched or pushed.
+	ReasonGitHostNotAllowed = "GitHostNotAllowed"
+	// ReasonVClusterServerNotAllowed: the Tenant's kubeconfig names an API server outside the
+	// operator's allow-list (--app-allowed-vcluster-servers). It is never contacted.
+	ReasonVClusterServerNotAllowed = "VClusterServerNotAllowed"
 )
