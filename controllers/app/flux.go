@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -141,11 +142,17 @@ func fluxError(what string, err error) error {
 
 // observeSync reads the Kustomization's status back: Synced is True when Flux applied the
 // pushed commit (or the current head, which holds the same files) and the Kustomization is
-// Ready. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
-func (r *Reconciler) observeSync(_ context.Context, s *scope) (ctrl.Result, error) {
+// Ready (with wait: true, the applied objects are healthy). The Deployment's available replicas
+// are reported in status. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
+func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	const cond = kubeoperav1alpha1.ConditionSynced
 	ks := s.kustomization
 	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
+	available, err := availableReplicas(ctx, s)
+	if err != nil {
+		return r.failed(ctx, s, vclusterError(cond, "read the Deployment", err))
+	}
+	s.app.Status.AvailableReplicas = available
 	s.app.Status.URL = render.URL(s.app)
 
 	branch := render.Branch(s.app)
@@ -171,6 +178,20 @@ func (r *Reconciler) observeSync(_ context.Context, s *scope) (ctrl.Result, erro
 			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
 	}
 	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}, nil
+}
+
+// availableReplicas reads the available replicas of the app's Deployment in the vCluster (0
+// while Flux has not applied it).
+func availableReplicas(ctx context.Context, s *scope) (int32, error) {
+	d := &appsv1.Deployment{}
+	err := s.vc.Get(ctx, client.ObjectKey{Namespace: render.TargetNamespace(s.app), Name: s.app.Name}, d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return d.Status.AvailableReplicas, nil
 }
 
 // appliedCommit extracts the commit SHA from a Flux revision "<branch>@sha1:<sha>" (or

@@ -285,7 +285,8 @@ func TestObserveSync(t *testing.T) {
 			tr := newTestReconciler(t, nil)
 			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Status.Commit = commit })
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
-			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks})
+			vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
+			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks, vc: vc})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.RequeueAfter).To(Equal(tc.wantAfter))
 			c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)

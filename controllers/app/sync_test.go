@@ -7,12 +7,16 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
 // setKustomizationStatus writes the status Flux would write.
@@ -114,4 +118,31 @@ func mergeCounts(maps ...map[string]int) map[string]int {
 		}
 	}
 	return out
+}
+
+func TestAvailableReplicasAreReadFromTheVCluster(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("counted", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Replicas = ptr.To[int32](2) }))
+	a := f.waitReady("counted")
+	f.g.Expect(a.Status.AvailableReplicas).To(BeZero(), "nothing applied yet")
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", f.ns+"-counted")).To(BeTrue())
+	f.g.Expect(ks.Spec.Wait).To(BeTrue(), "Flux must wait for the applied objects' health")
+
+	// What Flux applies (the committed Deployment), then what the deployment controller writes
+	// once both pods are available: envtest runs no deployment controller, so the test writes
+	// exactly that status.
+	deploy := render.Deployment(a)
+	f.g.Expect(vcluster.Client.Create(f.ctx, deploy)).To(Succeed())
+	deploy.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: deploy.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	f.g.Expect(vcluster.Client.Status().Update(f.ctx, deploy)).To(Succeed())
+	f.poke("counted")
+	f.g.Eventually(func() int32 { return f.get("counted").Status.AvailableReplicas }).Should(Equal(int32(2)))
 }

@@ -37,8 +37,10 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 
 // Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,
 // applied into the app namespace with prune on (deleting the Kustomization deletes what it
-// applied). wait is off: the operator reads readiness back itself and does not want Flux to
-// hold a revision until every rollout finishes.
+// applied) and wait on: Flux reports Ready only once every applied object is healthy (the
+// Deployment's replicas available), within the Kustomization's timeout (default: its
+// interval). The operator's Synced condition follows that Ready, so Synced means running, not
+// merely applied.
 func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomization, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
@@ -51,7 +53,7 @@ func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomizat
 			Interval: metav1.Duration{Duration: interval},
 			Path:     "./" + Path(app),
 			Prune:    true,
-			Wait:     false,
+			Wait:     true,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{
 				APIVersion: sourcev1.GroupVersion.String(),
 				Kind:       sourcev1.GitRepositoryKind,

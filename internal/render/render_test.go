@@ -250,7 +250,7 @@ func TestFluxObjects(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ks.Namespace).To(Equal("flux"))
 	g.Expect(ks.Spec.Prune).To(BeTrue())
-	g.Expect(ks.Spec.Wait).To(BeFalse())
+	g.Expect(ks.Spec.Wait).To(BeTrue(), "Synced means healthy: Flux waits for the applied objects")
 	g.Expect(ks.Spec.Path).To(Equal("./apps/cs-1/web"))
 	g.Expect(ks.Spec.TargetNamespace).To(Equal("shop"))
 	g.Expect(ks.Spec.SourceRef.Kind).To(Equal("GitRepository"))

@@ -25,7 +25,8 @@ const (
 	ConditionManifestsCommitted = "ManifestsCommitted"
 	// ConditionFluxConfigured: the GitRepository and Kustomization exist in the vCluster.
 	ConditionFluxConfigured = "FluxConfigured"
-	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready.
+	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready, which
+	// (wait: true) means every applied object is healthy.
 	ConditionSynced = "Synced"
 )
 

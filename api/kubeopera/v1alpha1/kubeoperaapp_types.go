@@ -239,7 +239,8 @@ type KubeOperaAppStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (the operator's part is done), TenantResolved, ManifestsCommitted,
-	// FluxConfigured and Synced (Flux applied the pushed commit).
+	// FluxConfigured and Synced (Flux applied the pushed commit and the applied objects are
+	// healthy).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -280,6 +281,10 @@ type KubeOperaAppStatus struct {
 	// +optional
 	AppliedRevision string `json:"appliedRevision,omitempty"`
 
+	// AvailableReplicas of the app's Deployment in the vCluster, as last read back.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
 	// URL of the app when an Ingress exists.
 	// +optional
 	URL string `json:"url,omitempty"`
@@ -295,6 +300,7 @@ type KubeOperaAppStatus struct {
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.shortCommit`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
