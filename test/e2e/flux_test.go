@@ -171,6 +171,9 @@ func TestFluxEndToEnd(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "broken"}, &appsv1.Deployment{})).To(Succeed(), "the broken app was applied")
 	g.Expect(host.Client.Delete(ctx, broken)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(host.Client.Get(ctx, client.ObjectKeyFromObject(broken), &kubeoperav1alpha1.KubeOperaApp{}))
+	}).Should(BeTrue(), "the broken app is stuck in deletion")
 
 	// A spec change reaches the tenant.
 	changed := time.Now()
