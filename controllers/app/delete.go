@@ -61,6 +61,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Patch(ctx, s.app, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))
 	}
+	r.forgetUnusedTenantClient(ctx, s)
 	for _, k := range r.repoUsers.leaveAll(s.key) {
 		if err := r.releaseRepo(k); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of a repository no app uses")
@@ -240,4 +241,25 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 // annotated reports whether the app carries the annotation with value "true".
 func annotated(app *kubeoperav1alpha1.KubeOperaApp, key string) bool {
 	return app.Annotations[key] == "true"
+}
+
+// forgetUnusedTenantClient drops the cached vCluster client of the app's Tenant when no other
+// app is placed in it (the cache would otherwise keep a client per Tenant ever used).
+func (r *Reconciler) forgetUnusedTenantClient(ctx context.Context, s *scope) {
+	ref := s.app.Status.Tenant
+	if ref == nil {
+		return
+	}
+	apps := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), client.MatchingFields{indexTenant: ref.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant")
+		return
+	}
+	for i := range apps.Items {
+		// Apps being deleted do not count: one that still needs the client builds it again.
+		if apps.Items[i].UID != s.app.UID && apps.Items[i].DeletionTimestamp.IsZero() {
+			return
+		}
+	}
+	r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 }

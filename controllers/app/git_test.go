@@ -431,4 +431,6 @@ func TestFiftyRepositoriesLeaveNoCloneOrQueueBehind(t *testing.T) {
 	}
 	f.g.Eventually(reconciler.GitRepositories).Should(BeZero())
 	f.g.Eventually(clones).Should(BeEmpty())
+	// The Tenant's vCluster client went with the last app placed in it.
+	f.g.Eventually(reconciler.VClusterClients).Should(BeZero())
 }

@@ -126,7 +126,7 @@ func (tr *testReconciler) reconcile(t *testing.T) (ctrl.Result, *kubeoperav1alph
 }
 
 // reconcileErr runs a pass that must fail, and returns its error.
-func (tr *testReconciler) reconcileErr(t *testing.T) (error, *kubeoperav1alpha1.KubeOperaApp) {
+func (tr *testReconciler) reconcileErr(t *testing.T) (*kubeoperav1alpha1.KubeOperaApp, error) {
 	t.Helper()
 	res, err := tr.Reconcile(context.Background(), ctrl.Request{NamespacedName: appKey})
 	if err == nil {
@@ -135,7 +135,7 @@ func (tr *testReconciler) reconcileErr(t *testing.T) (error, *kubeoperav1alpha1.
 	if res != (ctrl.Result{}) {
 		t.Fatalf("a failed pass returns no Result, got %+v", res)
 	}
-	return err, tr.get(t)
+	return tr.get(t), err
 }
 
 func (tr *testReconciler) get(t *testing.T) *kubeoperav1alpha1.KubeOperaApp {
@@ -160,7 +160,7 @@ func TestTenantNotReadyIsAnErrorForTheRateLimiter(t *testing.T) {
 	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
 	tr := newTestReconciler(t, nil, testApp(), notReady)
 	for range 3 {
-		err, a := tr.reconcileErr(t)
+		a, err := tr.reconcileErr(t)
 		g.Expect(err).To(MatchError(tenant.ErrNotReady))
 		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "retried, with the rate limiter's delays")
 		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantNotReady))
@@ -172,7 +172,7 @@ func TestTenantNotReadyIsAnErrorForTheRateLimiter(t *testing.T) {
 func TestNoRequeueOnCloudSpaceMismatch(t *testing.T) {
 	g := NewWithT(t)
 	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "someone-else"))
-	err, a := tr.reconcileErr(t)
+	a, err := tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "never retried: %v", err)
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch))
 	g.Expect(a.Status.Tenant).To(BeNil())
@@ -198,7 +198,7 @@ func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
 	}).Build()
 	tr := newTestReconciler(t, unreachableVC, testApp(), readyTenant("t1", "cs-1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
-	err, a := tr.reconcileErr(t)
+	a, err := tr.reconcileErr(t)
 	g.Expect(tr.configs).To(HaveLen(1))
 	g.Expect(tr.configs[0].Host).To(Equal("https://t1.ns.svc:443"))
 	g.Expect(tr.configs[0].Timeout).To(Equal(DefaultVClusterTimeout))
@@ -224,7 +224,7 @@ func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 	tr := newTestReconciler(t, unreachableVC, deleting, readyTenant("t1", "cs-1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
 	for range 3 {
-		err, a := tr.reconcileErr(t)
+		a, err := tr.reconcileErr(t)
 		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse())
 		g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
 		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonDeleteFailed))
@@ -366,7 +366,7 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	// vCluster is never contacted (no client is built).
 	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
 	tr.Options.AllowedVClusterServers = []string{"*.vcluster.internal"}
-	err, a := tr.reconcileErr(t)
+	a, err := tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonVClusterServerNotAllowed))
 	g.Expect(tr.configs).To(BeEmpty())
@@ -376,7 +376,7 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
 	tr = newTestReconciler(t, vc, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
 	tr.Options.AllowedGitHosts = []string{"git.internal.example.com"}
-	err, a = tr.reconcileErr(t)
+	a, err = tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
 	g.Expect(err.Error()).To(ContainSubstring(`"git.example.com" is not in --app-allowed-git-hosts`))

@@ -78,3 +78,6 @@ func (r *Reconciler) releaseRepo(k branchKey) error {
 
 // GitRepositories is the number of repository branches the Git writer keeps a queue for.
 func (r *Reconciler) GitRepositories() int { return r.writer.Repositories() }
+
+// VClusterClients is the number of Tenants with a cached vCluster client.
+func (r *Reconciler) VClusterClients() int { return r.clients.Len() }
