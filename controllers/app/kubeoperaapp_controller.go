@@ -137,5 +137,3 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
 	return r.observeSync(ctx, s)
 }
-
-
