@@ -123,7 +123,7 @@ func (f *Flux) Exited() error {
 	for _, p := range f.procs {
 		select {
 		case <-p.done:
-			errs = append(errs, fmt.Errorf("%s exited: %v (see %s.log)", p.name(), p.err, p.name()))
+			errs = append(errs, fmt.Errorf("%s exited (see %s.log): %w", p.name(), p.name(), p.err))
 		default:
 		}
 	}

@@ -18,7 +18,7 @@ func TestExitedSeesAnExitedController(t *testing.T) {
 	logFile, err := os.Create(filepath.Join(f.LogDir, "false.log"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.run(exec.CommandContext(t.Context(), "false"), logFile)).To(Succeed())
-	g.Eventually(f.Exited, 10*time.Second, 10*time.Millisecond).Should(MatchError(ContainSubstring("false exited: exit status 1")))
+	g.Eventually(f.Exited, 10*time.Second, 10*time.Millisecond).Should(MatchError(ContainSubstring("false exited (see false.log): exit status 1")))
 	f.Stop()
 
 	running := &Flux{LogDir: t.TempDir()}
