@@ -197,6 +197,8 @@ func gitError(cond string, err error) error {
 		return retry(cond, kubeoperav1alpha1.ReasonGitAuthFailed, err)
 	case errors.Is(err, gitops.ErrPushConflict):
 		return retry(cond, kubeoperav1alpha1.ReasonPushConflict, err)
+	case errors.Is(err, gitops.ErrRepositoryTooLarge):
+		return retry(cond, kubeoperav1alpha1.ReasonRepositoryTooLarge, err)
 	case errors.Is(err, gitops.ErrPathConflict):
 		// Retried with the backoff: the other app may go away.
 		return retry(cond, kubeoperav1alpha1.ReasonPathConflict, err)

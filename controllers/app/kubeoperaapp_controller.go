@@ -58,7 +58,11 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 			return client.New(cfg, client.Options{Scheme: scheme})
 		}
 	}
-	gitOpts := append([]gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}, opts.GitOptions...)
+	gitOpts := []gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}
+	if opts.MaxGitRepositorySize > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxRepositorySize(opts.MaxGitRepositorySize))
+	}
+	gitOpts = append(gitOpts, opts.GitOptions...)
 	return &Reconciler{
 		Client:    mgr.GetClient(),
 		Options:   opts,

@@ -42,6 +42,10 @@ const (
 	// own defaults (5 and 10) would make a burst of apps wait on the client, not on the vCluster.
 	DefaultVClusterQPS   = 50
 	DefaultVClusterBurst = 100
+	// DefaultMaxGitRepositorySize bounds the local (shallow) clone of one repository branch:
+	// an apps repository holds small YAML files, so 256 MiB is far beyond a real one and still
+	// keeps a huge repository named by mistake (or on purpose) from filling the operator's disk.
+	DefaultMaxGitRepositorySize = 256 << 20
 	// DefaultMaxConcurrentReconciles lets apps of one repository be reconciled together, so
 	// the Git writer can group their changes into one commit and one push.
 	DefaultMaxConcurrentReconciles = 16
@@ -86,6 +90,10 @@ type Options struct {
 	// localhost replacement, in the same format; empty allows any.
 	AllowedVClusterServers []string
 
+	// MaxGitRepositorySize bounds the local clone of one repository branch in bytes
+	// (RepositoryTooLarge beyond it); negative means no limit.
+	MaxGitRepositorySize int64
+
 	// GitOptions are passed to the Git writer after the reconciler's own (author).
 	GitOptions []gitops.Option
 }
@@ -109,6 +117,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.VClusterBurst <= 0 {
 		o.VClusterBurst = DefaultVClusterBurst
+	}
+	if o.MaxGitRepositorySize == 0 {
+		o.MaxGitRepositorySize = DefaultMaxGitRepositorySize
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

@@ -44,6 +44,7 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.TenantAPIRetry).To(Equal(5 * time.Minute))
 	g.Expect(o.VClusterTimeout).To(Equal(15 * time.Second))
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(16))
+	g.Expect(o.MaxGitRepositorySize).To(Equal(int64(256 << 20)))
 }
 
 func TestHostAllowed(t *testing.T) {

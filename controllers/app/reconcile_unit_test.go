@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -326,6 +327,11 @@ func TestErrorClassification(t *testing.T) {
 	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidPath), &se)).To(BeTrue())
 	g.Expect(se.next).To(Equal(waitForChange))
+	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrRepositoryTooLarge)), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonRepositoryTooLarge))
+	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrPathConflict)), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict))
+	g.Expect(se.next).To(Equal(retryWithBackoff))
 	g.Expect(errors.As(gitError("c", errors.New("network")), &se)).To(BeTrue())
 	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
 	g.Expect(se.next).To(Equal(retryWithBackoff))

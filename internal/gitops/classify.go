@@ -87,6 +87,7 @@ func isRemoteError(err error) bool {
 	case errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, ErrAuthFailed),
+		errors.Is(err, ErrRepositoryTooLarge),
 		errors.Is(err, transport.ErrRepositoryNotFound),
 		errors.Is(err, transport.ErrEmptyRemoteRepository),
 		isAuthFailure(err):

@@ -58,6 +58,8 @@ type options struct {
 	maxBatch    int
 	timeout     time.Duration
 	beforePush  func()
+	// maxRepoSize bounds the clone's object store in bytes (0: no limit).
+	maxRepoSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
 }
@@ -94,6 +96,15 @@ func WithTimeout(d time.Duration) Option {
 // no use for it.
 func WithBeforePush(f func()) Option {
 	return func(o *options) { o.beforePush = f }
+}
+
+// WithMaxRepositorySize bounds what the clone of one branch may hold on
+// disk, in bytes: a fetch that brings more fails with ErrRepositoryTooLarge
+// and the clone is deleted. Clones are shallow (depth 1), so the bound is
+// on the branch's current tree plus the changes fetched since. 0 means no
+// limit.
+func WithMaxRepositorySize(bytes int64) Option {
+	return func(o *options) { o.maxRepoSize = bytes }
 }
 
 // WithOnQueued registers a hook called after every Apply joined its

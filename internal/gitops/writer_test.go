@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -569,4 +571,65 @@ func TestReleaseFreesQueueAndClone(t *testing.T) {
 	// A released repository is written again from a fresh clone.
 	res := apply(t, w, repos[0], appChange("web", map[string]string{"a.yaml": "y"}))
 	g.Expect(res.Changed).To(BeTrue())
+}
+
+func TestShallowCloneFetchesOnlyTheHeadAndPushes(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	seed := newTestWriter(t)
+	for i := range 5 {
+		apply(t, seed, repo, appChange("seed", map[string]string{"a.yaml": fmt.Sprint(i)}))
+	}
+	before := readRemote(t, repo, nil)
+	iter, err := before.repo.Log(&git.LogOptions{From: before.head.Hash})
+	g.Expect(err).NotTo(HaveOccurred())
+	var history []plumbing.Hash
+	g.Expect(iter.ForEach(func(c *object.Commit) error { history = append(history, c.Hash); return nil })).To(Succeed())
+	g.Expect(history).To(HaveLen(5))
+
+	cache := t.TempDir()
+	w := NewWriter(cache, WithClock(fixedClock{}))
+	res := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "web"}))
+	g.Expect(res.Changed).To(BeTrue())
+
+	// The push from the shallow clone is a normal fast-forward on the full history.
+	after := readRemote(t, repo, nil)
+	g.Expect(after.commitCount(t)).To(Equal(6))
+	g.Expect(after.head.ParentHashes).To(Equal([]plumbing.Hash{before.head.Hash}))
+	g.Expect(after.files(t)).To(HaveKeyWithValue("apps/ns/seed/a.yaml", "4"))
+	// The local clone holds the head it built on, not the history before it.
+	local, err := git.PlainOpen(filepath.Join(cache, cloneDirName(repo.URL, repo.branch())))
+	g.Expect(err).NotTo(HaveOccurred())
+	shallow, err := local.Storer.Shallow()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(shallow).NotTo(BeEmpty())
+	_, err = local.CommitObject(history[len(history)-1])
+	g.Expect(err).To(MatchError(plumbing.ErrObjectNotFound), "the first commit was fetched")
+	// Later writes on top of outside commits keep working.
+	_, err = outsideCommit(repo, false, writeFile("outside.txt", "x"))
+	g.Expect(err).NotTo(HaveOccurred())
+	apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "web 2"}))
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(8))
+}
+
+func TestRepositoryOverTheSizeLimitIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	noise := make([]byte, 64<<10)
+	_, err := rand.Read(noise) // incompressible
+	g.Expect(err).NotTo(HaveOccurred())
+	apply(t, newTestWriter(t), repo, appChange("big", map[string]string{"blob.yaml": hex.EncodeToString(noise)}))
+
+	cache := t.TempDir()
+	w := NewWriter(cache, WithMaxRepositorySize(16<<10))
+	_, err = w.Apply(context.Background(), repo, appChange("web", map[string]string{"a.yaml": "x"}))
+	g.Expect(err).To(MatchError(ErrRepositoryTooLarge))
+	entries, err := os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty(), "the oversized clone is deleted")
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(1), "nothing was pushed")
+
+	// Within the limit it works.
+	roomy := NewWriter(t.TempDir(), WithMaxRepositorySize(1<<20))
+	apply(t, roomy, repo, appChange("web", map[string]string{"a.yaml": "x"}))
 }

@@ -63,6 +63,9 @@ const (
 	// ReasonKustomizationStuck: the deleted Kustomization is still there after the timeout;
 	// deletion keeps waiting (see AnnotationAbandonKustomization).
 	ReasonKustomizationStuck = "KustomizationStuck"
+	// ReasonRepositoryTooLarge: the shallow clone of the app's repository branch is larger
+	// than the operator's limit (--app-max-git-repository-size). Nothing is pushed.
+	ReasonRepositoryTooLarge = "RepositoryTooLarge"
 	// ReasonGitHostNotAllowed: spec.git.url names a host outside the operator's Git host
 	// allow-list (--app-allowed-git-hosts). Nothing is fetched or pushed.
 	ReasonGitHostNotAllowed = "GitHostNotAllowed"
