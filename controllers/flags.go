@@ -3,6 +3,7 @@ package controllers
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 )
@@ -38,6 +39,27 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"How often a synced app is re-verified against Git and its vCluster (0: 10m).")
 	fs.BoolVar(&opts.Apps.AllowInsecureKubeconfig, "app-allow-insecure-kubeconfig", opts.Apps.AllowInsecureKubeconfig,
 		"Accept exported vCluster kubeconfigs with insecure-skip-tls-verify (development only).")
+	fs.Int64Var(&opts.Apps.MaxGitRepositorySize, "app-max-git-repository-size", opts.Apps.MaxGitRepositorySize,
+		"Largest local (shallow) clone of one apps repository branch, in bytes; larger ones are refused with RepositoryTooLarge (0: 256 MiB, negative: no limit).")
+	fs.Var((*hostList)(&opts.Apps.AllowedGitHosts), "app-allowed-git-hosts",
+		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host).`)
+	fs.Var((*hostList)(&opts.Apps.AllowedVClusterServers), "app-allowed-vcluster-servers",
+		`Comma-separated API server hosts a Tenant's kubeconfig may name, same format, e.g. "*.svc" (default: any server).`)
+}
+
+// hostList is a comma-separated flag value.
+type hostList []string
+
+func (l *hostList) String() string { return strings.Join(*l, ",") }
+
+func (l *hostList) Set(v string) error {
+	*l = nil
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			*l = append(*l, h)
+		}
+	}
+	return nil
 }
 
 // ImagesFromEnv fills the default operand images from the RELATED_IMAGE_* variables OLM sets

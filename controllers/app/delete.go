@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
@@ -25,14 +25,19 @@ import (
 //  1. in the vCluster: delete the Kustomization and wait until it is gone (Flux prunes the
 //     Deployment, Service and Ingress it applied), then the GitRepository, the copied Git
 //     credentials and the copied registry Secret (unless another app in the namespace uses it);
-//  2. in Git: remove the app's folder with a commit;
+//  2. in Git: remove the app's folder with a commit, at its recorded placement and at the
+//     spec's (a pass may have died in the middle of a move); a folder owned by another app is
+//     never touched, a repository that is gone counts as done (Warning Event);
 //  3. remove the finalizer.
 //
 // Every piece already missing counts as done, so a retry after a partial cleanup cannot get
 // stuck. When the Tenant is gone (or being deleted) there is nothing left to clean in its
 // vCluster: step 1 is skipped with an Event. When the Git credentials Secret is gone, the
 // folder cannot be removed: step 2 is skipped with a Warning Event (deleting a namespace deletes
-// the Secret together with the app). An unreachable vCluster is retried with the backoff.
+// the Secret together with the app). Any other failure is retried with the backoff, also a
+// Kustomization Flux does not finish deleting (KustomizationStuck after the timeout): the app
+// is kept while its workload may still run. The annotations AnnotationAbandonKustomization and
+// AnnotationSkipGitCleanup are an administrator's explicit way out, each with a Warning Event.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -42,7 +47,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return r.failed(ctx, s, err)
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: r.Options.DeletePollInterval}, nil
+		after := r.Options.DeletePollInterval
+		if c := findCondition(s.app, kubeoperav1alpha1.ConditionReady); c != nil && c.Reason == kubeoperav1alpha1.ReasonKustomizationStuck {
+			after = r.Options.SyncPollInterval
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if err := r.cleanupGit(ctx, s); err != nil {
 		return r.failed(ctx, s, err)
@@ -52,7 +61,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Patch(ctx, s.app, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))
 	}
-	r.backoff.reset(s.key)
+	r.forgetUnusedTenantClient(ctx, s)
+	for _, k := range r.repoUsers.leaveAll(s.key) {
+		if err := r.releaseRepo(k); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of a repository no app uses")
+		}
+	}
 	ctrl.LoggerFrom(ctx).Info("Cleanup finished, finalizer removed")
 	return ctrl.Result{}, nil
 }
@@ -89,6 +103,12 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		return false, err
 	}
 	vc, err := r.vclusterClient(ctx, t)
+	if errors.Is(err, errVClusterServerNotAllowed) {
+		// The operator never connects there, so it put nothing there either.
+		r.event(s.app, corev1.EventTypeWarning, "VClusterNotAllowed", actionDelete,
+			fmt.Sprintf("Not cleaning the vCluster of Tenant %s: %v", ref.Name, err))
+		return true, nil
+	}
 	if err != nil {
 		if errors.Is(err, tenant.ErrKubeconfigInvalid) {
 			return false, deleteFailed("reach the vCluster", err)
@@ -103,13 +123,17 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	}
 	err = vc.Get(ctx, client.ObjectKeyFromObject(ks), ks)
 	switch {
+	case err == nil && annotated(s.app, kubeoperav1alpha1.AnnotationAbandonKustomization):
+		r.event(s.app, corev1.EventTypeWarning, "KustomizationAbandoned", actionDelete,
+			fmt.Sprintf("Not waiting for Kustomization %s/%s any more (annotation %s): what it applied runs until Flux prunes it",
+				fluxNS, name, kubeoperav1alpha1.AnnotationAbandonKustomization))
 	case err == nil && r.stuck(ks):
 		// Flux is not finishing the deletion (not running, or its finalizer cannot complete).
-		// Go on: kustomize-controller prunes from the Kustomization's inventory, which needs
-		// neither the GitRepository nor the files, whenever it runs again.
-		r.event(s.app, corev1.EventTypeWarning, "KustomizationStuck", actionDelete,
-			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; continuing the cleanup, Flux prunes when it runs again",
-				fluxNS, name, r.Options.KustomizationDeleteTimeout))
+		// The workload may still run: keep the app, say so, and poll slowly.
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationStuck,
+			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; the app is kept until Flux finishes (set annotation %s=true to go on without it)",
+				fluxNS, name, r.Options.KustomizationDeleteTimeout, kubeoperav1alpha1.AnnotationAbandonKustomization))
+		return false, nil
 	case err == nil:
 		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting,
 			fmt.Sprintf("Waiting for Kustomization %s/%s to be deleted (Flux prunes what it applied)", fluxNS, name))
@@ -136,15 +160,34 @@ func (r *Reconciler) stuck(ks *kustomizev1.Kustomization) bool {
 	return ks.DeletionTimestamp != nil && time.Since(ks.DeletionTimestamp.Time) > r.Options.KustomizationDeleteTimeout
 }
 
-// deleteRegistrySecret deletes the copied pull Secret unless another live app of the same
+// deleteRegistrySecret deletes the copies of pull Secrets the app made (spec.registry and
+// status.registrySecret).
+func (r *Reconciler) deleteRegistrySecret(ctx context.Context, s *scope, vc client.Client) error {
+	for _, name := range registrySecretNames(s.app) {
+		if err := r.deleteRegistryCopy(ctx, s, vc, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registrySecretNames are the pull Secrets the app references or copied.
+func registrySecretNames(app *kubeoperav1alpha1.KubeOperaApp) []string {
+	var names []string
+	if app.Spec.Registry != nil && app.Spec.Registry.SecretRef.Name != "" {
+		names = append(names, app.Spec.Registry.SecretRef.Name)
+	}
+	if n := app.Status.RegistrySecret; n != "" && (len(names) == 0 || names[0] != n) {
+		names = append(names, n)
+	}
+	return names
+}
+
+// deleteRegistryCopy deletes the copied pull Secret name unless another live app of the same
 // vCluster namespace uses it. The app namespace itself is left in place: it may hold objects the
 // tenant created there (Secrets for env valueFrom, volumes), and it is empty of everything the
 // operator and Flux put there.
-func (r *Reconciler) deleteRegistrySecret(ctx context.Context, s *scope, vc client.Client) error {
-	if s.app.Spec.Registry == nil || s.app.Spec.Registry.SecretRef.Name == "" {
-		return nil
-	}
-	name := s.app.Spec.Registry.SecretRef.Name
+func (r *Reconciler) deleteRegistryCopy(ctx context.Context, s *scope, vc client.Client, name string) error {
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
 	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace)); err != nil {
 		return fmt.Errorf("list apps: %w", err)
@@ -152,11 +195,12 @@ func (r *Reconciler) deleteRegistrySecret(ctx context.Context, s *scope, vc clie
 	for i := range apps.Items {
 		other := &apps.Items[i]
 		if other.UID == s.app.UID || !other.DeletionTimestamp.IsZero() || other.Status.Tenant == nil ||
-			other.Status.Tenant.Name != s.app.Status.Tenant.Name || render.TargetNamespace(other) != render.TargetNamespace(s.app) ||
-			other.Spec.Registry == nil || other.Spec.Registry.SecretRef.Name != name {
+			other.Status.Tenant.Name != s.app.Status.Tenant.Name || render.TargetNamespace(other) != render.TargetNamespace(s.app) {
 			continue
 		}
-		return nil // still used
+		if slices.Contains(registrySecretNames(other), name) {
+			return nil // still used
+		}
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: render.TargetNamespace(s.app), Name: name}}
 	if err := deleteIfManaged(ctx, vc, secret); err != nil {
@@ -165,33 +209,57 @@ func (r *Reconciler) deleteRegistrySecret(ctx context.Context, s *scope, vc clie
 	return nil
 }
 
-// cleanupGit removes the app's folder from the repository with a commit.
+// cleanupGit removes the app's folder from the repository with a commit: at the recorded
+// placement and, when it differs, at the spec's.
 func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
-	path := s.app.Status.Path
-	if path == "" || s.app.Status.Commit == "" {
-		return nil // nothing was ever committed
+	if s.app.Status.Tenant == nil && s.app.Status.Path == "" {
+		return nil // never placed: the placement is recorded before anything is written
 	}
-	repo, err := r.gitRepo(ctx, s.app)
-	if errors.Is(err, errGitSecretNotFound) {
+	if annotated(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup) {
 		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
-			fmt.Sprintf("Cannot remove folder %s from Git: %v", path, err))
+			fmt.Sprintf("Folder %s is left in Git (annotation %s)", s.app.Status.Path, kubeoperav1alpha1.AnnotationSkipGitCleanup))
 		return nil
 	}
-	if err != nil {
-		return deleteFailed("remove the folder from Git", err)
+	locs := []location{specLocation(s.app)}
+	if st := statusLocation(s.app); st.path != "" && st != locs[0] {
+		locs = append([]location{st}, locs...)
 	}
-	res, err := r.writer.Apply(ctx, repo, gitops.Change{
-		AppKey:  s.key.String(),
-		Path:    path,
-		Delete:  true,
-		Message: commitMessage(s.app, "delete"),
-	})
-	if err != nil {
-		return deleteFailed("remove folder "+path+" from Git", err)
-	}
-	if res.Changed {
-		r.event(s.app, corev1.EventTypeNormal, "FolderRemoved", actionDelete,
-			fmt.Sprintf("Removed folder %s from branch %s in commit %s", path, repo.Branch, shortCommit(res.Commit)))
+	for _, loc := range locs {
+		_, err := r.removeFolder(ctx, s, loc, "delete")
+		if errors.Is(err, errGitSecretNotFound) {
+			r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
+				fmt.Sprintf("Cannot remove folder %s from Git: %v", loc.path, err))
+			return nil
+		}
+		if err != nil {
+			return deleteFailed("remove folder "+loc.path+" from Git", err)
+		}
 	}
 	return nil
+}
+
+// annotated reports whether the app carries the annotation with value "true".
+func annotated(app *kubeoperav1alpha1.KubeOperaApp, key string) bool {
+	return app.Annotations[key] == "true"
+}
+
+// forgetUnusedTenantClient drops the cached vCluster client of the app's Tenant when no other
+// app is placed in it (the cache would otherwise keep a client per Tenant ever used).
+func (r *Reconciler) forgetUnusedTenantClient(ctx context.Context, s *scope) {
+	ref := s.app.Status.Tenant
+	if ref == nil {
+		return
+	}
+	apps := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), client.MatchingFields{indexTenant: ref.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant")
+		return
+	}
+	for i := range apps.Items {
+		// Apps being deleted do not count: one that still needs the client builds it again.
+		if apps.Items[i].UID != s.app.UID && apps.Items[i].DeletionTimestamp.IsZero() {
+			return
+		}
+	}
+	r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 }

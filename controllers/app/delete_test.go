@@ -10,6 +10,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +27,7 @@ func deployedApp(f *fixture, name string) string {
 		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
 	}))
 	f.waitReady(name)
-	f.g.Expect(f.files("apps/" + name + "/" + name)).NotTo(BeEmpty())
+	f.g.Expect(f.files(f.path(name))).NotTo(BeEmpty())
 	return f.ns + "-" + name
 }
 
@@ -37,7 +38,7 @@ func assertCleanedUp(f *fixture, name, fluxName string) {
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse(), "GitRepository left")
 	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", fluxName+"-git")).To(BeFalse(), "Git credentials left")
 	f.g.Expect(f.vc(&corev1.Secret{}, name, "pull")).To(BeFalse(), "registry Secret left")
-	f.g.Expect(f.files("apps/"+name+"/"+name)).To(BeEmpty(), "folder left in Git")
+	f.g.Expect(f.files(f.path(name))).To(BeEmpty(), "folder left in Git")
 	last := f.commits()[0]
 	f.g.Expect(last.Message).To(HavePrefix("kubeopera: delete " + f.ns + "/" + name + " generation"))
 }
@@ -51,7 +52,7 @@ func TestDeleteWithReachableVCluster(t *testing.T) {
 	f.waitEvent("doomed", corev1.EventTypeNormal, "FolderRemoved")
 }
 
-func TestDeleteWaitsForTheKustomizationThenGivesUpWaiting(t *testing.T) {
+func TestDeleteKeepsTheAppWhileTheKustomizationIsStuckUntilAbandoned(t *testing.T) {
 	f := newFixture(t)
 	fluxName := deployedApp(f, "held")
 	// Flux's finalizer stands in: the Kustomization stays until "Flux" prunes.
@@ -69,12 +70,90 @@ func TestDeleteWaitsForTheKustomizationThenGivesUpWaiting(t *testing.T) {
 	f.waitCondition("held", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting)
 	// While the Kustomization exists, the GitRepository (its source) and the files stay.
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeTrue())
-	f.g.Expect(f.files("apps/held/held")).NotTo(BeEmpty())
-	// After KustomizationDeleteTimeout (3s in the suite) the cleanup goes on without it.
+	f.g.Expect(f.files(f.path("held"))).NotTo(BeEmpty())
+	// After KustomizationDeleteTimeout (3s in the suite) the app says so, and is kept: its
+	// workload may still run.
+	a := f.waitCondition("held", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationStuck)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring(kubeoperav1alpha1.AnnotationAbandonKustomization))
+	f.waitEvent("held", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonKustomizationStuck)
+	f.g.Consistently(func() []string { return f.get("held").Finalizers }, 2*time.Second, 200*time.Millisecond).
+		Should(ContainElement(kubeoperav1alpha1.Finalizer))
+	f.g.Expect(f.files(f.path("held"))).NotTo(BeEmpty())
+
+	// The administrator's explicit escape: the cleanup goes on without the Kustomization.
+	f.update("held", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationAbandonKustomization: "true"}
+	})
 	f.waitGone("held")
-	f.waitEvent("held", corev1.EventTypeWarning, "KustomizationStuck")
+	f.waitEvent("held", corev1.EventTypeWarning, "KustomizationAbandoned")
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse())
-	f.g.Expect(f.files("apps/held/held")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("held"))).To(BeEmpty())
+}
+
+func TestDeleteAfterAPassDiedBeforeItsStatusPatch(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	fluxName := f.ns + "-crashy"
+	// The API server refuses every status patch of the app once its Flux objects exist: the
+	// state a crash between the Flux apply and the deferred status patch leaves behind.
+	refuse := func(obj client.Object) error {
+		if obj.GetNamespace() != f.ns || obj.GetName() != "crashy" {
+			return nil
+		}
+		if f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName) {
+			return apierrors.NewServiceUnavailable("test: the status patch after the side effects never arrives")
+		}
+		return nil
+	}
+	statusPatchHook.Store(&refuse)
+	f.create(f.newApp("crashy", "t1"))
+	f.g.Eventually(func() bool {
+		return f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName) && len(f.files(f.path("crashy"))) > 0
+	}).Should(BeTrue())
+	a := f.get("crashy")
+	f.g.Expect(a.Status.Commit).To(BeEmpty(), "the pass's own status never arrived")
+	f.g.Expect(findCondition(a, kubeoperav1alpha1.ConditionReady)).To(BeNil())
+
+	f.deleteApp("crashy")
+	f.waitGone("crashy")
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeFalse(), "Kustomization left running")
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", fluxName)).To(BeFalse())
+	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", fluxName+"-git")).To(BeFalse())
+	f.g.Expect(f.allFiles(f.path("crashy"))).To(BeEmpty(), "folder left in Git")
+}
+
+func TestDeleteWithRepositoryGone(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "orphan")
+	f.g.Expect(gitServer.RemoveRepository(f.repo)).To(Succeed())
+	f.deleteApp("orphan")
+	f.waitGone("orphan")
+	f.waitEvent("orphan", corev1.EventTypeWarning, "GitRepositoryGone")
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeFalse())
+	f.g.Expect(f.vc(&corev1.Secret{}, "orphan", "pull")).To(BeFalse())
+}
+
+func TestDeleteRetriesGitFailuresUntilTheGitStepIsSkipped(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "stubborn")
+	creds := &corev1.Secret{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: gitSecret}, creds)).To(Succeed())
+	creds.Data["password"] = []byte("revoked-p4ss")
+	f.g.Expect(host.Client.Update(f.ctx, creds)).To(Succeed())
+
+	f.deleteApp("stubborn")
+	a := f.waitCondition("stubborn", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleteFailed)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring("remove folder"))
+	f.g.Consistently(func() []string { return f.get("stubborn").Finalizers }, 2*time.Second, 200*time.Millisecond).
+		Should(ContainElement(kubeoperav1alpha1.Finalizer), "a Git failure other than a missing repository is retried")
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeFalse(), "the vCluster is cleaned first")
+
+	f.update("stubborn", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationSkipGitCleanup: "true"}
+	})
+	f.waitGone("stubborn")
+	f.waitEvent("stubborn", corev1.EventTypeWarning, "GitCleanupSkipped")
+	f.g.Expect(f.files(f.path("stubborn"))).NotTo(BeEmpty(), "the folder stays, as the annotation says")
 }
 
 func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
@@ -97,7 +176,7 @@ func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
 		return f.get("patient").Finalizers
 	}, 2*time.Second, 200*time.Millisecond).Should(ContainElement(kubeoperav1alpha1.Finalizer))
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
-	f.g.Expect(f.files("apps/patient/patient")).NotTo(BeEmpty())
+	f.g.Expect(f.files(f.path("patient"))).NotTo(BeEmpty())
 
 	// Reachable again: the cleanup completes.
 	kubeconfig.Data["config"] = vclusterKubeconfig
@@ -117,7 +196,7 @@ func TestDeleteWithTenantGone(t *testing.T) {
 	f.waitGone("stranded")
 	f.waitEvent("stranded", corev1.EventTypeWarning, "TenantGone")
 	// The Git folder is removed all the same; the vCluster was not touched (it is "gone").
-	f.g.Expect(f.files("apps/stranded/stranded")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("stranded"))).To(BeEmpty())
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue())
 	f.g.Expect(vcluster.Client.Delete(f.ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})).To(Succeed())
 }

@@ -17,13 +17,23 @@
 //     written. Credentials must be inline (exec plugins, auth providers and file references are
 //     refused: KubeconfigInvalid). Clients are cached per Tenant, keyed by the Secret's UID,
 //     resourceVersion and key: a pass reuses the client, a rotated kubeconfig replaces it.
+//     The first placement (Tenant and Git folder: status.tenant, path, repository, branch) is
+//     patched into status before any side effect (recordPlacement), so a pass that dies before
+//     its deferred status patch still leaves what deletion needs.
 //  3. vCluster preparation (vcluster.go): the app namespace is created directly (never through
 //     Git, so Flux can never prune it); the registry pull Secret named by spec.registry, read
-//     from the app's own namespace only, is copied by name, type and contents into it and kept in
-//     sync (RegistrySecretNotFound while it is missing).
+//     from the app's own namespace only, must be a kubernetes.io/dockerconfigjson or dockercfg
+//     Secret (else RegistrySecretInvalid: it is never copied), and is copied by name, type and
+//     contents into it and kept in sync (RegistrySecretNotFound while it is missing). The copy
+//     is recorded in status.registrySecret; a copy no longer referenced is deleted unless
+//     another app of that vCluster namespace references it.
 //  4. Git (git.go): the manifests are rendered deterministically (internal/render) into
 //     <path>/{deployment,service,ingress,kustomization}.yaml, path defaulting to
-//     apps/<targetNamespace>/<name>, and written with the Git writer (internal/gitops): one
+//     apps/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one
+//     repository never collide). Every folder carries the Git writer's ownership marker
+//     (.kubeopera-owner.yaml, the app's namespace/name and UID): a folder that equals, contains
+//     or lies inside another app's is refused with PathConflict and nothing is written. The
+//     files are written with the Git writer (internal/gitops): one
 //     local clone per repository and branch, fetched and reset before every write, changes of
 //     apps reconciled together grouped into one commit and one push, non-fast-forward pushes
 //     fetched, re-applied and retried, unchanged files never committed. The message names the
@@ -31,13 +41,15 @@
 //     HTTPS username+password, token (user "git" unless username is set) or bearerToken, or SSH
 //     identity+known_hosts (host keys always verified); never in the URL (a URL with a password
 //     is refused). Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
-//     untrusted host key), PushConflict, GitFailed. A changed spec.git.path removes the old
-//     folder.
+//     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed. A changed
+//     path, URL or branch writes the new folder, then removes the old one from the old
+//     repository and branch.
 //  5. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the Git
-//     credentials in Flux's format) and a Kustomization (path, prune: true, wait: false,
+//     credentials in Flux's format, only the keys Flux reads for the transport) and a Kustomization (path, prune: true, wait: false,
 //     targetNamespace = the app namespace, interval), both named <namespace>-<name> (cut and
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
-//     API. The GitRepository carries reconcile.fluxcd.io/requestedAt = the app's commit, so Flux
+//     API, only when the fields the operator's field manager owns differ (a Synced app in steady
+//     state writes nothing to either API server and pushes nothing). The GitRepository carries reconcile.fluxcd.io/requestedAt = the app's commit, so Flux
 //     fetches a new commit at once instead of at its next interval.
 //  6. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
 //     when that is <branch>@sha1:<commit> of the app's commit (or of the current head, which
@@ -49,20 +61,25 @@
 // another app in the same repository does not replace it); status.url is set when an Ingress
 // is rendered. Events are recorded when Ready or Synced change status or reason (the failing
 // step's reason and message are on Ready), and for Committed, TenantSelected, FolderRemoved,
-// TenantGone, GitCleanupSkipped and KustomizationStuck. Messages never hold secret values.
+// TenantGone, GitCleanupSkipped, GitRepositoryGone, KustomizationAbandoned and VClusterNotAllowed. Messages never hold secret values.
 //
-// # Requeues (Options; defaults in options.go)
+// # Failures and requeues (Options; defaults in options.go)
 //
-//   - a failure that depends on the vCluster or Git (TenantNotFound, TenantNotReady,
+// A failed step is a stepError (outcome.go) with a condition, a reason and what comes next:
+//
+//   - retry, for a failure that depends on the vCluster or Git (TenantNotFound, TenantNotReady,
 //     KubeconfigInvalid, VClusterUnreachable, VClusterRequestFailed, RegistrySecretNotFound,
-//     Git reasons, FluxConfigFailed, DeleteFailed): 30s, doubling per consecutive failure of the
-//     app, capped at 10m, reset by a success. The count lives in memory: after a restart every
-//     app starts again at 30s;
-//   - Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is
-//     not watched, and the Git folder is re-verified, repairing external edits);
-//   - the Tenant CRD is not installed (TenantAPIUnavailable): every 5m;
-//   - an invalid combination that no retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad
-//     path): no requeue.
+//     Git reasons, PathConflict, FluxConfigFailed, DeleteFailed): the pass returns the error and
+//     the controller's per-item rate limiter retries after 30s, doubling per consecutive failure,
+//     capped at 10m, reset by a success (the seed's delays; controller-runtime's error metrics
+//     count them). The count lives in the workqueue: after a restart every app starts at 30s;
+//   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
+//   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
+//     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed): a
+//     reconcile.TerminalError, never retried; a watch brings the app back.
+//
+// Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is not
+// watched, and the Git folder is re-verified, repairing external edits).
 //
 // Changes arrive as events, not by polling: the app itself (spec changes; an annotation change
 // is a manual retry), the metadata of Secrets (the registry, Git and kubeconfig Secrets the apps
@@ -73,15 +90,20 @@
 // # Deletion (delete.go)
 //
 // Behind the kubeopera.io/app-cleanup finalizer, added on the first pass: delete the
-// Kustomization and wait until it is gone (Flux prunes what it applied; after 5m the cleanup
-// goes on, since kustomize-controller prunes from its inventory whenever it runs again), then
-// the GitRepository and the copied Git credentials, the copied registry Secret unless another
-// app of that vCluster namespace uses it, then remove the app's folder from Git with a commit,
-// then the finalizer. Anything already gone counts as done. An unreachable vCluster is retried
-// with the backoff (DeleteFailed). A Tenant that is gone or being deleted has nothing left to
-// clean: the Git cleanup still runs, the finalizer is removed, a TenantGone Event says so. A
-// missing Git credentials Secret (a namespace being deleted takes it with the app) skips the
-// Git cleanup with a GitCleanupSkipped Event. The app namespace stays in the vCluster: it may
-// hold objects the tenant created there, and it is empty of everything the operator and Flux
-// put in it.
+// Kustomization and wait until it is gone (Flux prunes what it applied), then the GitRepository
+// and the copied Git credentials, the copied registry Secrets unless another app of that vCluster
+// namespace uses them, then remove the app's folder from Git with a commit (at the recorded
+// placement and at the spec's; another app's folder is never touched; "repository not found"
+// is success with a GitRepositoryGone Warning Event), then the finalizer, and the Git writer's
+// clone of every repository no app uses any more. Anything already gone counts as done. Every
+// other failure is retried (DeleteFailed). A Kustomization still deleting after 5m is reported
+// (KustomizationStuck) and waited for, since its workload may still run; the annotations
+// kubeopera.io/abandon-kustomization and kubeopera.io/skip-git-cleanup are an administrator's
+// explicit escape, each with a Warning Event. A Tenant that is gone or being deleted has nothing
+// left to clean: the Git cleanup still runs, a TenantGone Event says so. A missing Git
+// credentials Secret skips the Git cleanup with a GitCleanupSkipped Event. The app namespace
+// stays in the vCluster: it may hold objects the tenant created there, and it is empty of
+// everything the operator and Flux put in it.
+//
+// The design, with the reasons for each choice, is docs/app-controller.md.
 package app

@@ -1,18 +1,24 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
@@ -63,10 +69,13 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 }
 
 // apply server-side applies a typed object with the operator's field manager (forced, so a
-// field another manager changed is taken back). The Flux API has no generated apply
-// configurations: the object goes through its JSON form, which holds exactly the fields the
-// renderer set (empty optional fields are omitted, so the operator does not own them). The
-// object is updated with the server's answer, status included.
+// field another manager changed is taken back), unless the live object already holds exactly
+// what this field manager applied last: the fields it owns (managedFields) are compared with
+// the desired object, so an unchanged app sends no write at all, while a field another actor
+// changed or removed, or one the operator stopped setting, is applied again. The Flux API has no
+// generated apply configurations: the object goes through its JSON form, which holds exactly the
+// fields the renderer set (empty optional fields are omitted, so the operator does not own
+// them). The object is updated with the live object (or the server's answer), status included.
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -75,6 +84,20 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	u := &unstructured.Unstructured{Object: raw}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(u), live); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case ownsExactly(live, u):
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, obj); err != nil {
+			return fmt.Errorf("convert the live %T: %w", obj, err)
+		}
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", u.GetKind(), "name", u.GetName())
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(Name), client.ForceOwnership); err != nil {
 		return err
 	}
@@ -82,6 +105,24 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 		return fmt.Errorf("convert the applied %T: %w", obj, err)
 	}
 	return nil
+}
+
+// ownsExactly reports whether the fields the operator's field manager owns in live are the
+// desired object. The Flux objects' fields the renderer sets hold no lists, so the deduced
+// schema (maps as structs, lists atomic) extracts them exactly.
+func ownsExactly(live, desired *unstructured.Unstructured) bool {
+	owned := map[string]any{}
+	if err := managedfields.ExtractInto(live, typed.DeducedParseableType, Name, &owned, ""); err != nil || len(owned) == 0 {
+		return false
+	}
+	// managedFields never list the object's identity.
+	if unstructured.SetNestedField(owned, live.GetName(), "metadata", "name") != nil ||
+		unstructured.SetNestedField(owned, live.GetNamespace(), "metadata", "namespace") != nil {
+		return false
+	}
+	a, errA := json.Marshal(owned)
+	b, errB := json.Marshal(desired.Object)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 // fluxError maps a failed Flux request to its reason.
@@ -101,11 +142,17 @@ func fluxError(what string, err error) error {
 
 // observeSync reads the Kustomization's status back: Synced is True when Flux applied the
 // pushed commit (or the current head, which holds the same files) and the Kustomization is
-// Ready. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
-func (r *Reconciler) observeSync(_ context.Context, s *scope) (ctrl.Result, error) {
+// Ready (with wait: true, the applied objects are healthy). The Deployment's available replicas
+// are reported in status. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
+func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	const cond = kubeoperav1alpha1.ConditionSynced
 	ks := s.kustomization
 	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
+	available, err := availableReplicas(ctx, s)
+	if err != nil {
+		return r.failed(ctx, s, vclusterError(cond, "read the Deployment", err))
+	}
+	s.app.Status.AvailableReplicas = available
 	s.app.Status.URL = render.URL(s.app)
 
 	branch := render.Branch(s.app)
@@ -131,6 +178,20 @@ func (r *Reconciler) observeSync(_ context.Context, s *scope) (ctrl.Result, erro
 			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
 	}
 	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}, nil
+}
+
+// availableReplicas reads the available replicas of the app's Deployment in the vCluster (0
+// while Flux has not applied it).
+func availableReplicas(ctx context.Context, s *scope) (int32, error) {
+	d := &appsv1.Deployment{}
+	err := s.vc.Get(ctx, client.ObjectKey{Namespace: render.TargetNamespace(s.app), Name: s.app.Name}, d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return d.Status.AvailableReplicas, nil
 }
 
 // appliedCommit extracts the commit SHA from a Flux revision "<branch>@sha1:<sha>" (or

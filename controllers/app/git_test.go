@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,11 +47,11 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	// Status: the pushed commit, the folder, the URL.
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 	f.g.Expect(a.Status.ShortCommit).To(Equal(a.Status.Commit[:8]))
-	f.g.Expect(a.Status.Path).To(Equal("apps/shop-ns/shop"))
+	f.g.Expect(a.Status.Path).To(Equal(f.path("shop")))
 	f.g.Expect(a.Status.URL).To(Equal("https://shop.example.com"))
 
 	// Git: the four files, read back from the server; one commit naming app and generation.
-	files := f.files("apps/shop-ns/shop")
+	files := f.files(f.path("shop"))
 	f.g.Expect(mapKeys(files)).To(ConsistOf("deployment.yaml", "service.yaml", "ingress.yaml", "kustomization.yaml"))
 	for name, content := range files {
 		if name == "kustomization.yaml" {
@@ -90,7 +91,7 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	ks := &kustomizev1.Kustomization{}
 	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
 	f.g.Expect(ks.Spec.Prune).To(BeTrue())
-	f.g.Expect(ks.Spec.Path).To(Equal("./apps/shop-ns/shop"))
+	f.g.Expect(ks.Spec.Path).To(Equal("./" + f.path("shop")))
 	f.g.Expect(ks.Spec.TargetNamespace).To(Equal("shop-ns"))
 	f.g.Expect(ks.Spec.SourceRef).To(Equal(kustomizev1.CrossNamespaceSourceReference{
 		APIVersion: sourcev1.GroupVersion.String(), Kind: "GitRepository", Name: name, Namespace: "flux-system",
@@ -149,10 +150,7 @@ func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
 	f.poke("steady")
 	f.g.Consistently(func() int { return len(f.commits()) }, time.Second, 100*time.Millisecond).Should(Equal(1))
 	f.g.Expect(f.get("steady").Status.Commit).To(Equal(first.Status.Commit))
-	// Nor does it write the Flux objects again.
-	unchanged := &kustomizev1.Kustomization{}
-	f.g.Expect(f.vc(unchanged, "flux-system", f.ns+"-steady")).To(BeTrue())
-	f.g.Expect(unchanged.ResourceVersion).To(Equal(ks.ResourceVersion))
+	// (That it writes no Flux object either is counted in TestSyncedAppInSteadyStateWritesNothing.)
 
 	// A real change is one new commit, with the new generation in its message.
 	f.update("steady", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "ghcr.io/example/steady:2.0.0" })
@@ -162,7 +160,7 @@ func TestUnchangedManifestsMakeNoCommit(t *testing.T) {
 	f.g.Expect(commits).To(HaveLen(2))
 	f.g.Expect(commits[0].Hash.String()).To(Equal(changed.Status.Commit))
 	f.g.Expect(commits[0].Message).To(ContainSubstring(fmt.Sprintf("generation %d", changed.Generation)))
-	f.g.Expect(f.files("apps/steady/steady")["deployment.yaml"]).To(ContainSubstring("image: ghcr.io/example/steady:2.0.0"))
+	f.g.Expect(f.files(f.path("steady"))["deployment.yaml"]).To(ContainSubstring("image: ghcr.io/example/steady:2.0.0"))
 }
 
 func TestPathChangeMovesTheFolder(t *testing.T) {
@@ -173,7 +171,7 @@ func TestPathChangeMovesTheFolder(t *testing.T) {
 	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "tenants/mover" })
 	a := f.waitReady("mover")
 	f.g.Expect(a.Status.Path).To(Equal("tenants/mover"))
-	f.g.Expect(f.files("apps/mover/mover")).To(BeEmpty())
+	f.g.Expect(f.files(f.path("mover"))).To(BeEmpty())
 	f.g.Expect(f.files("tenants/mover")).To(HaveKey("deployment.yaml"))
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 }
@@ -182,6 +180,27 @@ func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
 	f := newFixture(t)
 	f.addTenant("t1", time.Now())
 	const n = 30
+	// A deterministic gate instead of timing: the first push waits until every app's change
+	// is queued behind it, so the rest go out together in the next commit.
+	var queued atomic.Int32
+	allQueued := make(chan struct{})
+	countQueued := func() {
+		if queued.Add(1) == n {
+			close(allQueued)
+		}
+	}
+	var pushes atomic.Int32
+	holdFirst := func() {
+		if pushes.Add(1) == 1 {
+			select {
+			case <-allQueued:
+			case <-time.After(timeout):
+				t.Errorf("only %d of %d changes were queued behind the first push", queued.Load(), n)
+			}
+		}
+	}
+	onQueued.Store(&countQueued)
+	beforePush.Store(&holdFirst)
 	for i := range n {
 		f.create(f.newApp(fmt.Sprintf("app-%02d", i), "t1"))
 	}
@@ -190,11 +209,43 @@ func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
 	}
 	for i := range n {
 		name := fmt.Sprintf("app-%02d", i)
-		f.g.Expect(mapKeys(f.files("apps/"+name+"/"+name))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
+		f.g.Expect(mapKeys(f.files(f.path(name)))).To(ConsistOf("deployment.yaml", "service.yaml", "kustomization.yaml"), name)
 	}
 	commits := f.commits()
-	t.Logf("%d apps, %d commits (one push each)", n, len(commits))
-	f.g.Expect(len(commits)).To(BeNumerically("<=", n/3), "changes of concurrently reconciled apps were not grouped")
+	t.Logf("%d apps, %d commits, %d pushes", n, len(commits), pushes.Load())
+	f.g.Expect(len(commits)).To(BeNumerically("<=", 2), "changes of concurrently reconciled apps were not grouped")
+}
+
+func TestURLAndPathChangeRemovesTheOldFolderFromTheOldRepository(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("traveller", "t1"))
+	f.waitReady("traveller")
+	oldRepo, oldPath := f.repo, f.path("traveller")
+	newRepo := f.repo + "-new"
+	// The new repository holds a folder at the old path that is not the app's: it must stay.
+	_, err := gitServer.PushOutsideCommit(newRepo, "main", oldPath+"/keep.yaml", "not the app's\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+
+	f.update("traveller", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = gitServer.URL(newRepo)
+		a.Spec.Git.Path = "moved/traveller"
+	})
+	a := f.waitReady("traveller")
+	f.g.Expect(a.Status.Repository).To(Equal(gitServer.URL(newRepo)))
+	f.g.Expect(a.Status.Path).To(Equal("moved/traveller"))
+	old, err := gitServer.Files(oldRepo, "main", oldPath)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(old).To(BeEmpty(), "the old folder stayed in the old repository")
+	kept, err := gitServer.Files(newRepo, "main", oldPath)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(kept).To(Equal(map[string]string{"keep.yaml": "not the app's\n"}), "the old path was removed from the new repository")
+	moved, err := gitServer.Files(newRepo, "main", "moved/traveller")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(moved).To(HaveKey("deployment.yaml"))
+	repo := &sourcev1.GitRepository{}
+	f.g.Expect(f.vc(repo, "flux-system", f.ns+"-traveller")).To(BeTrue())
+	f.g.Expect(repo.Spec.URL).To(Equal(gitServer.URL(newRepo)))
 }
 
 func TestOutsideCommitDuringPushIsKept(t *testing.T) {
@@ -223,7 +274,7 @@ func TestOutsideCommitDuringPushIsKept(t *testing.T) {
 	f.g.Expect(pushes.Load()).To(BeNumerically(">=", 2), "the rejected push was not retried")
 	f.g.Expect(f.files("infra")).To(HaveKeyWithValue("outside.yaml", "outside: true\n"))
 	f.g.Expect(f.files("")).To(HaveKey("README.md"))
-	f.g.Expect(f.files("apps/racer/racer")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("racer"))).To(HaveKey("deployment.yaml"))
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 	f.g.Expect(f.commits()).To(HaveLen(3))
 }
@@ -294,7 +345,7 @@ func TestSSHCredentials(t *testing.T) {
 	}))
 	a := f.waitReady("over-ssh")
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
-	f.g.Expect(f.files("apps/over-ssh/over-ssh")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("over-ssh"))).To(HaveKey("deployment.yaml"))
 	// Flux gets the key and known_hosts, in its own Secret format.
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-over-ssh-git")).To(BeTrue())
@@ -326,7 +377,7 @@ func TestHTTPSTokenCredentials(t *testing.T) {
 	})
 	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "token" }))
 	f.waitReady("tokened")
-	f.g.Expect(f.files("apps/tokened/tokened")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("tokened"))).To(HaveKey("deployment.yaml"))
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-tokened-git")).To(BeTrue())
 	f.g.Expect(creds.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte(gitServer.Password)}))
@@ -343,4 +394,43 @@ func TestPasswordInGitURLIsRefused(t *testing.T) {
 	assertNoSecretsIn(f, conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted))
 	f.g.Expect(f.head()).To(BeEmpty())
 	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", f.ns+"-leaky")).To(BeFalse())
+}
+
+func TestFiftyRepositoriesLeaveNoCloneOrQueueBehind(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	clones := func() []string {
+		entries, err := os.ReadDir(gitCacheDir)
+		f.g.Expect(err).NotTo(HaveOccurred())
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	// Every earlier test deleted its apps, so nothing should be kept.
+	f.g.Expect(reconciler.GitRepositories()).To(BeZero(), "queues left by earlier tests")
+	f.g.Expect(clones()).To(BeEmpty(), "clones left by earlier tests")
+	const n = 50
+	for i := range n {
+		name := fmt.Sprintf("r%02d", i)
+		f.create(f.newApp(name, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.URL = gitServer.URL(f.ns + "-" + name)
+		}))
+	}
+	for i := range n {
+		f.waitReady(fmt.Sprintf("r%02d", i))
+	}
+	f.g.Expect(reconciler.GitRepositories()).To(Equal(n))
+	f.g.Expect(clones()).To(HaveLen(n))
+	for i := range n {
+		f.deleteApp(fmt.Sprintf("r%02d", i))
+	}
+	for i := range n {
+		f.waitGone(fmt.Sprintf("r%02d", i))
+	}
+	f.g.Eventually(reconciler.GitRepositories).Should(BeZero())
+	f.g.Eventually(clones).Should(BeEmpty())
+	// The Tenant's vCluster client went with the last app placed in it.
+	f.g.Eventually(reconciler.VClusterClients).Should(BeZero())
 }

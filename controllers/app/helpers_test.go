@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	pathpkg "path"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 )
 
 const (
@@ -141,7 +143,23 @@ func (f *fixture) waitReady(name string) *kubeoperav1alpha1.KubeOperaApp {
 	return f.waitCondition(name, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
 
+// path is the default folder of the fixture's app name.
+func (f *fixture) path(name string) string { return "apps/" + f.ns + "/" + name }
+
+// files returns the files of the folder at the branch head, without ownership markers.
 func (f *fixture) files(path string) map[string]string {
+	f.t.Helper()
+	files := f.allFiles(path)
+	for name := range files {
+		if pathpkg.Base(name) == gitops.OwnerFile {
+			delete(files, name)
+		}
+	}
+	return files
+}
+
+// allFiles returns the files of the folder at the branch head, ownership markers included.
+func (f *fixture) allFiles(path string) map[string]string {
 	f.t.Helper()
 	files, err := gitServer.Files(f.repo, "main", path)
 	f.g.Expect(err).NotTo(HaveOccurred())
@@ -225,6 +243,8 @@ func (f *fixture) waitGone(name string) {
 // deleteAllApps deletes the fixture's apps and waits until their cleanup finished.
 func (f *fixture) deleteAllApps() {
 	beforePush.Store(nil)
+	onQueued.Store(nil)
+	statusPatchHook.Store(nil)
 	g := NewWithT(f.t)
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
 	g.Expect(host.Client.List(f.ctx, list, client.InNamespace(f.ns))).To(Succeed())
@@ -235,4 +255,8 @@ func (f *fixture) deleteAllApps() {
 		err := host.Client.List(f.ctx, list, client.InNamespace(f.ns))
 		return list.Items, err
 	}, 60*time.Second, 200*time.Millisecond).Should(BeEmpty(), "apps of the test are stuck in deletion")
+}
+
+func findCondition(a *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {
+	return apimeta.FindStatusCondition(a.Status.Conditions, condType)
 }

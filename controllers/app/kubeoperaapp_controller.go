@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -44,8 +41,8 @@ type Reconciler struct {
 	recorder  recorder.EventRecorder
 	writer    *gitops.Writer
 	clients   *tenant.Clients
-	backoff   *backoff
 	tenantAPI *tenantAPI
+	repoUsers *repoUsers
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.
@@ -61,7 +58,11 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 			return client.New(cfg, client.Options{Scheme: scheme})
 		}
 	}
-	gitOpts := append([]gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}, opts.GitOptions...)
+	gitOpts := []gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}
+	if opts.MaxGitRepositorySize > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxRepositorySize(opts.MaxGitRepositorySize))
+	}
+	gitOpts = append(gitOpts, opts.GitOptions...)
 	return &Reconciler{
 		Client:    mgr.GetClient(),
 		Options:   opts,
@@ -69,8 +70,8 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		recorder:  mgr.GetEventRecorder(Name),
 		writer:    gitops.NewWriter(opts.GitCacheDir, gitOpts...),
 		clients:   tenant.NewClients(newClient),
-		backoff:   newBackoff(opts.RetryBase, opts.RetryMax),
 		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
+		repoUsers: newRepoUsers(),
 	}, nil
 }
 
@@ -81,7 +82,9 @@ func (r *Reconciler) VClusterClientBuilds() int { return r.clients.Builds() }
 // scope is the state of one reconcile pass.
 type scope struct {
 	app *kubeoperav1alpha1.KubeOperaApp
-	key types.NamespacedName
+	// orig is the app as read (or as last patched): the base of the status patches.
+	orig *kubeoperav1alpha1.KubeOperaApp
+	key  types.NamespacedName
 	// tenant and vc are set once the Tenant is resolved.
 	tenant *tenantv1alpha1.Tenant
 	vc     client.Client
@@ -97,14 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := app.DeepCopy()
+	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
 	defer func() {
-		if err := r.patchStatus(ctx, orig, app); err != nil {
+		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
 
-	s := &scope{app: app, key: req.NamespacedName}
 	if !app.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -125,6 +127,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
+		r.recordPlacement,
 		r.prepareVCluster,
 		r.commitManifests,
 		r.configureFlux,
@@ -134,58 +137,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return r.failed(ctx, s, err)
 		}
 	}
-	r.backoff.reset(s.key)
 	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
 		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
 	return r.observeSync(ctx, s)
-}
-
-// failed reports a failed step on its condition and on Ready, and decides the requeue. Errors
-// that are not step errors (host API failures) are returned, for controller-runtime's retry.
-func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
-	var se *stepError
-	if !errors.As(err, &se) {
-		return ctrl.Result{}, err
-	}
-	msg := se.err.Error()
-	if se.condition != kubeoperav1alpha1.ConditionReady {
-		r.setCondition(s.app, se.condition, metav1.ConditionFalse, se.reason, msg)
-	}
-	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.reason, msg)
-	if synced := findCondition(s.app, kubeoperav1alpha1.ConditionSynced); synced != nil &&
-		synced.Status == metav1.ConditionTrue && s.app.DeletionTimestamp.IsZero() {
-		// The pass did not get to read the Kustomization back: a Synced=True from an earlier
-		// pass (perhaps of an older generation) must not stay green.
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.reason, "Not verified: "+msg)
-	}
-	var after time.Duration
-	switch se.next {
-	case retryWithBackoff:
-		after = r.backoff.next(s.key)
-	case retryAfter:
-		after = se.after
-	case waitForChange:
-		after = 0
-	}
-	ctrl.LoggerFrom(ctx).Info("Reconcile step failed", "reason", se.reason, "requeueAfter", after, "error", msg)
-	return ctrl.Result{RequeueAfter: after}, nil
-}
-
-// patchStatus writes the status when this pass changed it.
-func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alpha1.KubeOperaApp) error {
-	if !app.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
-		return nil // the object is gone or going
-	}
-	app.Status.ObservedGeneration = app.Generation
-	app.Status.ShortCommit = shortCommit(app.Status.Commit)
-	if equality.Semantic.DeepEqual(orig.Status, app.Status) {
-		return nil
-	}
-	// Diff the status only: the metadata may have changed in this pass (finalizer).
-	base := orig.DeepCopy()
-	app.ObjectMeta.DeepCopyInto(&base.ObjectMeta)
-	if err := r.Status().Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
 }

@@ -3,6 +3,9 @@ package app
 import (
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
@@ -10,9 +13,11 @@ import (
 // Default timings of the KubeOperaApp reconciler. Every one can be overridden in Options, so
 // tests assert the values instead of waiting for them.
 const (
-	// DefaultRetryBase is the first requeue after a failure that depends on the vCluster or on
-	// Git (the seed's RequeueAfter: 30s). Each further consecutive failure of the same app
-	// doubles it, up to DefaultRetryMax. A success resets it.
+	// DefaultRetryBase is the first retry after a failure that depends on the vCluster or on
+	// Git (the seed's RequeueAfter: 30s). Failures are returned as errors, so the workqueue's
+	// per-item rate limiter schedules the retry (and controller-runtime's error metrics count
+	// it): each further consecutive failure of the same app doubles the delay, up to
+	// DefaultRetryMax; a success resets it.
 	DefaultRetryBase = 30 * time.Second
 	// DefaultRetryMax caps the failure backoff.
 	DefaultRetryMax = 10 * time.Minute
@@ -26,7 +31,8 @@ const (
 	// (Flux is pruning what it applied).
 	DefaultDeletePollInterval = 2 * time.Second
 	// DefaultKustomizationDeleteTimeout is how long deletion waits for Flux to finish deleting
-	// the Kustomization before it goes on without it (see reconcileDelete).
+	// the Kustomization before it reports KustomizationStuck (it keeps waiting; see
+	// reconcileDelete for the explicit escape).
 	DefaultKustomizationDeleteTimeout = 5 * time.Minute
 	// DefaultTenantAPIRetry is the requeue while the Tenant CRD is not installed.
 	DefaultTenantAPIRetry = 5 * time.Minute
@@ -36,6 +42,10 @@ const (
 	// own defaults (5 and 10) would make a burst of apps wait on the client, not on the vCluster.
 	DefaultVClusterQPS   = 50
 	DefaultVClusterBurst = 100
+	// DefaultMaxGitRepositorySize bounds the local (shallow) clone of one repository branch:
+	// an apps repository holds small YAML files, so 256 MiB is far beyond a real one and still
+	// keeps a huge repository named by mistake (or on purpose) from filling the operator's disk.
+	DefaultMaxGitRepositorySize = 256 << 20
 	// DefaultMaxConcurrentReconciles lets apps of one repository be reconciled together, so
 	// the Git writer can group their changes into one commit and one push.
 	DefaultMaxConcurrentReconciles = 16
@@ -73,6 +83,17 @@ type Options struct {
 	// manager's scheme.
 	NewVClusterClient tenant.NewClientFunc
 
+	// AllowedGitHosts restricts the hosts of spec.git.url ("host", "host:port", "*.domain");
+	// empty allows any (see allowlist.go).
+	AllowedGitHosts []string
+	// AllowedVClusterServers restricts the API servers of Tenants' kubeconfigs, after the
+	// localhost replacement, in the same format; empty allows any.
+	AllowedVClusterServers []string
+
+	// MaxGitRepositorySize bounds the local clone of one repository branch in bytes
+	// (RepositoryTooLarge beyond it); negative means no limit.
+	MaxGitRepositorySize int64
+
 	// GitOptions are passed to the Git writer after the reconciler's own (author).
 	GitOptions []gitops.Option
 }
@@ -97,8 +118,18 @@ func (o Options) withDefaults() Options {
 	if o.VClusterBurst <= 0 {
 		o.VClusterBurst = DefaultVClusterBurst
 	}
+	if o.MaxGitRepositorySize == 0 {
+		o.MaxGitRepositorySize = DefaultMaxGitRepositorySize
+	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	return o
+}
+
+// newRateLimiter is the per-app retry policy of failed passes: RetryBase, doubling per
+// consecutive failure, capped at RetryMax, forgotten on success. The count lives in the
+// workqueue: after a restart every app starts again at RetryBase.
+func newRateLimiter(o Options) workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.RetryBase, o.RetryMax)
 }

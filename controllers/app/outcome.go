@@ -12,13 +12,13 @@ import (
 type next int
 
 const (
-	// retryWithBackoff: a failure that depends on the vCluster or Git; requeue after the
-	// app's backoff delay (30s, doubling, capped).
+	// retryWithBackoff: a failure that depends on the vCluster or Git; the pass returns the
+	// error and the workqueue's rate limiter retries (30s, doubling, capped).
 	retryWithBackoff next = iota
 	// retryAfter: not a failure, something to wait for; requeue after stepError.after.
 	retryAfter
 	// waitForChange: nothing a retry can fix (the app or another object must change, and a
-	// watch brings the app back then); no requeue, so no retry storm.
+	// watch brings the app back then): a reconcile.TerminalError, never retried.
 	waitForChange
 )
 

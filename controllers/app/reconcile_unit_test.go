@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -81,8 +83,8 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 			tr.configs = append(tr.configs, cfg)
 			return vc, nil
 		}),
-		backoff:   newBackoff(opts.RetryBase, opts.RetryMax),
 		tenantAPI: newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
+		repoUsers: newRepoUsers(),
 	}
 	tr.tenantAPI.watched.Store(true)
 	return tr
@@ -121,11 +123,29 @@ func (tr *testReconciler) reconcile(t *testing.T) (ctrl.Result, *kubeoperav1alph
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
+	return res, tr.get(t)
+}
+
+// reconcileErr runs a pass that must fail, and returns its error.
+func (tr *testReconciler) reconcileErr(t *testing.T) (*kubeoperav1alpha1.KubeOperaApp, error) {
+	t.Helper()
+	res, err := tr.Reconcile(context.Background(), ctrl.Request{NamespacedName: appKey})
+	if err == nil {
+		t.Fatalf("reconcile succeeded (%+v), want an error", res)
+	}
+	if res != (ctrl.Result{}) {
+		t.Fatalf("a failed pass returns no Result, got %+v", res)
+	}
+	return tr.get(t), err
+}
+
+func (tr *testReconciler) get(t *testing.T) *kubeoperav1alpha1.KubeOperaApp {
+	t.Helper()
 	a := &kubeoperav1alpha1.KubeOperaApp{}
 	if err := tr.host.Get(context.Background(), appKey, a); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	return res, a
+	return a
 }
 
 func readyReason(a *kubeoperav1alpha1.KubeOperaApp) string {
@@ -135,20 +155,17 @@ func readyReason(a *kubeoperav1alpha1.KubeOperaApp) string {
 	return ""
 }
 
-func TestRequeueOnTenantNotReadyBacksOffFrom30s(t *testing.T) {
+func TestTenantNotReadyIsAnErrorForTheRateLimiter(t *testing.T) {
 	g := NewWithT(t)
 	notReady := readyTenant("t1", "cs-1")
 	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
 	tr := newTestReconciler(t, nil, testApp(), notReady)
-	var delays []time.Duration
-	for range 7 {
-		res, a := tr.reconcile(t)
+	for range 3 {
+		a, err := tr.reconcileErr(t)
+		g.Expect(err).To(MatchError(tenant.ErrNotReady))
+		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "retried, with the rate limiter's delays")
 		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantNotReady))
-		delays = append(delays, res.RequeueAfter)
 	}
-	g.Expect(delays).To(Equal([]time.Duration{
-		30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute,
-	}))
 	// One Warning Event for the transition, not one per retry.
 	g.Expect(tr.countEvents("Warning TenantNotReady")).To(Equal(1))
 }
@@ -156,8 +173,8 @@ func TestRequeueOnTenantNotReadyBacksOffFrom30s(t *testing.T) {
 func TestNoRequeueOnCloudSpaceMismatch(t *testing.T) {
 	g := NewWithT(t)
 	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "someone-else"))
-	res, a := tr.reconcile(t)
-	g.Expect(res).To(Equal(ctrl.Result{}))
+	a, err := tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "never retried: %v", err)
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch))
 	g.Expect(a.Status.Tenant).To(BeNil())
 	g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
@@ -182,17 +199,17 @@ func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
 	}).Build()
 	tr := newTestReconciler(t, unreachableVC, testApp(), readyTenant("t1", "cs-1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
-	res, a := tr.reconcile(t)
+	a, err := tr.reconcileErr(t)
 	g.Expect(tr.configs).To(HaveLen(1))
 	g.Expect(tr.configs[0].Host).To(Equal("https://t1.ns.svc:443"))
 	g.Expect(tr.configs[0].Timeout).To(Equal(DefaultVClusterTimeout))
-	// The vCluster does not answer: VClusterUnreachable, retried after 30s.
+	// The vCluster does not answer: VClusterUnreachable, an error the rate limiter retries.
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonVClusterUnreachable))
-	g.Expect(res.RequeueAfter).To(Equal(30 * time.Second))
+	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
 	g.Expect(a.Status.Tenant.Name).To(Equal("t1"))
 }
 
-func TestDeleteWithUnreachableVClusterBacksOff(t *testing.T) {
+func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 	g := NewWithT(t)
 	unreachableVC := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
 		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
@@ -207,14 +224,12 @@ func TestDeleteWithUnreachableVClusterBacksOff(t *testing.T) {
 	})
 	tr := newTestReconciler(t, unreachableVC, deleting, readyTenant("t1", "cs-1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
-	var delays []time.Duration
 	for range 3 {
-		res, a := tr.reconcile(t)
+		a, err := tr.reconcileErr(t)
+		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse())
 		g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
 		g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonDeleteFailed))
-		delays = append(delays, res.RequeueAfter)
 	}
-	g.Expect(delays).To(Equal([]time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}))
 	g.Expect(tr.countEvents("Warning DeleteFailed")).To(Equal(1))
 }
 
@@ -271,7 +286,8 @@ func TestObserveSync(t *testing.T) {
 			tr := newTestReconciler(t, nil)
 			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Status.Commit = commit })
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
-			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks})
+			vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
+			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks, vc: vc})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.RequeueAfter).To(Equal(tc.wantAfter))
 			c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
@@ -311,6 +327,11 @@ func TestErrorClassification(t *testing.T) {
 	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidPath), &se)).To(BeTrue())
 	g.Expect(se.next).To(Equal(waitForChange))
+	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrRepositoryTooLarge)), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonRepositoryTooLarge))
+	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrPathConflict)), &se)).To(BeTrue())
+	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict))
+	g.Expect(se.next).To(Equal(retryWithBackoff))
 	g.Expect(errors.As(gitError("c", errors.New("network")), &se)).To(BeTrue())
 	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
 	g.Expect(se.next).To(Equal(retryWithBackoff))
@@ -341,4 +362,28 @@ func (tr *testReconciler) countEvents(prefix string) int {
 		}
 	}
 	return n
+}
+
+func TestAllowListsRefuseOtherHosts(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}}
+
+	// The exported localhost server becomes https://t1.ns.svc:443, outside the list: the
+	// vCluster is never contacted (no client is built).
+	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr.Options.AllowedVClusterServers = []string{"*.vcluster.internal"}
+	a, err := tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonVClusterServerNotAllowed))
+	g.Expect(tr.configs).To(BeEmpty())
+
+	// The Git host: refused before any connection (the vCluster answers, the Git host is
+	// not in the list).
+	vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
+	tr = newTestReconciler(t, vc, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr.Options.AllowedGitHosts = []string{"git.internal.example.com"}
+	a, err = tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
+	g.Expect(err.Error()).To(ContainSubstring(`"git.example.com" is not in --app-allowed-git-hosts`))
 }

@@ -95,6 +95,9 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 	}
 
 	vc, err := r.vclusterClient(ctx, t)
+	if errors.Is(err, errVClusterServerNotAllowed) {
+		return stop(cond, kubeoperav1alpha1.ReasonVClusterServerNotAllowed, err)
+	}
 	if errors.Is(err, tenant.ErrKubeconfigInvalid) {
 		return retry(cond, kubeoperav1alpha1.ReasonKubeconfigInvalid, err)
 	}
@@ -141,6 +144,9 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		})
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig Secret %s key %q: %w", secretKey, key, err)
+		}
+		if err := r.checkVClusterServer(cfg.Host); err != nil {
+			return nil, fmt.Errorf("kubeconfig Secret %s: %w", secretKey, err)
 		}
 		return cfg, nil
 	})

@@ -2,17 +2,24 @@ package app_test
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,8 +40,19 @@ var (
 	vclusterKubeconfig []byte
 	// beforePush, when set, runs before every push of the Git writer.
 	beforePush atomic.Pointer[func()]
-	// suiteSkipped is why the environment could not start when a tool is missing outside CI:
-	// the envtest tests skip, the unit tests of the package still run.
+	// onQueued, when set, runs after every change joined a Git writer queue.
+	onQueued atomic.Pointer[func()]
+	// statusPatchHook, when set, runs before every status write of the manager's client; an
+	// error it returns is the write's result (the API server is never asked).
+	statusPatchHook atomic.Pointer[func(client.Object) error]
+	// gitCacheDir is the Git writer's clone directory.
+	gitCacheDir string
+	// hostRequests and vclusterRequests count every request the reconciler sends to the host
+	// and vCluster API servers (a counting transport: a no-op PATCH leaves no trace in
+	// resourceVersions, but it is counted here).
+	hostRequests, vclusterRequests = &requestCounter{}, &requestCounter{}
+	// suiteSkipped is why the environment could not start when a tool is missing in a -short
+	// run: the envtest tests skip, the unit tests of the package still run.
 	suiteSkipped error
 )
 
@@ -47,9 +65,12 @@ var suiteOptions = app.Options{
 	ResyncInterval:             time.Hour,
 	DeletePollInterval:         200 * time.Millisecond,
 	KustomizationDeleteTimeout: 3 * time.Second,
+	// More workers than apps in any test, so a gated push can have every app queued behind it.
+	MaxConcurrentReconciles: 40,
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse() // apptest.ExitCode reads -short
 	os.Exit(run(m))
 }
 
@@ -74,6 +95,11 @@ var (
 // setUp starts the environment; started is false when it could not, and code says whether that
 // is a failure (1) or a skip (0: the envtest tests skip, see suiteSkipped).
 func setUp() (code int, started bool) {
+	if testing.Short() {
+		// -short runs the unit tests of the package only.
+		suiteSkipped = errors.New("-short: the envtest suite does not run")
+		return 0, false
+	}
 	fail := func(err error) (int, bool) {
 		for i := len(suiteCleanup) - 1; i >= 0; i-- {
 			suiteCleanup[i]()
@@ -133,10 +159,16 @@ func tearDown(code int) int {
 }
 
 func startManager(ctx context.Context) (<-chan error, error) {
-	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+	cfg := rest.CopyConfig(host.Config)
+	cfg.Wrap(hostRequests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 apptest.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			return &hookedClient{Client: c}, err
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -146,12 +178,25 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.GitCacheDir = cacheDir
-	opts.GitOptions = []gitops.Option{gitops.WithBeforePush(func() {
-		if f := beforePush.Load(); f != nil {
-			(*f)()
-		}
-	})}
+	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
+	scheme := mgr.GetScheme()
+	opts.NewVClusterClient = func(cfg *rest.Config) (client.Client, error) {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(vclusterRequests.wrap)
+		return client.New(cfg, client.Options{Scheme: scheme})
+	}
+	opts.GitOptions = []gitops.Option{
+		gitops.WithBeforePush(func() {
+			if f := beforePush.Load(); f != nil {
+				(*f)()
+			}
+		}),
+		gitops.WithOnQueued(func() {
+			if f := onQueued.Load(); f != nil {
+				(*f)()
+			}
+		}),
+	}
 	if reconciler, err = app.NewReconciler(mgr, opts); err != nil {
 		return nil, err
 	}
@@ -171,3 +216,78 @@ func stop(what string, f func() error) {
 		fmt.Fprintf(os.Stderr, "stop %s: %v\n", what, err)
 	}
 }
+
+// hookedClient is the manager's client with statusPatchHook in front of status writes: a test
+// makes the API server "refuse" a status patch, as a crash between the side effects and the
+// deferred patch would leave the status.
+type hookedClient struct{ client.Client }
+
+func (c *hookedClient) Status() client.SubResourceWriter {
+	return hookedStatus{c.Client.Status()}
+}
+
+type hookedStatus struct{ client.SubResourceWriter }
+
+func (s hookedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if hook := statusPatchHook.Load(); hook != nil {
+		if err := (*hook)(obj); err != nil {
+			return err
+		}
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// requestCounter counts requests by "<METHOD> <path>".
+type requestCounter struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.count == nil {
+			c.count = map[string]int{}
+		}
+		c.count[req.Method+" "+req.URL.Path]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// reset forgets every count.
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count = map[string]int{}
+}
+
+// writes returns the non-read requests whose path contains part, by "<METHOD> <path>".
+func (c *requestCounter) writes(part string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.count {
+		if !strings.HasPrefix(k, http.MethodGet+" ") && strings.Contains(k, part) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// reads returns the number of GET requests whose path ends with suffix.
+func (c *requestCounter) reads(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.count {
+		if strings.HasPrefix(k, http.MethodGet+" ") && strings.HasSuffix(k, suffix) {
+			n += v
+		}
+	}
+	return n
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -7,12 +7,16 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
 // setKustomizationStatus writes the status Flux would write.
@@ -65,4 +69,80 @@ func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonTenantNotReady)
 	f.g.Expect(apptest.SetTenantReady(f.ctx, host.Client, tn, true, time.Now())).To(Succeed())
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+}
+
+func TestSyncedAppInSteadyStateWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(registrySecret(f.ns, "pull", dockerConfig))
+	f.create(f.newApp("quiet", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
+	}))
+	a := f.waitReady("quiet")
+	name := f.ns + "-quiet"
+	setKustomizationStatus(f, name, "main@sha1:"+a.Status.Commit, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied")
+	f.poke("quiet")
+	f.waitCondition("quiet", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	commits := len(f.commits())
+
+	ksPath := "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/" + name
+	for pass := range 3 {
+		hostRequests.reset()
+		vclusterRequests.reset()
+		f.poke("quiet") // the test's write, not the reconciler's: its client is not counted
+		// The pass ran: it read the Kustomization back.
+		f.g.Eventually(func() int { return vclusterRequests.reads(ksPath) }).Should(BeNumerically(">=", 1), "pass %d", pass)
+		f.g.Consistently(func() map[string]int {
+			return mergeCounts(hostRequests.writes("/namespaces/"+f.ns+"/"), vclusterRequests.writes("/"))
+		}, time.Second, 100*time.Millisecond).Should(BeEmpty(), "pass %d wrote to an API server", pass)
+	}
+	f.g.Expect(f.commits()).To(HaveLen(commits), "a steady-state pass pushed")
+
+	// A field another actor changes is taken back (the compare is against the owned fields).
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+	ks.Spec.Prune = false
+	f.g.Expect(vcluster.Client.Update(f.ctx, ks)).To(Succeed())
+	f.poke("quiet")
+	f.g.Eventually(func() bool {
+		f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+		return ks.Spec.Prune
+	}).Should(BeTrue())
+}
+
+func mergeCounts(maps ...map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+func TestAvailableReplicasAreReadFromTheVCluster(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("counted", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Replicas = ptr.To[int32](2) }))
+	a := f.waitReady("counted")
+	f.g.Expect(a.Status.AvailableReplicas).To(BeZero(), "nothing applied yet")
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", f.ns+"-counted")).To(BeTrue())
+	f.g.Expect(ks.Spec.Wait).To(BeTrue(), "Flux must wait for the applied objects' health")
+
+	// What Flux applies (the committed Deployment), then what the deployment controller writes
+	// once both pods are available: envtest runs no deployment controller, so the test writes
+	// exactly that status.
+	deploy := render.Deployment(a)
+	f.g.Expect(vcluster.Client.Create(f.ctx, deploy)).To(Succeed())
+	deploy.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: deploy.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	f.g.Expect(vcluster.Client.Status().Update(f.ctx, deploy)).To(Succeed())
+	f.poke("counted")
+	f.g.Eventually(func() int32 { return f.get("counted").Status.AvailableReplicas }).Should(Equal(int32(2)))
 }

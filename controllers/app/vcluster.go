@@ -22,11 +22,31 @@ func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
 	if err := ensureNamespace(ctx, s.vc, render.AppNamespace(s.app)); err != nil {
 		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "create app namespace", err)
 	}
-	if s.app.Spec.Registry == nil || s.app.Spec.Registry.SecretRef.Name == "" {
-		return nil
+	want := ""
+	if s.app.Spec.Registry != nil {
+		want = s.app.Spec.Registry.SecretRef.Name
 	}
+	if want != "" {
+		if err := r.copyRegistrySecret(ctx, s, want); err != nil {
+			return err
+		}
+	}
+	// A copy the app no longer references goes (unless another app of the namespace uses it).
+	if old := s.app.Status.RegistrySecret; old != "" && old != want {
+		if err := r.deleteRegistryCopy(ctx, s, s.vc, old); err != nil {
+			return err
+		}
+	}
+	s.app.Status.RegistrySecret = want
+	return nil
+}
+
+// copyRegistrySecret copies the pull Secret name of the app's namespace into the app namespace
+// of the vCluster. Only image pull Secrets cross: any other type (a kubeconfig, database
+// credentials, a TLS key) is refused and never read beyond its type.
+func (r *Reconciler) copyRegistrySecret(ctx context.Context, s *scope, name string) error {
 	hostSecret := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: s.app.Namespace, Name: s.app.Spec.Registry.SecretRef.Name}
+	key := types.NamespacedName{Namespace: s.app.Namespace, Name: name}
 	if err := r.apiReader.Get(ctx, key, hostSecret); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Reported on Ready only: no step condition covers the pull Secret. The Secret
@@ -35,6 +55,12 @@ func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
 				fmt.Errorf("registry Secret %q not found in namespace %q", key.Name, key.Namespace))
 		}
 		return fmt.Errorf("get registry Secret: %w", err)
+	}
+	if t := hostSecret.Type; t != corev1.SecretTypeDockerConfigJson && t != corev1.SecretTypeDockercfg {
+		// The Secret watch brings the app back when the Secret is replaced.
+		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonRegistrySecretInvalid,
+			fmt.Errorf("registry Secret %q is of type %q: only %s and %s Secrets are copied into the vCluster",
+				key.Name, t, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg))
 	}
 	if err := syncSecret(ctx, s.vc, render.RegistrySecret(s.app, hostSecret)); err != nil {
 		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "copy registry Secret", err)

@@ -62,8 +62,9 @@ func FluxDir() (string, error) {
 	return dir, nil
 }
 
-// ExitCode decides what a TestMain does when its setup failed: skip (0) when a tool is missing
-// and the run is -short, fail (1) otherwise.
+// ExitCode decides what a test does when its setup failed: skip (0) when a tool is missing and
+// the run is -short, fail (1) otherwise: `make test` builds every tool it needs, so a missing one
+// is a broken setup, never a reason to pass.
 func ExitCode(err error) int {
 	if errors.Is(err, ErrMissingTool) && testenv.MaySkipMissingTools() {
 		fmt.Fprintln(os.Stderr, "SKIP suite:", err)

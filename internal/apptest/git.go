@@ -3,6 +3,7 @@ package apptest
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -29,6 +30,9 @@ type GitServer struct {
 	sshOnce sync.Once
 	ssh     SSHAccess
 	sshErr  error
+
+	mu      sync.Mutex
+	removed map[string]bool
 }
 
 // StartGitServer starts the server. It needs the git CLI.
@@ -40,11 +44,37 @@ func StartGitServer(user, password string) (*GitServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create git server: %w", err)
 	}
+	s := &GitServer{GitServer: srv, User: user, Password: password, removed: map[string]bool{}}
 	srv.AutoCreate().Auth(user, password)
+	srv.AddHTTPMiddlewares(s.notFoundWhenRemoved)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
-	return &GitServer{GitServer: srv, User: user, Password: password}, nil
+	return s, nil
+}
+
+// RemoveRepository deletes a repository from the server for good: from now on the server
+// answers 404 for it, as a Git host does for a deleted repository (without this, the server's
+// auto-create would bring back an empty one on the next request).
+func (s *GitServer) RemoveRepository(repo string) error {
+	s.mu.Lock()
+	s.removed[repo] = true
+	s.mu.Unlock()
+	return os.RemoveAll(filepath.Join(s.Root(), repo+".git"))
+}
+
+func (s *GitServer) notFoundWhenRemoved(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+		s.mu.Lock()
+		gone := s.removed[repo]
+		s.mu.Unlock()
+		if gone {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Stop stops the server and removes its repositories.

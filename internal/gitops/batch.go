@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func (w *Writer) write(ctx context.Context, st *repoState, auth Auth, batch []*r
 	}
 	delay := w.opts.backoff.Initial
 	for attempt := 1; ; attempt++ {
-		commit, err := w.commit(repo, base, batch)
+		commit, err := w.commit(repo, st, base, batch)
 		if err != nil {
 			return "", err
 		}
@@ -137,7 +138,7 @@ func remoteHead(ctx context.Context, repo *git.Repository, auth Auth, branch str
 // commit writes the changes of the batch that differ from base into the
 // worktree and commits them. It sets request.changed and returns the zero
 // hash when nothing differs (never an empty commit).
-func (w *Writer) commit(repo *git.Repository, base plumbing.Hash, batch []*request) (plumbing.Hash, error) {
+func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash, batch []*request) (plumbing.Hash, error) {
 	var baseTree *object.Tree
 	if !base.IsZero() {
 		c, err := repo.CommitObject(base)
@@ -153,22 +154,39 @@ func (w *Writer) commit(repo *git.Repository, base plumbing.Hash, batch []*reque
 		return plumbing.ZeroHash, fmt.Errorf("open worktree: %w", err)
 	}
 
-	// When a folder is changed twice in one batch, the later change wins.
+	owned, err := st.ownersAt(base, baseTree)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// When one owner changes a folder twice in one batch, the later change wins. Changes of
+	// different owners are taken in arrival order: the first claims a free folder, and an
+	// overlapping change after it is refused like one overlapping a folder already on the
+	// branch.
+	key := func(r *request) string { return r.change.Owner.ID + "\x00" + r.change.Path }
 	last := map[string]*request{}
 	for _, r := range batch {
 		if r.err == nil {
-			last[r.change.Path] = r
+			last[key(r)] = r
 		}
 	}
 	var applied []*request
 	for _, r := range batch {
 		r.changed = false
-		if r.err != nil || last[r.change.Path] != r {
+		if r.err != nil || last[key(r)] != r {
+			continue
+		}
+		if err := owned.conflict(r.change.Path, r.change.Owner); err != nil {
+			r.err = fmt.Errorf("app %s: %w", r.change.AppKey, err)
 			continue
 		}
 		differs, err := differsFrom(baseTree, r.change)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("compare %s with head: %w", r.change.Path, err)
+		}
+		if r.change.Delete {
+			delete(owned, r.change.Path)
+		} else {
+			owned[r.change.Path] = r.change.Owner
 		}
 		if !differs {
 			continue
@@ -185,7 +203,7 @@ func (w *Writer) commit(repo *git.Repository, base plumbing.Hash, batch []*reque
 	}
 	defer func() {
 		for _, r := range batch {
-			if winner := last[r.change.Path]; r.err == nil && winner != r {
+			if winner := last[key(r)]; r.err == nil && winner != r {
 				r.changed, r.err = winner.changed, winner.err
 			}
 		}
@@ -248,4 +266,16 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ownersAt returns a copy of the owners of the folders of base, read once per base commit.
+func (st *repoState) ownersAt(base plumbing.Hash, tree *object.Tree) (owners, error) {
+	if st.owners == nil || st.ownersBase != base {
+		o, err := readOwners(tree)
+		if err != nil {
+			return nil, fmt.Errorf("read folder owners: %w", err)
+		}
+		st.owners, st.ownersBase = o, base
+	}
+	return maps.Clone(st.owners), nil
 }

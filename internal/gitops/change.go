@@ -38,6 +38,11 @@ type Change struct {
 	// in the folder but not in Files are removed. Files are written with mode
 	// 0644.
 	Files map[string][]byte
+	// Owner is the application the folder belongs to (required). The Writer records it in
+	// the folder's OwnerFile and refuses (ErrPathConflict) a change whose folder equals,
+	// contains or lies inside a folder of another owner; a Delete is refused the same way,
+	// so deleting one app never removes another's files.
+	Owner Owner
 	// Delete removes the folder instead; Files must then be empty.
 	Delete bool
 	// Message is the commit message for this change. When the change is
@@ -103,6 +108,12 @@ func (c Change) validate() error {
 	}
 	if err := validatePath(c.Path); err != nil {
 		return fmt.Errorf("app %s: folder: %w", c.AppKey, err)
+	}
+	if err := c.Owner.validate(); err != nil {
+		return fmt.Errorf("app %s: %w", c.AppKey, err)
+	}
+	if _, reserved := c.Files[OwnerFile]; reserved {
+		return fmt.Errorf("%w: app %s: %s is written by the Writer", ErrInvalidChange, c.AppKey, OwnerFile)
 	}
 	if c.Delete && len(c.Files) > 0 {
 		return fmt.Errorf("%w: app %s: Delete with %d files", ErrInvalidChange, c.AppKey, len(c.Files))

@@ -17,13 +17,17 @@ import (
 
 // classifyRemote wraps an error from a fetch, list or push with
 // ErrAuthFailed when the server refused the credentials or the host key did
-// not verify, and returns it unchanged otherwise.
+// not verify, with ErrRepositoryNotFound when the repository does not exist,
+// and returns it unchanged otherwise.
 func classifyRemote(err error) error {
 	if err == nil || errors.Is(err, ErrAuthFailed) {
 		return err
 	}
 	if isAuthFailure(err) {
 		return fmt.Errorf("%w: %w", ErrAuthFailed, err)
+	}
+	if errors.Is(err, transport.ErrRepositoryNotFound) && !errors.Is(err, ErrRepositoryNotFound) {
+		return fmt.Errorf("%w: %w", ErrRepositoryNotFound, err)
 	}
 	var keyErr *xknownhosts.KeyError
 	var revoked *xknownhosts.RevokedError
@@ -83,6 +87,7 @@ func isRemoteError(err error) bool {
 	case errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, ErrAuthFailed),
+		errors.Is(err, ErrRepositoryTooLarge),
 		errors.Is(err, transport.ErrRepositoryNotFound),
 		errors.Is(err, transport.ErrEmptyRemoteRepository),
 		isAuthFailure(err):

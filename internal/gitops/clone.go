@@ -54,7 +54,41 @@ func (w *Writer) openAndSync(ctx context.Context, st *repoState, auth Auth) (*gi
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
+	if err := w.checkSize(st); err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
 	return repo, head, nil
+}
+
+// checkSize enforces WithMaxRepositorySize on the clone's object store, and
+// deletes a clone over the limit.
+func (w *Writer) checkSize(st *repoState) error {
+	if w.opts.maxRepoSize <= 0 {
+		return nil
+	}
+	var size int64
+	err := filepath.WalkDir(filepath.Join(st.dir, git.GitDirName, "objects"), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		size += info.Size()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("measure clone: %w", err)
+	}
+	if size <= w.opts.maxRepoSize {
+		return nil
+	}
+	if err := os.RemoveAll(st.dir); err != nil {
+		return fmt.Errorf("remove oversized clone: %w", err)
+	}
+	return fmt.Errorf("%w: branch %s of %s needs %d bytes, the limit is %d",
+		ErrRepositoryTooLarge, st.branch, redactURL(st.url), size, w.opts.maxRepoSize)
 }
 
 // open opens the clone of st, or initialises an empty one with the remote
@@ -118,7 +152,9 @@ func fetchRefSpec(branch string) config.RefSpec {
 	return config.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, remoteName, branch))
 }
 
-// syncBranch fetches the branch and hard-resets the worktree to the remote head, so
+// syncBranch fetches the branch (shallow: only its head commit and what it
+// needs; go-git pushes from a shallow clone, see
+// TestShallowCloneFetchesOnlyTheHeadAndPushes) and hard-resets the worktree to the remote head, so
 // whatever happened to the remote (outside commits, force pushes, deletion)
 // and whatever a failed attempt left locally, the next change starts from
 // exactly what the remote has. It returns the remote head, zero when the
@@ -131,6 +167,7 @@ func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch str
 		CABundle:   auth.caBundle,
 		Tags:       git.NoTags,
 		Force:      true,
+		Depth:      1,
 	})
 	tracking := plumbing.NewRemoteReferenceName(remoteName, branch)
 	switch {

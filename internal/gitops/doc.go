@@ -10,6 +10,16 @@
 // Each application owns one folder (e.g. apps/<namespace>/<app>); a Change
 // replaces that folder with exactly the given files, or deletes it.
 //
+// # Ownership
+//
+// Every folder written holds OwnerFile, naming the owning application (ID
+// and name). A change or delete whose folder equals, contains or lies inside
+// a folder marked for another owner fails with ErrPathConflict and writes
+// nothing; in one batch the first owner claims a free folder. A marker of
+// the same name but another ID (a recreated application) and an unmarked
+// folder are taken over. Release frees the queue and clone of a branch no
+// application uses any more.
+//
 // # Serialization and batching
 //
 // All work on one clone happens on one goroutine, started when a change is
@@ -24,7 +34,9 @@
 //
 // # Freshness and determinism
 //
-// Before every batch the branch is fetched (forced refspec) and the worktree
+// Before every batch the branch is fetched (forced refspec, depth 1: clones
+// are shallow and hold no history; WithMaxRepositorySize bounds what they
+// hold) and the worktree
 // is hard-reset to origin/<branch> and cleaned, so commits made outside the
 // controller, force pushes and leftovers of a failed attempt can never leave
 // the clone stale. A change whose files are byte-identical to the branch is
@@ -47,6 +59,7 @@
 // # Errors
 //
 // Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth,
-// ErrAuthFailed or ErrPushConflict where that is the cause, and never
+// ErrAuthFailed, ErrPushConflict, ErrPathConflict, ErrRepositoryNotFound or
+// ErrRepositoryTooLarge where that is the cause, and never
 // contain credentials: known secrets are scrubbed from every message.
 package gitops

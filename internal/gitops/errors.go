@@ -29,4 +29,17 @@ var (
 	// remote branch kept moving (non-fast-forward), even after fetching,
 	// resetting and re-applying the changes each time.
 	ErrPushConflict = errors.New("git push conflict: remote branch kept moving")
+
+	// ErrRepositoryNotFound means the server says the repository does not
+	// exist (HTTP 404 on the smart-HTTP discovery).
+	ErrRepositoryNotFound = errors.New("git repository not found")
+
+	// ErrRepositoryTooLarge means the local clone of the branch, after a
+	// (shallow) fetch, holds more than the Writer's size limit
+	// (WithMaxRepositorySize). The clone is deleted again.
+	ErrRepositoryTooLarge = errors.New("git repository too large")
+
+	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose
+	// OwnerFile names another application. Nothing of the change is written.
+	ErrPathConflict = errors.New("folder belongs to another application")
 )

@@ -77,6 +77,7 @@ func appChange(name string, files map[string]string) Change {
 	c := Change{
 		AppKey:  "ns/" + name,
 		Path:    "apps/ns/" + name,
+		Owner:   testOwner(name),
 		Files:   map[string][]byte{},
 		Message: "kubeopera: ns/" + name + " gen 1",
 	}
@@ -87,8 +88,11 @@ func appChange(name string, files map[string]string) Change {
 }
 
 func deleteChange(name string) Change {
-	return Change{AppKey: "ns/" + name, Path: "apps/ns/" + name, Delete: true}
+	return Change{AppKey: "ns/" + name, Path: "apps/ns/" + name, Owner: testOwner(name), Delete: true}
 }
+
+// testOwner is the owner of app "ns/<name>".
+func testOwner(name string) Owner { return Owner{ID: "uid-" + name, Name: "ns/" + name} }
 
 // remote is a read-only view of the server's branch, fetched with go-git
 // independently of the Writer.
@@ -119,8 +123,33 @@ func readRemote(t testing.TB, repo Repo, auth transport.AuthMethod) remote {
 	return remote{repo: r, head: head}
 }
 
-// files returns every file of the commit (default: head) by path.
+// files returns every file of the commit (default: head) by path, without
+// the ownership markers (see markers).
 func (r remote) files(t testing.TB, commit ...string) map[string]string {
+	t.Helper()
+	out := r.allFiles(t, commit...)
+	for name := range out {
+		if path.Base(name) == OwnerFile {
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// markers returns the content of every OwnerFile at head by folder.
+func (r remote) markers(t testing.TB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, content := range r.allFiles(t) {
+		if path.Base(name) == OwnerFile {
+			out[path.Dir(name)] = content
+		}
+	}
+	return out
+}
+
+// allFiles returns every file of the commit (default: head) by path.
+func (r remote) allFiles(t testing.TB, commit ...string) map[string]string {
 	t.Helper()
 	c := r.head
 	if len(commit) > 0 {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Defaults for the Writer options.
@@ -56,6 +58,8 @@ type options struct {
 	maxBatch    int
 	timeout     time.Duration
 	beforePush  func()
+	// maxRepoSize bounds the clone's object store in bytes (0: no limit).
+	maxRepoSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
 }
@@ -92,6 +96,22 @@ func WithTimeout(d time.Duration) Option {
 // no use for it.
 func WithBeforePush(f func()) Option {
 	return func(o *options) { o.beforePush = f }
+}
+
+// WithMaxRepositorySize bounds what the clone of one branch may hold on
+// disk, in bytes: a fetch that brings more fails with ErrRepositoryTooLarge
+// and the clone is deleted. Clones are shallow (depth 1), so the bound is
+// on the branch's current tree plus the changes fetched since. 0 means no
+// limit.
+func WithMaxRepositorySize(bytes int64) Option {
+	return func(o *options) { o.maxRepoSize = bytes }
+}
+
+// WithOnQueued registers a hook called after every Apply joined its
+// repository's queue. Like WithBeforePush it exists for tests, which gate a
+// push until a known number of changes wait behind it.
+func WithOnQueued(f func()) Option {
+	return func(o *options) { o.onQueued = f }
 }
 
 // Writer commits and pushes application folders to Git repositories. Create
@@ -131,14 +151,22 @@ type repoState struct {
 	branch string
 	dir    string
 
+	// refs counts the Apply calls holding this state (guarded by Writer.mu),
+	// so Release never drops a state a caller is about to queue on.
+	refs int
+
 	// mu guards pending and running.
 	mu      sync.Mutex
 	pending []*request
 	running bool
 
 	// work is held while the clone is in use, so Forget never deletes it
-	// under a running batch.
+	// under a running batch. It also guards owners.
 	work sync.Mutex
+	// owners of the folders at commit ownersBase (a cache: the branch head
+	// changes far less often than batches run).
+	owners     owners
+	ownersBase plumbing.Hash
 }
 
 // request is one Apply call waiting for its batch.
@@ -179,8 +207,13 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("wait for git write: %w", err)
 	}
-	req := &request{ctx: ctx, auth: repo.Auth, change: change.deepCopy(), done: make(chan struct{})}
+	change = change.deepCopy()
+	if !change.Delete {
+		change.Files[OwnerFile] = change.Owner.marker()
+	}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{})}
 	st := w.state(repo)
+	defer w.unref(st)
 	w.enqueue(st, req)
 
 	select {
@@ -199,6 +232,7 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 // way Apply's own self-healing does not cover.
 func (w *Writer) Forget(repo Repo) error {
 	st := w.state(repo)
+	defer w.unref(st)
 	st.work.Lock()
 	defer st.work.Unlock()
 	if err := os.RemoveAll(st.dir); err != nil {
@@ -207,7 +241,8 @@ func (w *Writer) Forget(repo Repo) error {
 	return nil
 }
 
-// state returns the queue of repo, creating it on first use.
+// state returns the queue of repo, creating it on first use, and holds a
+// reference to it until unref.
 func (w *Writer) state(repo Repo) *repoState {
 	name := cloneDirName(repo.URL, repo.branch())
 	w.mu.Lock()
@@ -217,7 +252,51 @@ func (w *Writer) state(repo Repo) *repoState {
 		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
 		w.repos[name] = st
 	}
+	st.refs++
 	return st
+}
+
+func (w *Writer) unref(st *repoState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st.refs--
+}
+
+// Release frees what the Writer keeps for the branch of a repository no
+// application uses any more: its queue and its local clone. It does nothing
+// while a write to it is queued or a caller waits; the next Apply starts
+// afresh.
+func (w *Writer) Release(repo Repo) error {
+	name := cloneDirName(repo.URL, repo.branch())
+	// Holding w.mu keeps new callers from finding or recreating the state
+	// (and its directory) until the clone is gone.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.repos[name]; ok {
+		st.mu.Lock()
+		busy := st.refs > 0 || len(st.pending) > 0
+		st.mu.Unlock()
+		if busy {
+			return nil
+		}
+		// A batch whose callers all gave up may still be running: wait for it.
+		// The drain goroutine then finds the queue empty and ends.
+		st.work.Lock()
+		defer st.work.Unlock()
+		delete(w.repos, name)
+	}
+	if err := os.RemoveAll(filepath.Join(w.cacheDir, name)); err != nil {
+		return fmt.Errorf("remove clone of %s: %w", redactURL(repo.URL), err)
+	}
+	return nil
+}
+
+// Repositories is the number of (repository, branch) queues the Writer
+// keeps.
+func (w *Writer) Repositories() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.repos)
 }
 
 // cloneDirName derives the clone directory from the URL and branch. A hash
@@ -319,7 +398,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 // deepCopy copies the change so a caller that gave up waiting may reuse its
 // buffers while the batch still reads them.
 func (c Change) deepCopy() Change {
-	files := make(map[string][]byte, len(c.Files))
+	files := make(map[string][]byte, len(c.Files)+1)
 	for name, content := range c.Files {
 		files[name] = append([]byte(nil), content...)
 	}

@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,10 +154,11 @@ func TestApplyBatchesConcurrentCallers(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(stats) == 1 {
+		// Two files per app: deployment.yaml and the ownership marker.
+		if n := len(stats) / 2; n == 1 {
 			g.Expect(c.Message).To(MatchRegexp(`^kubeopera: ns/app\d\d gen 1\n$`))
 		} else {
-			g.Expect(c.Message).To(MatchRegexp(fmt.Sprintf(`^kubeopera: update %d apps\n\n(- kubeopera: ns/app\d\d gen 1\n){%d}$`, len(stats), len(stats))))
+			g.Expect(c.Message).To(MatchRegexp(fmt.Sprintf(`^kubeopera: update %d apps\n\n(- kubeopera: ns/app\d\d gen 1\n){%d}$`, n, n)))
 		}
 		return nil
 	})).To(Succeed())
@@ -250,7 +253,7 @@ func TestApplyRefusesBlockedFolder(t *testing.T) {
 			g := NewWithT(t)
 			repo := testRepo(newServer(t))
 			w := newTestWriter(t)
-			apply(t, w, repo, Change{AppKey: "seed", Path: "other/seed", Files: map[string][]byte{"a.yaml": nil}})
+			apply(t, w, repo, Change{AppKey: "seed", Path: "other/seed", Owner: testOwner("seed"), Files: map[string][]byte{"a.yaml": nil}})
 			outside := t.TempDir()
 			g.Expect(os.MkdirAll(filepath.Join(outside, "web"), 0o750)).To(Succeed())
 			keep := filepath.Join(outside, "web", "keep.txt")
@@ -265,7 +268,7 @@ func TestApplyRefusesBlockedFolder(t *testing.T) {
 			g.Expect(keep).To(BeARegularFile(), "nothing outside the clone is touched")
 			g.Expect(filepath.Join(outside, "web", "a.yaml")).NotTo(BeAnExistingFile())
 			// The repository is not stuck for other apps.
-			res, err := w.Apply(context.Background(), repo, Change{AppKey: "ok", Path: "other/ok", Files: map[string][]byte{"a.yaml": nil}})
+			res, err := w.Apply(context.Background(), repo, Change{AppKey: "ok", Path: "other/ok", Owner: testOwner("ok"), Files: map[string][]byte{"a.yaml": nil}})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Changed).To(BeTrue())
 		})
@@ -487,6 +490,8 @@ func TestApplyRejectsInvalidInput(t *testing.T) {
 		{name: "no files", change: func(c *Change) { c.Files = nil }, want: ErrInvalidChange},
 		{name: "delete with files", change: func(c *Change) { c.Delete = true }, want: ErrInvalidChange},
 		{name: "no app key", change: func(c *Change) { c.AppKey = "" }, want: ErrInvalidChange},
+		{name: "no owner", change: func(c *Change) { c.Owner = Owner{} }, want: ErrInvalidChange},
+		{name: "owner file given", change: func(c *Change) { c.Files[OwnerFile] = []byte("uid: forged") }, want: ErrInvalidChange},
 		{name: "file scheme", repo: func(r *Repo) { r.URL = "file:///tmp/x" }, want: ErrInvalidChange},
 		{name: "ssh without auth", repo: func(r *Repo) { r.URL = "ssh://git@example.com/x.git" }, want: ErrInvalidAuth},
 		{name: "bad branch", repo: func(r *Repo) { r.Branch = "a..b" }, want: ErrInvalidChange},
@@ -514,7 +519,7 @@ func TestApplyRejectsInvalidInput(t *testing.T) {
 		c := valid.deepCopy()
 		c.Files["sub/dir/b.yaml"] = nil
 		g.Expect(c.validate()).To(Succeed())
-		g.Expect(Change{AppKey: "a", Path: "apps/a", Delete: true}.validate()).To(Succeed())
+		g.Expect(Change{AppKey: "a", Path: "apps/a", Owner: testOwner("a"), Delete: true}.validate()).To(Succeed())
 	})
 }
 
@@ -539,4 +544,92 @@ func TestCommitMessage(t *testing.T) {
 		"- kubeopera: delete ns/c\n" +
 		"- kubeopera: ns/b gen 2\n" +
 		"- ns/a: bump image\n"))
+}
+
+func TestReleaseFreesQueueAndClone(t *testing.T) {
+	g := NewWithT(t)
+	srv := newServer(t)
+	cache := t.TempDir()
+	w := NewWriter(cache, WithClock(fixedClock{}))
+	var repos []Repo
+	for i := range 5 {
+		repo := Repo{URL: fmt.Sprintf("%s/org/apps-%d.git", srv.HTTPAddress(), i), Branch: testBranch}
+		repos = append(repos, repo)
+		apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "x"}))
+	}
+	g.Expect(w.Repositories()).To(Equal(5))
+	entries, err := os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(5))
+	for _, repo := range repos {
+		g.Expect(w.Release(repo)).To(Succeed())
+	}
+	g.Expect(w.Repositories()).To(BeZero())
+	entries, err = os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty())
+	// A released repository is written again from a fresh clone.
+	res := apply(t, w, repos[0], appChange("web", map[string]string{"a.yaml": "y"}))
+	g.Expect(res.Changed).To(BeTrue())
+}
+
+func TestShallowCloneFetchesOnlyTheHeadAndPushes(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	seed := newTestWriter(t)
+	for i := range 5 {
+		apply(t, seed, repo, appChange("seed", map[string]string{"a.yaml": fmt.Sprint(i)}))
+	}
+	before := readRemote(t, repo, nil)
+	iter, err := before.repo.Log(&git.LogOptions{From: before.head.Hash})
+	g.Expect(err).NotTo(HaveOccurred())
+	var history []plumbing.Hash
+	g.Expect(iter.ForEach(func(c *object.Commit) error { history = append(history, c.Hash); return nil })).To(Succeed())
+	g.Expect(history).To(HaveLen(5))
+
+	cache := t.TempDir()
+	w := NewWriter(cache, WithClock(fixedClock{}))
+	res := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "web"}))
+	g.Expect(res.Changed).To(BeTrue())
+
+	// The push from the shallow clone is a normal fast-forward on the full history.
+	after := readRemote(t, repo, nil)
+	g.Expect(after.commitCount(t)).To(Equal(6))
+	g.Expect(after.head.ParentHashes).To(Equal([]plumbing.Hash{before.head.Hash}))
+	g.Expect(after.files(t)).To(HaveKeyWithValue("apps/ns/seed/a.yaml", "4"))
+	// The local clone holds the head it built on, not the history before it.
+	local, err := git.PlainOpen(filepath.Join(cache, cloneDirName(repo.URL, repo.branch())))
+	g.Expect(err).NotTo(HaveOccurred())
+	shallow, err := local.Storer.Shallow()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(shallow).NotTo(BeEmpty())
+	_, err = local.CommitObject(history[len(history)-1])
+	g.Expect(err).To(MatchError(plumbing.ErrObjectNotFound), "the first commit was fetched")
+	// Later writes on top of outside commits keep working.
+	_, err = outsideCommit(repo, false, writeFile("outside.txt", "x"))
+	g.Expect(err).NotTo(HaveOccurred())
+	apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "web 2"}))
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(8))
+}
+
+func TestRepositoryOverTheSizeLimitIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	noise := make([]byte, 64<<10)
+	_, err := rand.Read(noise) // incompressible
+	g.Expect(err).NotTo(HaveOccurred())
+	apply(t, newTestWriter(t), repo, appChange("big", map[string]string{"blob.yaml": hex.EncodeToString(noise)}))
+
+	cache := t.TempDir()
+	w := NewWriter(cache, WithMaxRepositorySize(16<<10))
+	_, err = w.Apply(context.Background(), repo, appChange("web", map[string]string{"a.yaml": "x"}))
+	g.Expect(err).To(MatchError(ErrRepositoryTooLarge))
+	entries, err := os.ReadDir(cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty(), "the oversized clone is deleted")
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(1), "nothing was pushed")
+
+	// Within the limit it works.
+	roomy := NewWriter(t.TempDir(), WithMaxRepositorySize(1<<20))
+	apply(t, roomy, repo, appChange("web", map[string]string{"a.yaml": "x"}))
 }

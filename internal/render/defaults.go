@@ -47,12 +47,16 @@ func Branch(app *kubeoperav1alpha1.KubeOperaApp) string {
 	return DefaultBranch
 }
 
-// Path is the app's folder in the repository: spec.git.path, or apps/<targetNamespace>/<name>.
+// Path is the app's folder in the repository: spec.git.path, or apps/<namespace>/<name> with the
+// app's host namespace and name. That pair is unique on the host cluster, so two apps of the same
+// name and target namespace from different host namespaces (tenants) sharing one repository
+// never get the same folder; overlaps with explicit paths are refused by the Git writer's
+// ownership markers.
 func Path(app *kubeoperav1alpha1.KubeOperaApp) string {
 	if app.Spec.Git.Path != "" {
 		return path.Clean(app.Spec.Git.Path)
 	}
-	return path.Join("apps", TargetNamespace(app), app.Name)
+	return path.Join("apps", app.Namespace, app.Name)
 }
 
 // FluxNamespace is the namespace of the Flux objects in the vCluster.

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"strings"
+
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -35,8 +37,10 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 
 // Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,
 // applied into the app namespace with prune on (deleting the Kustomization deletes what it
-// applied). wait is off: the operator reads readiness back itself and does not want Flux to
-// hold a revision until every rollout finishes.
+// applied) and wait on: Flux reports Ready only once every applied object is healthy (the
+// Deployment's replicas available), within the Kustomization's timeout (default: its
+// interval). The operator's Synced condition follows that Ready, so Synced means running, not
+// merely applied.
 func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomization, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
@@ -49,7 +53,7 @@ func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomizat
 			Interval: metav1.Duration{Duration: interval},
 			Path:     "./" + Path(app),
 			Prune:    true,
-			Wait:     false,
+			Wait:     true,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{
 				APIVersion: sourcev1.GroupVersion.String(),
 				Kind:       sourcev1.GitRepositoryKind,
@@ -79,16 +83,23 @@ const (
 )
 
 // FluxGitSecret renders the copy of the app's Git credentials for Flux in the vCluster, from the
-// host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux needs are copied,
-// so nothing else in the host Secret reaches the vCluster.
+// host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux reads for the
+// URL's transport are copied (SSH: identity, known_hosts and the key's passphrase in password;
+// HTTPS: username, password, bearerToken and ca.crt), so nothing else in the host Secret reaches
+// the vCluster.
 func FluxGitSecret(app *kubeoperav1alpha1.KubeOperaApp, data map[string][]byte) *corev1.Secret {
+	keys := []string{fluxKeyUsername, fluxKeyPassword, fluxKeyBearerToken, fluxKeyCA}
+	ssh := strings.HasPrefix(app.Spec.Git.URL, "ssh://")
+	if ssh {
+		keys = []string{fluxKeyIdentity, fluxKeyKnownHosts, fluxKeyPassword}
+	}
 	out := map[string][]byte{}
-	for _, k := range []string{fluxKeyUsername, fluxKeyPassword, fluxKeyBearerToken, fluxKeyCA, fluxKeyIdentity, fluxKeyKnownHosts} {
+	for _, k := range keys {
 		if v := data[k]; len(v) > 0 {
 			out[k] = v
 		}
 	}
-	if token := data[hostKeyToken]; len(token) > 0 {
+	if token := data[hostKeyToken]; len(token) > 0 && !ssh {
 		out[fluxKeyPassword] = token
 		if len(out[fluxKeyUsername]) == 0 {
 			out[fluxKeyUsername] = []byte(defaultTokenUser)

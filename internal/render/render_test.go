@@ -188,7 +188,7 @@ func TestDefaults(t *testing.T) {
 	a := app()
 	g.Expect(TargetNamespace(a)).To(Equal("web"))
 	g.Expect(Branch(a)).To(Equal("main"))
-	g.Expect(Path(a)).To(Equal("apps/web/web"))
+	g.Expect(Path(a)).To(Equal("apps/cs-1/web"), "default: host namespace and name")
 	g.Expect(FluxNamespace(a)).To(Equal("flux-system"))
 	d, err := FluxInterval(a)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -250,8 +250,8 @@ func TestFluxObjects(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ks.Namespace).To(Equal("flux"))
 	g.Expect(ks.Spec.Prune).To(BeTrue())
-	g.Expect(ks.Spec.Wait).To(BeFalse())
-	g.Expect(ks.Spec.Path).To(Equal("./apps/shop/web"))
+	g.Expect(ks.Spec.Wait).To(BeTrue(), "Synced means healthy: Flux waits for the applied objects")
+	g.Expect(ks.Spec.Path).To(Equal("./apps/cs-1/web"))
 	g.Expect(ks.Spec.TargetNamespace).To(Equal("shop"))
 	g.Expect(ks.Spec.SourceRef.Kind).To(Equal("GitRepository"))
 	g.Expect(ks.Spec.SourceRef.Name).To(Equal("cs-1-web"))
@@ -273,7 +273,19 @@ func TestFluxGitSecret(t *testing.T) {
 	s = FluxGitSecret(app(), map[string][]byte{"token": []byte("t")})
 	g.Expect(s.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte("t")}))
 
-	s = FluxGitSecret(app(), map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h")})
+	// HTTPS: an SSH key in the same Secret stays on the host.
+	both := map[string][]byte{
+		"username": []byte("u"), "password": []byte("p"), "ca.crt": []byte("ca"), "bearerToken": []byte("b"),
+		"identity": []byte("k"), "known_hosts": []byte("h"), "kubeconfig": []byte("other tenant"),
+	}
+	s = FluxGitSecret(app(), both)
+	g.Expect(s.Data).To(Equal(map[string][]byte{"username": []byte("u"), "password": []byte("p"), "ca.crt": []byte("ca"), "bearerToken": []byte("b")}))
+
+	// SSH: key, known_hosts and the key's passphrase only.
+	ssh := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = "ssh://git@git.example.com/tenant/apps.git" })
+	s = FluxGitSecret(ssh, both)
+	g.Expect(s.Data).To(Equal(map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h"), "password": []byte("p")}))
+	s = FluxGitSecret(ssh, map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h"), "token": []byte("t")})
 	g.Expect(s.Data).To(Equal(map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h")}))
 }
 

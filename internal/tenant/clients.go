@@ -75,6 +75,13 @@ func (c *Clients) Forget(tenant types.NamespacedName) {
 	delete(c.entries, tenant)
 }
 
+// Len is the number of Tenants with a cached client.
+func (c *Clients) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
 // Builds is the number of clients built so far; tests use it to prove the cache works.
 func (c *Clients) Builds() int {
 	c.mu.Lock()

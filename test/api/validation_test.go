@@ -259,6 +259,20 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		}, "spec.app.ports"},
 		{"flux interval not a duration", app, func(u *unstructured.Unstructured) { set(u, "spec.flux.interval", "soon") }, "spec.flux.interval"},
 		{"target namespace not a label", app, func(u *unstructured.Unstructured) { set(u, "spec.targetNamespace", "a.b") }, "spec.targetNamespace"},
+		// Every name that becomes a Kubernetes name in the rendered manifests.
+		{"app name with a dot (becomes the namespace)", app, func(u *unstructured.Unstructured) { u.SetName("shop.web") }, "metadata.name must start with a lowercase letter"},
+		{"app name starting with a digit (becomes the Service)", app, func(u *unstructured.Unstructured) { u.SetName("1web") }, "metadata.name must start with a lowercase letter"},
+		{"app name too long", app, func(u *unstructured.Unstructured) { u.SetName(strings.Repeat("a", 64)) }, "metadata.name must be at most 63"},
+		{"app port name without a letter", app, func(u *unstructured.Unstructured) { set(u, "spec.app.ports.[0].name", "8080") }, "spec.app.ports[0].name"},
+		{"app port name with --", app, func(u *unstructured.Unstructured) { set(u, "spec.app.ports.[0].name", "my--http") }, "spec.app.ports[0].name"},
+		{"app port name too long", app, func(u *unstructured.Unstructured) { set(u, "spec.app.ports.[0].name", "a-very-long-port-name") }, "spec.app.ports[0].name"},
+		{"ingress class not a DNS name", app, func(u *unstructured.Unstructured) {
+			set(u, "spec.ingress", map[string]any{"host": "a.example.com", "className": "Nginx_Public"})
+		}, "spec.ingress.className"},
+		{"registry Secret not a DNS name", app, func(u *unstructured.Unstructured) {
+			set(u, "spec.registry", map[string]any{"secretRef": map[string]any{"name": "Pull_Secret"}})
+		}, "spec.registry.secretRef.name"},
+		{"flux namespace not a label", app, func(u *unstructured.Unstructured) { set(u, "spec.flux.namespace", "flux.system") }, "spec.flux.namespace"},
 	}
 	ns := newNamespace(t)
 	for _, tc := range cases {

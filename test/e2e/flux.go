@@ -19,10 +19,21 @@ import (
 
 // Flux is the two Flux controllers running as child processes.
 type Flux struct {
-	procs []*exec.Cmd
+	procs []*proc
 	// LogDir holds each controller's output (<name>.log).
 	LogDir string
 }
+
+// proc is one controller process. A goroutine waits for it from the start, so an exit is
+// noticed while the test runs (exec.Cmd's ProcessState is only set by Wait).
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	// err is Wait's result, set before done is closed.
+	err error
+}
+
+func (p *proc) name() string { return filepath.Base(p.cmd.Path) }
 
 // StartFlux runs source-controller and kustomize-controller from binDir against the cluster of
 // the kubeconfig file, watching all namespaces, with loopback addresses on free ports.
@@ -63,40 +74,60 @@ func StartFlux(ctx context.Context, binDir, kubeconfig, workDir string) (*Flux, 
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 10 * time.Second
-		if err := cmd.Start(); err != nil {
-			_ = logFile.Close()
+		if err := f.run(cmd, logFile); err != nil {
 			f.Stop()
 			return nil, fmt.Errorf("start %s: %w", s.name, err)
 		}
-		f.procs = append(f.procs, cmd)
 	}
 	return f, nil
+}
+
+// run starts cmd and a goroutine that waits for it; logFile is closed when it exits.
+func (f *Flux) run(cmd *exec.Cmd, logFile *os.File) error {
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	f.procs = append(f.procs, p)
+	return nil
 }
 
 // Stop terminates the controllers (SIGTERM, then SIGKILL after 10s) and waits for them. It must
 // run before the API server stops: the controllers would otherwise retry against a dead server.
 func (f *Flux) Stop() {
 	for _, p := range f.procs {
-		if p.Process != nil {
-			_ = p.Process.Signal(syscall.SIGTERM)
+		if p.cmd.Process != nil {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
 	for _, p := range f.procs {
-		kill := time.AfterFunc(10*time.Second, func() { _ = p.Process.Kill() })
-		_ = p.Wait() // a controller stopped by a signal exits non-zero
-		kill.Stop()
+		select {
+		case <-p.done: // a controller stopped by a signal exits non-zero
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
 	}
 	f.procs = nil
 }
 
-// Exited returns an error when a controller has exited.
+// Exited returns an error when a controller has exited (it must run until Stop).
 func (f *Flux) Exited() error {
+	var errs []error
 	for _, p := range f.procs {
-		if p.ProcessState != nil {
-			return fmt.Errorf("%s exited: %s", filepath.Base(p.Path), p.ProcessState)
+		select {
+		case <-p.done:
+			errs = append(errs, fmt.Errorf("%s exited (see %s.log): %w", p.name(), p.name(), p.err))
+		default:
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func freePorts(n int) ([]int, error) {

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +84,14 @@ func TestFluxEndToEnd(t *testing.T) {
 		g.Expect(<-done).To(Succeed())
 	})
 	t.Logf("environment up in %s", time.Since(start).Round(time.Millisecond))
+	// envtest runs no deployment controller: the stand-in writes the Deployment status it
+	// would write (available for the healthy image, never available for the broken one), so
+	// Flux's health checks (wait: true) see what they would see in a vCluster.
+	standInCtx, stopStandIn := context.WithCancel(ctx)
+	t.Cleanup(stopStandIn)
+	go standInDeploymentController(standInCtx, tenant.Client, func(d *appsv1.Deployment) bool {
+		return !strings.Contains(d.Spec.Template.Spec.Containers[0].Image, "broken")
+	})
 
 	// A CloudSpace on the host: a Ready Tenant with its exported kubeconfig, Git credentials
 	// and a registry pull Secret.
@@ -134,7 +143,37 @@ func TestFluxEndToEnd(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(synced.Status.Commit).To(Equal(head))
 	g.Expect(synced.Status.AppliedRevision).To(Equal("main@sha1:" + head))
+	g.Expect(synced.Status.AvailableReplicas).To(Equal(int32(1)))
 	t.Logf("create → Synced: %s", time.Since(created).Round(time.Millisecond))
+
+	// A broken app (its image never becomes available) is applied but never Synced: Flux's
+	// health check fails, and the operator's part is still done (Ready).
+	broken := apptest.App(ns, "broken", "cs-e2e", gitServer.URL("tenant-a-apps"), func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TenantCRName = "tenant-a"
+		a.Spec.TargetNamespace = "shop"
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
+		a.Spec.App.Image = "ghcr.io/example/broken:never"
+		a.Spec.Flux.Interval = "10s" // also the health check timeout
+	})
+	g.Expect(host.Client.Create(ctx, broken)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		a := &kubeoperav1alpha1.KubeOperaApp{}
+		g.Expect(host.Client.Get(ctx, client.ObjectKeyFromObject(broken), a)).To(Succeed())
+		ready := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+		c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(kubeoperav1alpha1.ReasonKustomizationNotReady), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("HealthCheckFailed"))
+		g.Expect(a.Status.AvailableReplicas).To(BeZero())
+	}).Should(Succeed())
+	g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "broken"}, &appsv1.Deployment{})).To(Succeed(), "the broken app was applied")
+	g.Expect(host.Client.Delete(ctx, broken)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(host.Client.Get(ctx, client.ObjectKeyFromObject(broken), &kubeoperav1alpha1.KubeOperaApp{}))
+	}).Should(BeTrue(), "the broken app is stuck in deletion")
 
 	// A spec change reaches the tenant.
 	changed := time.Now()
@@ -157,6 +196,7 @@ func TestFluxEndToEnd(t *testing.T) {
 	head, err = gitServer.Head("tenant-a-apps", "main")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resynced.Status.Commit).To(Equal(head))
+	g.Expect(resynced.Status.AvailableReplicas).To(Equal(int32(3)))
 	t.Logf("spec change → Synced in tenant: %s", time.Since(changed).Round(time.Millisecond))
 
 	// Deleting the app prunes the objects and removes the folder from Git.
@@ -171,7 +211,7 @@ func TestFluxEndToEnd(t *testing.T) {
 		err := tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, obj)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T not pruned: %v", obj, err)
 	}
-	files, err := gitServer.Files("tenant-a-apps", "main", "apps/shop/web")
+	files, err := gitServer.Files("tenant-a-apps", "main", "apps/"+ns+"/web")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).To(BeEmpty())
 	commits, err := gitServer.Commits("tenant-a-apps", "main")
@@ -244,4 +284,68 @@ func dumpLogs(t *testing.T, dir string) {
 		}
 		t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines, "\n"))
 	}
+}
+
+// standInDeploymentController writes, for every Deployment of the tenant API server, the status
+// the deployment controller would write: all replicas updated, ready and available when healthy
+// says so; otherwise the replicas exist but never become available (an image that never
+// starts). It runs until ctx ends.
+func standInDeploymentController(ctx context.Context, c client.Client, healthy func(*appsv1.Deployment) bool) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		list := &appsv1.DeploymentList{}
+		if err := c.List(ctx, list); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			d := &list.Items[i]
+			want := deploymentStatus(d, healthy(d))
+			if apiequality.Semantic.DeepEqual(d.Status, want) {
+				continue
+			}
+			d.Status = want
+			_ = c.Status().Update(ctx, d) // a conflict is retried on the next tick
+		}
+	}
+}
+
+func deploymentStatus(d *appsv1.Deployment, healthy bool) appsv1.DeploymentStatus {
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas}
+	// The deployment controller keeps a condition's lastTransitionTime while its status stays.
+	since := func(t appsv1.DeploymentConditionType, s corev1.ConditionStatus) metav1.Time {
+		for _, c := range d.Status.Conditions {
+			if c.Type == t && c.Status == s {
+				return c.LastTransitionTime
+			}
+		}
+		return metav1.Now()
+	}
+	if healthy {
+		st.ReadyReplicas, st.AvailableReplicas = replicas, replicas
+		st.Conditions = []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+				Message: "Deployment has minimum availability.", LastTransitionTime: since(appsv1.DeploymentAvailable, corev1.ConditionTrue)},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
+				Message: "ReplicaSet has successfully progressed.", LastTransitionTime: since(appsv1.DeploymentProgressing, corev1.ConditionTrue)},
+		}
+	} else {
+		st.UnavailableReplicas = replicas
+		st.Conditions = []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable",
+				Message: "Deployment does not have minimum availability.", LastTransitionTime: since(appsv1.DeploymentAvailable, corev1.ConditionFalse)},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated",
+				Message: "ReplicaSet is progressing.", LastTransitionTime: since(appsv1.DeploymentProgressing, corev1.ConditionTrue)},
+		}
+	}
+	for i := range st.Conditions {
+		st.Conditions[i].LastUpdateTime = st.Conditions[i].LastTransitionTime
+	}
+	return st
 }

@@ -1,5 +1,16 @@
 package v1alpha1
 
+// Annotations an administrator sets on a KubeOperaApp being deleted, to let its cleanup finish
+// without a step that cannot complete. Each is recorded with a Warning Event.
+const (
+	// AnnotationSkipGitCleanup "true": do not remove the app's folder from Git (the repository
+	// or its credentials are gone for good). The folder stays; Flux no longer reads it.
+	AnnotationSkipGitCleanup = "kubeopera.io/skip-git-cleanup"
+	// AnnotationAbandonKustomization "true": stop waiting for the Kustomization's deletion
+	// (Flux is not running in the vCluster). What it applied may still run until Flux prunes it.
+	AnnotationAbandonKustomization = "kubeopera.io/abandon-kustomization"
+)
+
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 
@@ -14,7 +25,8 @@ const (
 	ConditionManifestsCommitted = "ManifestsCommitted"
 	// ConditionFluxConfigured: the GitRepository and Kustomization exist in the vCluster.
 	ConditionFluxConfigured = "FluxConfigured"
-	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready.
+	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready, which
+	// (wait: true) means every applied object is healthy.
 	ConditionSynced = "Synced"
 )
 
@@ -42,4 +54,22 @@ const (
 	// ReasonVClusterRequestFailed: the vCluster answered but refused a request (forbidden,
 	// invalid, conflict); VClusterUnreachable is used when it did not answer at all.
 	ReasonVClusterRequestFailed = "VClusterRequestFailed"
+	// ReasonPathConflict: the app's Git folder equals, contains or lies inside the folder of
+	// another app (its ownership marker names the other app). Nothing is written.
+	ReasonPathConflict = "PathConflict"
+	// ReasonRegistrySecretInvalid: spec.registry.secretRef names a Secret that is not of type
+	// kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg. It is never copied.
+	ReasonRegistrySecretInvalid = "RegistrySecretInvalid"
+	// ReasonKustomizationStuck: the deleted Kustomization is still there after the timeout;
+	// deletion keeps waiting (see AnnotationAbandonKustomization).
+	ReasonKustomizationStuck = "KustomizationStuck"
+	// ReasonRepositoryTooLarge: the shallow clone of the app's repository branch is larger
+	// than the operator's limit (--app-max-git-repository-size). Nothing is pushed.
+	ReasonRepositoryTooLarge = "RepositoryTooLarge"
+	// ReasonGitHostNotAllowed: spec.git.url names a host outside the operator's Git host
+	// allow-list (--app-allowed-git-hosts). Nothing is fetched or pushed.
+	ReasonGitHostNotAllowed = "GitHostNotAllowed"
+	// ReasonVClusterServerNotAllowed: the Tenant's kubeconfig names an API server outside the
+	// operator's allow-list (--app-allowed-vcluster-servers). It is never contacted.
+	ReasonVClusterServerNotAllowed = "VClusterServerNotAllowed"
 )

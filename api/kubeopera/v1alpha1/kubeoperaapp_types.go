@@ -112,9 +112,11 @@ type AppSpec struct {
 
 // AppPort is one container port, published by the Service.
 type AppPort struct {
-	// Name of the port (IANA service name).
+	// Name of the port (IANA service name): it names the container port the Service targets.
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule=`self.matches('[a-z]')`,message="a port name must contain at least one letter (IANA service name)"
+	// +kubebuilder:validation:XValidation:rule=`!self.contains('--')`,message="a port name must not contain '--' (IANA service name)"
 	// +required
 	Name string `json:"name"`
 	// ContainerPort is the port the container listens on.
@@ -167,7 +169,7 @@ type GitSpec struct {
 	Branch string `json:"branch,omitempty"`
 
 	// Path of the app's folder, relative to the repository root; default
-	// apps/<targetNamespace>/<name>.
+	// apps/<namespace>/<name> (the app's host namespace and name, unique per host cluster).
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
 	// +kubebuilder:validation:XValidation:rule=`!self.split('/').exists(s, s == '..' || s == '.')`,message="spec.git.path must be relative and must not contain '.' or '..' segments"
@@ -200,6 +202,7 @@ type IngressSpec struct {
 	ClusterIssuer string `json:"clusterIssuer,omitempty"`
 	// ClassName is the IngressClass.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClassName string `json:"className,omitempty"`
 }
@@ -236,7 +239,8 @@ type KubeOperaAppStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (the operator's part is done), TenantResolved, ManifestsCommitted,
-	// FluxConfigured and Synced (Flux applied the pushed commit).
+	// FluxConfigured and Synced (Flux applied the pushed commit and the applied objects are
+	// healthy).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -254,13 +258,32 @@ type KubeOperaAppStatus struct {
 	// +optional
 	ShortCommit string `json:"shortCommit,omitempty"`
 
-	// Path of the app's folder in the repository.
+	// Path of the app's folder in the repository. With repository and branch it is the
+	// placement of the folder: recorded before anything is written there, and moved to the
+	// new location only once the old folder is removed.
 	// +optional
 	Path string `json:"path,omitempty"`
+
+	// Repository is the URL of the repository holding the app's folder.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Branch holding the app's folder.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// RegistrySecret is the name of the pull Secret copied into the app namespace of the
+	// vCluster, so a copy the app no longer references is deleted.
+	// +optional
+	RegistrySecret string `json:"registrySecret,omitempty"`
 
 	// AppliedRevision is the Flux Kustomization's lastAppliedRevision in the vCluster.
 	// +optional
 	AppliedRevision string `json:"appliedRevision,omitempty"`
+
+	// AvailableReplicas of the app's Deployment in the vCluster, as last read back.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 
 	// URL of the app when an Ingress exists.
 	// +optional
@@ -277,11 +300,13 @@ type KubeOperaAppStatus struct {
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.shortCommit`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) <= 63`,message="metadata.name must be at most 63 characters: it names objects and a namespace in the vCluster"
+// +kubebuilder:validation:XValidation:rule=`self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`,message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the Deployment, its container, the Service (a DNS-1035 label) and by default the namespace in the vCluster"
 type KubeOperaApp struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

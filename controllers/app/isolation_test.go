@@ -1,0 +1,134 @@
+package app_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+)
+
+func withPath(p string) func(*kubeoperav1alpha1.KubeOperaApp) {
+	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = p }
+}
+
+// sharedRepo returns a second CloudSpace (host namespace, Tenant tb) writing to f's repository.
+func sharedRepo(t *testing.T, f *fixture) *fixture {
+	t.Helper()
+	other := newFixture(t)
+	other.repo = f.repo
+	other.addTenant("tb", time.Now())
+	return other
+}
+
+func TestAppFolderBelongsToItsApp(t *testing.T) {
+	a := newFixture(t)
+	a.addTenant("ta", time.Now())
+	b := sharedRepo(t, a)
+	const ownerPath = "shared/web"
+	a.create(a.newApp("owner", "ta", withPath(ownerPath)))
+	owner := a.waitReady("owner")
+	repoBefore := a.allFiles("")
+	marker := repoBefore[ownerPath+"/"+gitops.OwnerFile]
+	a.g.Expect(marker).To(ContainSubstring("app: " + a.ns + "/owner\n"))
+	a.g.Expect(marker).To(ContainSubstring("uid: " + string(owner.UID) + "\n"))
+
+	intruders := []struct {
+		f          *fixture
+		tenant     string
+		name, path string
+	}{
+		{a, "ta", "same-ns-equal", ownerPath},
+		{a, "ta", "same-ns-nested", ownerPath + "/inner"},
+		{a, "ta", "same-ns-parent", "shared"},
+		{b, "tb", "other-ns-equal", ownerPath},
+		{b, "tb", "other-ns-nested", ownerPath + "/deeper/still"},
+		{b, "tb", "other-ns-parent", "shared"},
+	}
+	for _, in := range intruders {
+		in.f.create(in.f.newApp(in.name, in.tenant, withPath(in.path)))
+	}
+	for _, in := range intruders {
+		got := in.f.waitCondition(in.name, kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonPathConflict)
+		ready := apimeta.FindStatusCondition(got.Status.Conditions, kubeoperav1alpha1.ConditionReady)
+		in.f.g.Expect(ready.Reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict), in.name)
+		in.f.g.Expect(ready.Message).To(ContainSubstring(a.ns+"/owner"), "the message names the owner")
+		in.f.waitEvent(in.name, corev1.EventTypeWarning, kubeoperav1alpha1.ReasonPathConflict)
+		// Refused before Flux: nothing in the vCluster applies the owner's folder for it.
+		in.f.g.Expect(in.f.vc(&kustomizev1.Kustomization{}, "flux-system", in.f.ns+"-"+in.name)).To(BeFalse(), in.name)
+	}
+	a.g.Expect(a.allFiles("")).To(Equal(repoBefore), "an intruder changed the repository")
+	a.waitReady("owner")
+
+	for _, in := range intruders {
+		in.f.deleteApp(in.name)
+	}
+	for _, in := range intruders {
+		in.f.waitGone(in.name)
+	}
+	a.g.Expect(a.allFiles("")).To(Equal(repoBefore), "deleting an intruder touched the owner's files")
+	still := a.waitReady("owner")
+	a.g.Expect(still.Status.Commit).To(Equal(owner.Status.Commit))
+	a.g.Expect(a.vc(&kustomizev1.Kustomization{}, "flux-system", a.ns+"-owner")).To(BeTrue())
+}
+
+func TestDefaultFoldersOfTwoHostNamespacesDiffer(t *testing.T) {
+	a := newFixture(t)
+	a.addTenant("ta", time.Now())
+	b := sharedRepo(t, a)
+	// Same name and target namespace, two CloudSpaces, one repository.
+	a.create(a.newApp("web", "ta", func(x *kubeoperav1alpha1.KubeOperaApp) { x.Spec.TargetNamespace = "shop" }))
+	b.create(b.newApp("web", "tb", func(x *kubeoperav1alpha1.KubeOperaApp) { x.Spec.TargetNamespace = "shop" }))
+	fromA, fromB := a.waitReady("web"), b.waitReady("web")
+	a.g.Expect(fromA.Status.Path).To(Equal(a.path("web")))
+	a.g.Expect(fromB.Status.Path).To(Equal(b.path("web")))
+	a.g.Expect(fromA.Status.Path).NotTo(Equal(fromB.Status.Path))
+	a.g.Expect(a.allFiles(a.path("web"))[gitops.OwnerFile]).To(ContainSubstring(string(fromA.UID)))
+	a.g.Expect(b.allFiles(b.path("web"))[gitops.OwnerFile]).To(ContainSubstring(string(fromB.UID)))
+}
+
+func TestOnlyPullSecretsCrossIntoTheVCluster(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	// A sibling Tenant's kubeconfig, named as registry Secret by a hostile app.
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "vc-sibling"},
+		Data:       map[string][]byte{"config": []byte("apiVersion: v1\nkind: Config\n# sibling-s3cr3t\n")},
+	})
+	withRegistry := func(name string) func(*kubeoperav1alpha1.KubeOperaApp) {
+		return func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Registry = nil
+			if name != "" {
+				a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: name}}
+			}
+		}
+	}
+	f.create(f.newApp("thief", "t1", withRegistry("vc-sibling")))
+	a := f.waitCondition("thief", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRegistrySecretInvalid)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring(`type "Opaque"`))
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).NotTo(ContainSubstring("sibling-s3cr3t"))
+	f.waitEvent("thief", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonRegistrySecretInvalid)
+	f.g.Expect(f.vc(&corev1.Secret{}, "thief", "vc-sibling")).To(BeFalse(), "a non-pull Secret reached the vCluster")
+	f.g.Expect(f.head()).To(BeEmpty(), "nothing is committed for a refused app")
+
+	// Pull Secrets are copied; the copy the app stops referencing is deleted.
+	f.create(registrySecret(f.ns, "pull-a", dockerConfig), registrySecret(f.ns, "pull-b", dockerConfig))
+	for _, step := range []struct{ use, gone string }{{"pull-a", ""}, {"pull-b", "pull-a"}, {"", "pull-b"}} {
+		f.update("thief", withRegistry(step.use))
+		f.waitReady("thief")
+		if step.use != "" {
+			f.g.Expect(f.vc(&corev1.Secret{}, "thief", step.use)).To(BeTrue(), step.use)
+		}
+		if step.gone != "" {
+			f.g.Expect(f.vc(&corev1.Secret{}, "thief", step.gone)).To(BeFalse(), fmt.Sprintf("stale copy %q kept", step.gone))
+		}
+	}
+	f.g.Expect(f.vc(&corev1.Secret{}, "thief", "vc-sibling")).To(BeFalse())
+}
