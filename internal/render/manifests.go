@@ -80,14 +80,15 @@ type kustomizeFile struct {
 func Deployment(app *kubeoperav1alpha1.KubeOperaApp) *appsv1.Deployment {
 	spec := app.Spec.App
 	container := corev1.Container{
-		Name:           app.Name,
-		Image:          spec.Image,
-		Command:        spec.Command,
-		Args:           spec.Args,
-		Env:            spec.Env,
-		Resources:      spec.Resources,
-		LivenessProbe:  spec.LivenessProbe,
-		ReadinessProbe: spec.ReadinessProbe,
+		Name:            app.Name,
+		Image:           spec.Image,
+		Command:         spec.Command,
+		Args:            spec.Args,
+		Env:             spec.Env,
+		Resources:       spec.Resources,
+		LivenessProbe:   spec.LivenessProbe,
+		ReadinessProbe:  spec.ReadinessProbe,
+		SecurityContext: containerSecurity(spec.Security),
 	}
 	for _, p := range spec.Ports {
 		container.Ports = append(container.Ports, corev1.ContainerPort{
@@ -96,7 +97,7 @@ func Deployment(app *kubeoperav1alpha1.KubeOperaApp) *appsv1.Deployment {
 			Protocol:      protocol(p),
 		})
 	}
-	pod := corev1.PodSpec{Containers: []corev1.Container{container}}
+	pod := corev1.PodSpec{Containers: []corev1.Container{container}, SecurityContext: podSecurity(spec.Security)}
 	if app.Spec.Registry != nil && app.Spec.Registry.SecretRef.Name != "" {
 		pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: app.Spec.Registry.SecretRef.Name}}
 	}
@@ -212,4 +213,33 @@ func protocol(p kubeoperav1alpha1.AppPort) corev1.Protocol {
 		return p.Protocol
 	}
 	return corev1.ProtocolTCP
+}
+
+// podSecurity is the pod half of the restricted Pod Security Standard: non-root, RuntimeDefault
+// seccomp, and the ids the app chose.
+func podSecurity(sec *kubeoperav1alpha1.AppSecurity) *corev1.PodSecurityContext {
+	psc := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if sec != nil {
+		psc.RunAsUser, psc.RunAsGroup, psc.FSGroup = sec.RunAsUser, sec.RunAsGroup, sec.FSGroup
+	}
+	return psc
+}
+
+// containerSecurity is the container half: no privilege escalation, every capability dropped,
+// NET_BIND_SERVICE added back only when asked for.
+func containerSecurity(sec *kubeoperav1alpha1.AppSecurity) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if sec != nil {
+		for _, c := range sec.AddCapabilities {
+			sc.Capabilities.Add = append(sc.Capabilities.Add, corev1.Capability(c))
+		}
+		sc.ReadOnlyRootFilesystem = sec.ReadOnlyRootFilesystem
+	}
+	return sc
 }

@@ -108,7 +108,54 @@ type AppSpec struct {
 	// ReadinessProbe of the container.
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+
+	// Security relaxes, within the Kubernetes "restricted" Pod Security Standard, what the app's
+	// image needs. The rendered pod always runs as non-root with the RuntimeDefault seccomp
+	// profile, no privilege escalation and every capability dropped; these fields only choose
+	// the user and group ids and add NET_BIND_SERVICE. Anything beyond restricted is refused.
+	// +optional
+	Security *AppSecurity `json:"security,omitempty"`
 }
+
+// AppSecurity is what an app's image may need within the restricted Pod Security Standard.
+type AppSecurity struct {
+	// RunAsUser is the user id of the container, for images whose default user is root (or
+	// named, not numeric), which the kubelet cannot verify as non-root. Never 0.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+
+	// RunAsGroup is the primary group id of the container. Never 0.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+
+	// FSGroup owns the pod's volumes.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	FSGroup *int64 `json:"fsGroup,omitempty"`
+
+	// AddCapabilities are added after dropping ALL. Restricted allows only NET_BIND_SERVICE
+	// (binding ports below 1024).
+	// +kubebuilder:validation:MaxItems=1
+	// +listType=set
+	// +optional
+	AddCapabilities []Capability `json:"addCapabilities,omitempty"`
+
+	// ReadOnlyRootFilesystem mounts the container's root filesystem read-only.
+	// +optional
+	ReadOnlyRootFilesystem *bool `json:"readOnlyRootFilesystem,omitempty"`
+}
+
+// Capability is a Linux capability an app may add under the restricted Pod Security Standard.
+// +kubebuilder:validation:Enum=NET_BIND_SERVICE
+type Capability string
+
+// CapabilityNetBindService lets a non-root process bind ports below 1024.
+const CapabilityNetBindService Capability = "NET_BIND_SERVICE"
 
 // AppPort is one container port, published by the Service.
 type AppPort struct {
