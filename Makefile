@@ -83,10 +83,10 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-assets flux-controllers git-cli ## Run every check and test (what CI runs).
+test: verify-generated vet lint envtest-assets flux-controllers git-cli govulncheck ## Run every check and test (what CI runs).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
-		go test ./... -count=1 -timeout $(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory fuzz bundle-verify catalog-verify scorecard
+		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
+	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify scorecard
 
 # Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZTIME ?= 10s
