@@ -4,51 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/kubeopera/kubeopera-operator/test/olm/olmtest"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
-
-// readCatalog returns every FBC object of the catalog directory, by file (relative path).
-func readCatalog(t *testing.T, dir string) map[string][]map[string]any {
-	t.Helper()
-	out := map[string][]map[string]any{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path) //nolint:gosec // a file of the walked catalog
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return err
-			}
-			if obj != nil {
-				out[rel] = append(out[rel], obj)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read catalog %s: %v", dir, err)
-	}
-	return out
-}
 
 // writeServedCatalog writes the catalog OLM is given: the committed catalog with every bundle's
 // `image` emptied, so that OLM installs each bundle from its olm.bundle.object properties and
@@ -57,7 +20,7 @@ func readCatalog(t *testing.T, dir string) map[string][]map[string]any {
 func writeServedCatalog(t *testing.T, committedDir, servedDir string) {
 	t.Helper()
 	g := NewWithT(t)
-	committed := readCatalog(t, committedDir)
+	committed := olmtest.ReadCatalog(t, committedDir)
 	g.Expect(committed).NotTo(BeEmpty(), "no catalog in %s: run `make catalog`", committedDir)
 	for rel, objs := range committed {
 		var buf bytes.Buffer
@@ -74,7 +37,7 @@ func writeServedCatalog(t *testing.T, committedDir, servedDir string) {
 		writeFile(t, filepath.Join(servedDir, rel+".json"), buf.Bytes())
 	}
 
-	served := readCatalog(t, servedDir)
+	served := olmtest.ReadCatalog(t, servedDir)
 	g.Expect(served).To(HaveLen(len(committed)))
 	bundles := 0
 	for rel, objs := range committed {

@@ -370,7 +370,7 @@ func (c *cluster) auditEvents(t *testing.T, user, namespace string) int {
 			continue
 		}
 		var ev struct {
-			User      struct{ Username string } `json:"user"`
+			User      struct{ Username string }   `json:"user"`
 			ObjectRef *struct{ Namespace string } `json:"objectRef"`
 		}
 		if err := yaml.Unmarshal(line, &ev); err != nil {

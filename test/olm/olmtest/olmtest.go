@@ -6,9 +6,14 @@
 package olmtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -18,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -187,4 +193,38 @@ func CountOwned(ctx context.Context, c client.Client, namespace string, owner ty
 		}
 	}
 	return n, nil
+}
+
+// ReadCatalog returns every FBC object of the catalog directory, by file (relative path).
+func ReadCatalog(t TB, dir string) map[string][]map[string]any {
+	t.Helper()
+	out := map[string][]map[string]any{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path) //nolint:gosec // a file of the walked catalog
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return err
+			}
+			if obj != nil {
+				out[rel] = append(out[rel], obj)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read catalog %s: %v", dir, err)
+	}
+	return out
 }
