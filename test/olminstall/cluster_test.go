@@ -112,7 +112,7 @@ func startCluster(t *testing.T) *cluster {
 	if err := c.Create(t.Context(), cs0); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		got := &operatorsv1alpha1.CatalogSource{}
 		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(cs0), got)).To(Succeed())
 		g.Expect(got.Status.GRPCConnectionState).NotTo(BeNil())
@@ -139,7 +139,7 @@ func serveCatalog(t *testing.T, dir string) string {
 	startProcess(t, dir, "opm-serve", os.Environ(), filepath.Join(tools.opm, "opm"), "serve", served,
 		"--port", fmt.Sprint(port), "--termination-log", filepath.Join(dir, "opm-termination.log"),
 		"--pprof-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	Eventually(func() error {
+	NewWithT(t).Eventually(func() error {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = conn.Close()
@@ -333,8 +333,8 @@ func (m *manager) stop() {
 func (c *cluster) markAvailable(t *testing.T, key client.ObjectKey, m *manager) {
 	t.Helper()
 	ctx := t.Context()
-	Eventually(m.ready, timeout, poll).Should(Succeed(), "the manager never answered /readyz")
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(m.ready, timeout, poll).Should(Succeed(), "the manager never answered /readyz")
+	NewWithT(t).Eventually(func(g Gomega) {
 		dep := &appsv1.Deployment{}
 		g.Expect(c.client.Get(ctx, key, dep)).To(Succeed())
 		g.Expect(dep.Spec.Template).To(Equal(m.template), "OLM changed the pod template after the manager started from it")
