@@ -121,22 +121,24 @@ func (c *cluster) completeInstallPlan(t *testing.T, sub *operatorsv1alpha1.Subsc
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	var plan *operatorsv1alpha1.InstallPlan
+	// The Subscription names its current InstallPlan once OLM has set the plan's initial status
+	// (approving a plan before that races with OLM, which then abandons it for a new one).
+	plan := &operatorsv1alpha1.InstallPlan{}
 	g.Eventually(func(g Gomega) {
-		plan = nil
-		list := &operatorsv1alpha1.InstallPlanList{}
-		g.Expect(c.client.List(ctx, list, client.InNamespace(sub.Namespace))).To(Succeed())
-		for i := range list.Items {
-			if slices.Contains(list.Items[i].Spec.ClusterServiceVersionNames, csvName) {
-				plan = &list.Items[i]
-			}
+		got := &operatorsv1alpha1.Subscription{}
+		g.Expect(c.client.Get(ctx, client.ObjectKeyFromObject(sub), got)).To(Succeed())
+		g.Expect(got.Status.InstallPlanRef).NotTo(BeNil(), "no InstallPlan yet")
+		g.Expect(c.client.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: got.Status.InstallPlanRef.Name}, plan)).To(Succeed())
+		g.Expect(plan.Spec.ClusterServiceVersionNames).To(ContainElement(csvName))
+		if approve != nil {
+			g.Expect(plan.Status.Phase).To(Equal(operatorsv1alpha1.InstallPlanPhaseRequiresApproval))
 		}
-		g.Expect(plan).NotTo(BeNil(), "no InstallPlan for %s yet", csvName)
 	}, timeout, poll).Should(Succeed(), c.subscriptionState(ctx, sub))
 	if approve != nil {
 		approve(plan)
+		patch := client.MergeFrom(plan.DeepCopy())
 		plan.Spec.Approved = true
-		g.Expect(c.client.Update(ctx, plan)).To(Succeed())
+		g.Expect(c.client.Patch(ctx, plan, patch)).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.client.Get(ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
