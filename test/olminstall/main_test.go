@@ -2,6 +2,7 @@ package olminstall
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -71,11 +72,13 @@ func reexecInNetNS() int {
 	}
 	args := append(unshare, "--", "/bin/sh", "-c", `ip link set lo up && exec "$@"`, "sh", self)
 	args = append(args, os.Args[1:]...)
-	cmd := exec.Command("unshare", args...) //nolint:gosec,noctx // the test binary itself; it ends on its own -test.timeout
+	// The child is this test binary; it ends on its own -test.timeout.
+	cmd := exec.CommandContext(context.Background(), "unshare", args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), inNetNSEnv+"=1", managerBinEnv+"="+bin)
 	if err := cmd.Run(); err != nil {
-		if exit, ok := err.(*exec.ExitError); ok { //nolint:errorlint // the direct result of Run
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			return exit.ExitCode()
 		}
 		fmt.Fprintln(os.Stderr, "FAIL olminstall: run in a network namespace (needs unshare and ip):", err)
