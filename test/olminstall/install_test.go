@@ -241,9 +241,13 @@ func (c *cluster) checkRBAC(t *testing.T, inst *installed, csv *operatorsv1alpha
 			clusterWide[fmt.Sprint(a)] = true
 		}
 	}
+	// The operator's own namespace always gets the namespaced rules (its Lease lives there).
+	granted := []string{im.watched, inst.deployment.Namespace}
 	for _, p := range strategy.Permissions {
-		for _, a := range attributes(p.Rules, im.watched) {
-			g.Expect(c.allowed(ctx, user, a)).To(BeTrue(), "permissions: %s may not %+v in %s", user, a, im.watched)
+		for _, ns := range granted {
+			for _, a := range attributes(p.Rules, ns) {
+				g.Expect(c.allowed(ctx, user, a)).To(BeTrue(), "permissions: %s may not %+v in %s", user, a, ns)
+			}
 		}
 		if im.unwatched == "" {
 			continue
