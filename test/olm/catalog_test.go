@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	apimanifests "github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/olm/olmtest"
@@ -105,4 +107,17 @@ func TestCatalogHoldsReleasedVersionsAndUpgradesToTheCurrentOne(t *testing.T) {
 		}
 	}
 	g.Expect(channels).To(BeNumerically(">", 0))
+}
+
+// config/olm/catalogsource.yaml (the README's install, applied by test/olminstall) names the
+// catalog image of this version.
+func TestCatalogSourceNamesThisVersionsCatalogImage(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile(repoPath("config", "olm", "catalogsource.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	cs := &operatorsv1alpha1.CatalogSource{}
+	g.Expect(yaml.UnmarshalStrict(data, cs)).To(Succeed())
+	vars := makefileVars(t)
+	g.Expect(cs.Spec.Image).To(Equal(vars["IMAGE_TAG_BASE"] + "-catalog:v" + vars["VERSION"]))
+	g.Expect(cs.Spec.SourceType).To(Equal(operatorsv1alpha1.SourceTypeGrpc))
 }
