@@ -140,7 +140,8 @@ func serveCatalog(t *testing.T, dir string) string {
 		"--port", fmt.Sprint(port), "--termination-log", filepath.Join(dir, "opm-termination.log"),
 		"--pprof-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	NewWithT(t).Eventually(func() error {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		d := net.Dialer{Timeout: time.Second}
+		conn, err := d.DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			_ = conn.Close()
 		}
@@ -210,7 +211,8 @@ func environWithout(names ...string) []string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
