@@ -17,8 +17,14 @@
 #      permissions) and cluster-wide rules (CSV clusterPermissions) -> config/manifests/rbac/role.yaml;
 #   2. kustomize build config/manifests, with the manager image set to IMG,
 #      | operator-sdk generate bundle (CSV install strategy, CRDs, alm-examples, metadata, scorecard);
-#   3. hack/olmtool finalize: icon, description, pinned createdAt, olm.skipRange, containerImage and
-#      relatedImages (operator-sdk would write the wall clock and omit the operator image).
+#   3. hack/olmtool finalize: icon, description, pinned createdAt, olm.skipRange, containerImage,
+#      relatedImages (operator-sdk would write the wall clock and omit the operator image) and
+#      spec.replaces: the highest released version below VERSION.
+#
+# Released versions: each released bundle is frozen, exactly as released, in hack/bundles/v<version>/
+# (hack/catalog.sh puts every one of them and bundle/ into the catalog). To release VERSION: bump
+# VERSION in the Makefile, copy the previous bundle/ to hack/bundles/v<previous>/ first, then
+# `make bundle catalog`.
 # Everything is built in a temporary tree: a failed run leaves the working tree as it was, and
 # `verify` compares exactly what `generate` would write. Nothing is normalised before comparing.
 set -euo pipefail
@@ -40,6 +46,17 @@ readonly CLUSTER_WIDE=(kubeopera.io/tenants)
 readonly OUTPUTS=(bundle bundle.Dockerfile config/manifests/rbac/role.yaml)
 
 log() { echo "bundle.sh: $*" >&2; }
+
+# replaces: the CSV name of the highest frozen release below VERSION (empty when there is none).
+replaces() {
+	local v prev=""
+	for v in $(find hack/bundles -mindepth 1 -maxdepth 1 -type d -name 'v*' -printf '%f\n' 2>/dev/null | sed 's/^v//' | sort -V); do
+		[[ $v == "$VERSION" ]] && break
+		[[ $(printf '%s\n%s\n' "$v" "$VERSION" | sort -V | head -n1) == "$v" ]] && prev=$v
+	done
+	[[ -n $prev ]] && echo "$PACKAGE.v$prev"
+	return 0
+}
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -82,7 +99,7 @@ render() {
 	(cd "$out" && cat manifests.yaml | quiet "$SDK" generate bundle -q --overwrite --output-dir bundle \
 		--package "$PACKAGE" --version "$VERSION" --channels "$CHANNELS" --default-channel "$DEFAULT_CHANNEL")
 	"$OLMTOOL" finalize -csv "$out/bundle/manifests/$PACKAGE.clusterserviceversion.yaml" -base "$csv_base" \
-		-icon config/manifests/icon.svg -description config/manifests/description.md
+		-icon config/manifests/icon.svg -description config/manifests/description.md -replaces "$(replaces)"
 }
 
 validate() {

@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|flux|operator-sdk|opm|controller-gen|kustomize|golangci-lint|govulncheck
+#   hack/tool.sh envtest|flux|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -21,6 +21,9 @@ FLUX_SOURCE_VERSION=v1.9.6
 FLUX_KUSTOMIZE_VERSION=v1.9.6
 OPERATOR_SDK_VERSION=v1.34.1
 OPM_VERSION=v1.65.0
+# OLM (olm-operator and catalog-operator) for test/olminstall; the commit is the v0.40.0 tag's.
+OLM_VERSION=v0.40.0
+OLM_COMMIT=80eac74187141d4e7f6c4abae188025e44276473
 CONTROLLER_GEN_VERSION=v0.23.0
 KUSTOMIZE_VERSION=v5.8.2
 GOLANGCI_LINT_VERSION=v2.15.0
@@ -46,6 +49,7 @@ dir_for() {
 	flux) echo "$cache_root/flux/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION-$arch" ;;
 	operator-sdk) echo "$cache_root/operator-sdk/$OPERATOR_SDK_VERSION-$arch" ;;
 	opm) echo "$cache_root/opm/$OPM_VERSION-$arch" ;;
+	olm) echo "$cache_root/olm/$OLM_VERSION-$arch" ;;
 	controller-gen) echo "$cache_root/controller-gen/$CONTROLLER_GEN_VERSION-$arch" ;;
 	kustomize) echo "$cache_root/kustomize/$KUSTOMIZE_VERSION-$arch" ;;
 	golangci-lint) echo "$cache_root/golangci-lint/$GOLANGCI_LINT_VERSION-$arch" ;;
@@ -97,6 +101,23 @@ build() {
 	opm)
 		CGO_ENABLED=1 build_in_wrapper opm "$out" -tags json1,containers_image_openpgp -ldflags "-s -w" \
 			-o "$out/opm" github.com/operator-framework/operator-registry/cmd/opm
+		;;
+	olm)
+		local p=github.com/operator-framework/operator-lifecycle-manager/pkg/version
+		CGO_ENABLED=0 build_in_wrapper olm "$out" -ldflags "-s -w -X $p.OLMVersion=${OLM_VERSION#v} -X $p.GitCommit=$OLM_COMMIT" \
+			-o "$out/" github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+			github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
+		# The eight OLM CRDs of the same module version (the packageserver is not installed).
+		mkdir -p "$out/crds"
+		local d
+		d=$(cd "$root/hack/tools/olm" && go mod download -json "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		cp "$d"/deploy/chart/crds/*.crd.yaml "$out/crds/"
+		chmod u+w "$out"/crds/*.yaml
+		[[ $(find "$out/crds" -name '*.yaml' | wc -l) -eq 8 ]] || {
+			log "expected the eight OLM CRDs in $d/deploy/chart/crds"
+			return 1
+		}
 		;;
 	controller-gen)
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \

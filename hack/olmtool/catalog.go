@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,9 +17,9 @@ import (
 )
 
 // File-based catalog helpers. A package directory holds package.yaml (opm init), channels.yaml and
-// one bundle-v<version>.yaml per released version (opm render of that version's bundle with the
-// bundle image filled in). Older bundle files are kept as they were released; the current version's
-// file and its channel entries are regenerated.
+// one bundle-v<version>.yaml per version (opm render of that version's bundle with the bundle image
+// filled in). hack/catalog.sh rebuilds the whole directory from the released bundles
+// (hack/bundles/) and bundle/, in version order.
 
 // channelEntry is one olm.channel entry.
 type channelEntry struct {
@@ -236,6 +238,8 @@ func runFBCCheck(args []string, stdout io.Writer) error {
 	var problems []string
 	var channels []channel
 	bundles := 0
+	// The CSV's spec.replaces of each bundle, which every channel entry of it must repeat.
+	csvReplaces := map[string]string{}
 	for _, f := range files {
 		docs, err := readDocuments(f)
 		if err != nil {
@@ -248,6 +252,12 @@ func runFBCCheck(args []string, stdout io.Writer) error {
 				if img, _ := d["image"].(string); img == "" {
 					problems = append(problems, fmt.Sprintf("%s: bundle %v has an empty image", f, d["name"]))
 				}
+				name, _ := d["name"].(string)
+				r, err := bundleCSVReplaces(d)
+				if err != nil {
+					return fmt.Errorf("%s: bundle %s: %w", f, name, err)
+				}
+				csvReplaces[name] = r
 				related, _ := d["relatedImages"].([]any)
 				for _, r := range related {
 					if m, _ := r.(map[string]any); m["image"] == "" || m["image"] == nil {
@@ -271,6 +281,9 @@ func runFBCCheck(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  channel %s: head %s\n", c.Name, strings.Join(heads, ","))
 		for _, e := range c.Entries {
 			fmt.Fprintf(stdout, "    %s replaces=%q skipRange=%q\n", e.Name, e.Replaces, e.SkipRange)
+			if r, ok := csvReplaces[e.Name]; ok && r != e.Replaces {
+				problems = append(problems, fmt.Sprintf("channel %s: %s replaces %q, its CSV replaces %q", c.Name, e.Name, e.Replaces, r))
+			}
 		}
 		if *head != "" && (len(heads) != 1 || heads[0] != *head) {
 			problems = append(problems, fmt.Sprintf("channel %s: head is %v, want %s", c.Name, heads, *head))
@@ -301,4 +314,35 @@ func channelHeads(c channel) []string {
 		}
 	}
 	return heads
+}
+
+// bundleCSVReplaces returns spec.replaces of the CSV among a bundle blob's olm.bundle.object
+// properties ("" when the bundle carries no objects or the CSV replaces nothing).
+func bundleCSVReplaces(bundle map[string]any) (string, error) {
+	props, _ := bundle["properties"].([]any)
+	for _, p := range props {
+		m, _ := p.(map[string]any)
+		if m["type"] != "olm.bundle.object" {
+			continue
+		}
+		v, _ := m["value"].(map[string]any)
+		data, _ := v["data"].(string)
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return "", fmt.Errorf("olm.bundle.object: %w", err)
+		}
+		var obj struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Replaces string `json:"replaces"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return "", fmt.Errorf("olm.bundle.object: %w", err)
+		}
+		if obj.Kind == "ClusterServiceVersion" {
+			return obj.Spec.Replaces, nil
+		}
+	}
+	return "", nil
 }

@@ -26,13 +26,15 @@ const managerContainer = "manager"
 //   - olm.skipRange: "<version", so this version can replace any older one;
 //   - containerImage and relatedImages: operator-sdk lists only RELATED_IMAGE_* values; the
 //     operator's own image (the manager container's) is added first;
-//   - spec.icon and spec.description from files (the catalog's package uses the same files).
+//   - spec.icon and spec.description from files (the catalog's package uses the same files);
+//   - spec.replaces: the released version this one upgrades (hack/bundles/), when there is one.
 func runFinalize(args []string, _ io.Writer) error {
 	fs := flag.NewFlagSet("finalize", flag.ContinueOnError)
 	csvPath := fs.String("csv", "", "the ClusterServiceVersion written by operator-sdk generate bundle (edited in place)")
 	basePath := fs.String("base", "", "the base ClusterServiceVersion (config/manifests/bases)")
 	iconPath := fs.String("icon", "", "icon file (svg, png, jpeg or gif)")
 	descriptionPath := fs.String("description", "", "markdown file with the long description")
+	replaces := fs.String("replaces", "", "name of the CSV this version replaces (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,7 +57,7 @@ func runFinalize(args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := finalizeCSV(csv, base, icon, string(description)); err != nil {
+	if err := finalizeCSV(csv, base, icon, string(description), *replaces); err != nil {
 		return fmt.Errorf("%s: %w", *csvPath, err)
 	}
 	return writeDocuments(*csvPath, "", csv)
@@ -75,7 +77,7 @@ func iconOf(path string) (map[string]any, error) {
 	return map[string]any{"base64data": base64.StdEncoding.EncodeToString(data), "mediatype": mediatype}, nil
 }
 
-func finalizeCSV(csv, base, icon map[string]any, description string) error {
+func finalizeCSV(csv, base, icon map[string]any, description, replaces string) error {
 	if strings.TrimSpace(description) == "" {
 		return errors.New("the description is empty")
 	}
@@ -119,6 +121,13 @@ func finalizeCSV(csv, base, icon map[string]any, description string) error {
 	}
 	if err := unstructured.SetNestedSlice(csv, related, "spec", "relatedImages"); err != nil {
 		return err
+	}
+	if replaces != "" {
+		if err := unstructured.SetNestedField(csv, replaces, "spec", "replaces"); err != nil {
+			return err
+		}
+	} else {
+		unstructured.RemoveNestedField(csv, "spec", "replaces")
 	}
 	if err := unstructured.SetNestedField(csv, description, "spec", "description"); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/test/olm/olmtest"
 )
 
 // The operator-framework/api validators `operator-sdk bundle validate --select-optional
@@ -73,7 +74,7 @@ func TestInstallModesMatchWatchNamespaceHandling(t *testing.T) {
 		operatorsv1alpha1.InstallModeTypeAllNamespaces:   true,
 	}))
 
-	_, c := installDeployment(t, csv)
+	_, c := olmtest.InstallDeployment(t, csv)
 	var watch []string
 	for _, e := range c.Env {
 		if e.Name == "WATCH_NAMESPACE" {
@@ -122,7 +123,7 @@ func TestOwnedCRDsAndALMExamples(t *testing.T) {
 		g.Expect(shipped).To(ContainElement(d.Name))
 	}
 	g.Expect(owned).To(HaveLen(len(shipped)))
-	for _, ex := range almExamples(t, bundle.CSV) {
+	for _, ex := range olmtest.ALMExamples(t, bundle.CSV) {
 		_, isOwned := owned[ex.GetKind()]
 		g.Expect(isOwned).To(BeTrue(), "alm-example of kind %s is not an owned CRD", ex.GetKind())
 		g.Expect(ex.Object).To(HaveKey("spec"))
@@ -161,7 +162,7 @@ func crdNamesIn(t *testing.T, dir string) []string {
 func TestRelatedImagesListEveryImageTheOperatorDeploys(t *testing.T) {
 	g := NewWithT(t)
 	csv := loadBundle(t).CSV
-	dep, c := installDeployment(t, csv)
+	dep, c := olmtest.InstallDeployment(t, csv)
 
 	related := map[string]string{}
 	for _, r := range csv.Spec.RelatedImages {
@@ -246,7 +247,7 @@ func TestCSVMetadata(t *testing.T) {
 // The operator container runs under the restricted Pod Security Standard with requests and limits.
 func TestManagerContainerIsRestricted(t *testing.T) {
 	g := NewWithT(t)
-	dep, c := installDeployment(t, loadBundle(t).CSV)
+	dep, c := olmtest.InstallDeployment(t, loadBundle(t).CSV)
 
 	pod := dep.Spec.Template.Spec.SecurityContext
 	g.Expect(pod).NotTo(BeNil())

@@ -5,7 +5,6 @@
 package olm
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,16 +14,11 @@ import (
 	apimanifests "github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
-
-// managerContainer is the operator's container in the bundle's Deployment.
-const managerContainer = "manager"
 
 func repoPath(elem ...string) string {
 	return filepath.Join(append([]string{testenv.Root()}, elem...)...)
@@ -52,36 +46,6 @@ func loadBaseCSV(t *testing.T) *operatorsv1alpha1.ClusterServiceVersion {
 		t.Fatal(err)
 	}
 	return csv
-}
-
-// installDeployment returns the CSV's only Deployment and its manager container.
-func installDeployment(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) (operatorsv1alpha1.StrategyDeploymentSpec, corev1.Container) {
-	t.Helper()
-	deps := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
-	if len(deps) != 1 {
-		t.Fatalf("want one Deployment in the install strategy, found %d", len(deps))
-	}
-	for _, c := range deps[0].Spec.Template.Spec.Containers {
-		if c.Name == managerContainer {
-			return deps[0], c
-		}
-	}
-	t.Fatalf("Deployment %s has no container %q", deps[0].Name, managerContainer)
-	return operatorsv1alpha1.StrategyDeploymentSpec{}, corev1.Container{}
-}
-
-// almExamples parses the CSV's alm-examples annotation.
-func almExamples(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) []unstructured.Unstructured {
-	t.Helper()
-	var raw []map[string]any
-	if err := json.Unmarshal([]byte(csv.GetAnnotations()["alm-examples"]), &raw); err != nil {
-		t.Fatalf("alm-examples is not a JSON list of objects: %v", err)
-	}
-	out := make([]unstructured.Unstructured, len(raw))
-	for i := range raw {
-		out[i] = unstructured.Unstructured{Object: raw[i]}
-	}
-	return out
 }
 
 var makefileVar = regexp.MustCompile(`(?m)^([A-Z0-9_]+) \?= (.*)$`)

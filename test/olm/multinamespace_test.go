@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,22 +17,18 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers"
+	"github.com/kubeopera/kubeopera-operator/test/olm/olmtest"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 const (
 	// operatorNamespace is where the Subscription installs the operator.
 	operatorNamespace = "kubeopera-operator-system"
-	// targetNamespacesAnnotation is what OLM writes on the CSV and the operator's pod template.
-	targetNamespacesAnnotation = "olm.targetNamespaces"
 )
 
 // OLM in MultiNamespace mode, without OLM: the OperatorGroup targets ns-a and ns-b. The test
@@ -63,16 +58,16 @@ func TestMultiNamespaceInstall(t *testing.T) {
 	sa := applyInstallStrategy(ctx, t, admin, csv, targets)
 
 	// The container's environment as the kubelet resolves it from the stored Deployment.
-	dep, _ := installDeployment(t, csv)
+	dep, _ := olmtest.InstallDeployment(t, csv)
 	stored := deploymentFromStrategy(dep, operatorNamespace)
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(stored), stored)).To(Succeed())
 	var container corev1.Container
 	for _, c := range stored.Spec.Template.Spec.Containers {
-		if c.Name == managerContainer {
+		if c.Name == olmtest.ManagerContainer {
 			container = c
 		}
 	}
-	envVars := resolveEnv(t, container, stored.Spec.Template.ObjectMeta)
+	envVars := olmtest.ResolveEnv(t, container, stored.Spec.Template.ObjectMeta, operatorNamespace)
 	g.Expect(envVars).To(HaveKeyWithValue("WATCH_NAMESPACE", "ns-a,ns-b"))
 
 	// main.go: flags from the container's arguments, namespaces and images from its environment.
@@ -115,20 +110,20 @@ func TestMultiNamespaceInstall(t *testing.T) {
 	})
 
 	// The alm-examples, in a target namespace and outside.
-	inTarget := createExamples(ctx, t, admin, csv, "ns-a")
-	outsideObjs := createExamples(ctx, t, admin, csv, outside)
+	inTarget := olmtest.CreateExamples(ctx, t, admin, csv, "ns-a")
+	outsideObjs := olmtest.CreateExamples(ctx, t, admin, csv, outside)
 	for kind, obj := range inTarget {
 		g.Eventually(func(g Gomega) {
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(obj.GroupVersionKind())
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-			g.Expect(reconciled(got)).To(BeTrue(), "%s %s/%s not reconciled yet", kind, got.GetNamespace(), got.GetName())
+			g.Expect(olmtest.Reconciled(got)).To(BeTrue(), "%s %s/%s not reconciled yet", kind, got.GetNamespace(), got.GetName())
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 	}
 	// With only the bundle's permissions, the operator writes its operands in the target namespace.
 	cp := inTarget["ControlPlane"]
 	g.Expect(cp).NotTo(BeNil(), "no ControlPlane alm-example")
-	g.Eventually(func() (int, error) { return countOwned(ctx, admin, "ns-a", cp.GetUID()) }, 60*time.Second, 250*time.Millisecond).
+	g.Eventually(func() (int, error) { return olmtest.CountOwned(ctx, admin, "ns-a", cp.GetUID()) }, 60*time.Second, 250*time.Millisecond).
 		Should(BeNumerically(">", 0), "nothing owned by ControlPlane %s/%s was created", cp.GetNamespace(), cp.GetName())
 	g.Consistently(done).ShouldNot(Receive(), "the manager stopped")
 
@@ -139,38 +134,10 @@ func TestMultiNamespaceInstall(t *testing.T) {
 			got.SetGroupVersionKind(obj.GroupVersionKind())
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 			g.Expect(got.GetResourceVersion()).To(Equal(obj.GetResourceVersion()), "%s in %s was modified", kind, outside)
-			g.Expect(reconciled(got)).To(BeFalse())
-			g.Expect(countOwned(ctx, admin, outside, obj.GetUID())).To(BeZero())
+			g.Expect(olmtest.Reconciled(got)).To(BeFalse())
+			g.Expect(olmtest.CountOwned(ctx, admin, outside, obj.GetUID())).To(BeZero())
 		}
 	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
-}
-
-// ownedKinds are the kinds a ControlPlane creates first (see the CSV's resources).
-var ownedKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "Secret"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
-}
-
-// countOwned counts the objects of ownedKinds in namespace whose controller is owner.
-func countOwned(ctx context.Context, c client.Client, namespace string, owner types.UID) (int, error) {
-	n := 0
-	for _, gvk := range ownedKinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-			return 0, err
-		}
-		for _, item := range list.Items {
-			if ref := metav1.GetControllerOf(&item); ref != nil && ref.UID == owner {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // captureLogs sends controller-runtime's logs to a buffer that is printed if the test fails.
@@ -206,25 +173,13 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// reconciled reports a visible effect of a reconcile: a status condition (ControlPlane: the
-// deploying/updating/ready state; KubeOperaApp: Ready and its steps) or the KubeOperaApp finalizer.
-func reconciled(obj *unstructured.Unstructured) bool {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, f := range obj.GetFinalizers() {
-		if f == kubeoperav1alpha1.Finalizer {
-			return true
-		}
-	}
-	return len(conditions) > 0
-}
-
 // applyInstallStrategy creates what OLM creates for a CSV in MultiNamespace mode and returns the
 // operator's ServiceAccount.
 func applyInstallStrategy(ctx context.Context, t *testing.T, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion, targets []string) *corev1.ServiceAccount {
 	t.Helper()
 	g := NewWithT(t)
 	strategy := csv.Spec.InstallStrategy.StrategySpec
-	dep, _ := installDeployment(t, csv)
+	dep, _ := olmtest.InstallDeployment(t, csv)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
 		Name: dep.Spec.Template.Spec.ServiceAccountName, Namespace: operatorNamespace,
 	}}
@@ -258,64 +213,8 @@ func applyInstallStrategy(ctx context.Context, t *testing.T, c client.Client, cs
 	if d.Spec.Template.Annotations == nil {
 		d.Spec.Template.Annotations = map[string]string{}
 	}
-	d.Spec.Template.Annotations[targetNamespacesAnnotation] = strings.Join(targets, ",")
+	d.Spec.Template.Annotations[olmtest.TargetNamespacesAnnotation] = strings.Join(targets, ",")
 	d.Spec.Template.Annotations["olm.operatorNamespace"] = operatorNamespace
 	g.Expect(c.Create(ctx, d)).To(Succeed())
 	return sa
-}
-
-var fieldRefAnnotation = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
-
-// resolveEnv resolves a container's environment the way the kubelet does for plain values and
-// the downward-API fields the bundle uses.
-func resolveEnv(t *testing.T, c corev1.Container, pod metav1.ObjectMeta) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			out[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil:
-			path := e.ValueFrom.FieldRef.FieldPath
-			switch m := fieldRefAnnotation.FindStringSubmatch(path); {
-			case m != nil && m[1] == "annotations":
-				out[e.Name] = pod.Annotations[m[2]]
-			case m != nil:
-				out[e.Name] = pod.Labels[m[2]]
-			case path == "metadata.namespace":
-				out[e.Name] = operatorNamespace
-			default:
-				t.Fatalf("env %s: field %q is not resolved by this test", e.Name, path)
-			}
-		default:
-			t.Fatalf("env %s: only values and fieldRefs are resolved by this test", e.Name)
-		}
-	}
-	return out
-}
-
-// createExamples creates each alm-example in namespace and returns them by kind, as created.
-func createExamples(ctx context.Context, t *testing.T, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion, namespace string) map[string]*unstructured.Unstructured {
-	t.Helper()
-	out := map[string]*unstructured.Unstructured{}
-	for _, ex := range almExamples(t, csv) {
-		obj := ex.DeepCopy()
-		obj.SetNamespace(namespace)
-		// The ControlPlane example names a Secret with the bootstrap password: provide it.
-		ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "auth", "bootstrap", "passwordSecretRef")
-		if ref["name"] != "" {
-			secret := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: ref["name"], Namespace: namespace},
-				StringData: map[string]string{ref["key"]: "example-password"},
-			}
-			if err := c.Create(ctx, secret); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatalf("alm-example %s %s is rejected by the API server: %v", obj.GetKind(), obj.GetName(), err)
-		}
-		out[obj.GetKind()] = obj
-	}
-	return out
 }

@@ -78,6 +78,9 @@ type Options struct {
 	ExtraCRDDirs []string
 	// WithoutTenantCRD leaves the Tenant fixture CRD out (the "CRD absent" case).
 	WithoutTenantCRD bool
+	// APIServerFlags are set on the kube-apiserver command line (e.g. the audit log, or
+	// --advertise-address in a network namespace with only loopback).
+	APIServerFlags map[string]string
 }
 
 // Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
@@ -102,6 +105,9 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	for k, v := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
 	cfg, err := env.Start()
 	if err != nil {
