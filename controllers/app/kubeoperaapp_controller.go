@@ -95,10 +95,12 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	app := &kubeoperav1alpha1.KubeOperaApp{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := app.DeepCopy()
 	defer func() {
+		observeApp(app)
 		if err := r.patchStatus(ctx, orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 // Defaults for the Writer options.
@@ -216,6 +218,7 @@ func (w *Writer) state(repo Repo) *repoState {
 	if !ok {
 		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
 		w.repos[name] = st
+		metrics.SetGitClones(len(w.repos))
 	}
 	return st
 }
@@ -302,7 +305,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	defer cancel()
 
 	auth := batch[0].auth
-	commit, err := w.write(ctx, st, auth, batch)
+	commit, err := w.timedWrite(ctx, st, auth, batch)
 	err = auth.redact(err)
 	for _, r := range batch {
 		switch {
