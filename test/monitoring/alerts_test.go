@@ -111,6 +111,7 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 	store := teststorage.New(t)
 	t0 := time.Now().Truncate(time.Minute)
 	lastPasses := 0.0
+	var lastScrape []*dto.MetricFamily
 	for step := range steps {
 		for _, ns := range []string{nsUnreachable, nsLogin, nsBadCA} {
 			assignLoadBalancerAddresses(t, env.Client, ns)
@@ -128,6 +129,7 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", lastPasses))
 		lastPasses = sumOf(mfs, "kubeopera_controlplane_component_passes_total", "component", "controller")
 		appendSamples(t, store, mfs, t0.Add(time.Duration(step)*time.Minute))
+		lastScrape = mfs
 	}
 
 	// Evaluate every alert once per simulated minute, as Prometheus would.
@@ -173,6 +175,9 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 		"only the brought CA expires within 30 days; generated certificates do not")
 	g.Expect(valuesOf(fired["KubeOperaCertificateExpiringSoon"], "secret")).To(ConsistOf("router-site-ca"))
 	g.Expect(valuesOf(fired["KubeOperaReconcileErrors"], "controller")).To(ContainElement("controlplane"))
+
+	// The Grafana dashboard: every query names a metric this run exported.
+	t.Run("dashboard", func(t *testing.T) { checkDashboard(t, seriesNames(lastScrape)) })
 }
 
 // loadRules parses the rule groups of the shipped PrometheusRule with Prometheus' rule parser.
