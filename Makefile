@@ -83,7 +83,12 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 test: verify-generated vet lint envtest-assets flux-controllers git-cli ## Run every check and test (what CI runs).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test ./... -count=1 -timeout $(TEST_TIMEOUT)
+	$(MAKE) --no-print-directory test-monitoring
 	$(MAKE) --no-print-directory bundle-verify catalog-verify scorecard
+
+.PHONY: test-monitoring
+test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the dashboard against a real run (module test/monitoring).
+	cd test/monitoring && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
