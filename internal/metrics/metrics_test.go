@@ -197,7 +197,7 @@ kubeopera_apps_not_synced{reason="Unknown"} 1
 	// Later passes of the same commit observe nothing more.
 	s.observeAppPass(AppPass{Namespace: "t", Name: "web", ReadyReason: "Succeeded", Commit: "c1", Synced: true})
 	s.observeAppPass(AppPass{Namespace: "t", Name: "old", ReadyReason: "Succeeded", Commit: "c0", Synced: true})
-	ForgetAppIn(s, "t", "db")
+	forgetApp(s, "t", "db")
 
 	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP kubeopera_app_placements_total KubeOperaApp passes by the reason of the Ready condition they ended with.
@@ -229,8 +229,8 @@ kubeopera_app_sync_lag_seconds_count 1
 	g.Expect(histogramSumCount(t, reg, AppSyncLag)).To(Equal([2]float64{45, 2}))
 }
 
-// ForgetAppIn is ForgetApp on a test set.
-func ForgetAppIn(s *set, namespace, name string) { s.apps.forget(namespace, name) }
+// forgetApp is ForgetApp on a test set.
+func forgetApp(s *set, namespace, name string) { s.apps.forget(namespace, name) }
 
 func TestGitWrites(t *testing.T) {
 	g := NewWithT(t)
