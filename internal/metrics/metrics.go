@@ -9,6 +9,8 @@ import (
 )
 
 // Metric names, exported so that tests, alerts and the dashboard can be checked against them.
+//
+//nolint:gosec // G101: metric and label names ("passes"), not credentials.
 const (
 	ComponentPassesTotal         = "kubeopera_controlplane_component_passes_total"
 	ComponentReason              = "kubeopera_controlplane_component_reason"

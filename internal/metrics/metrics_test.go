@@ -160,7 +160,7 @@ func TestControllerAPITransportCountsAnswersAndFailures(t *testing.T) {
 	g.Expect(get(srv.URL + "/api/v3/certificates/ca/nats-ca")).To(Succeed())
 
 	// A port nobody listens on: the request fails without an answer.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	closed := "http://" + l.Addr().String()
 	g.Expect(l.Close()).To(Succeed())

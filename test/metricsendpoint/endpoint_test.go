@@ -1,4 +1,7 @@
-package controllers_test
+// Package metricsendpoint tests the manager's secure metrics endpoint. It is its own package
+// (its own test binary) because controller-runtime refuses two controllers of one name in a
+// process, and package controllers' tests already start a manager.
+package metricsendpoint_test
 
 import (
 	"context"
@@ -6,6 +9,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,4 +193,14 @@ func servingCertificate(t *testing.T) (string, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CertPEM)
 	return dir, pool
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
