@@ -86,6 +86,7 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 test: verify-generated vet lint envtest-assets flux-controllers git-cli olm opm govulncheck ## Run every check and test (what CI runs).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
+	$(MAKE) --no-print-directory test-monitoring
 	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify scorecard
 
 # Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
@@ -98,6 +99,10 @@ fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and tes
 .PHONY: vulncheck
 vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).
 	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...
+
+.PHONY: test-monitoring
+test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the dashboard against a real run (module test/monitoring).
+	cd test/monitoring && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).

@@ -11,7 +11,11 @@ import (
 // BindFlags registers the manager's command-line flags on fs, with opts' values as defaults.
 func BindFlags(fs *flag.FlagSet, opts *Options) {
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", opts.MetricsBindAddress,
-		`Address of the metrics endpoint ("0" disables it).`)
+		`Address of the metrics endpoint ("0" disables it; default :8443 when secure, else :8080).`)
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", opts.MetricsSecure,
+		"Serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview, SubjectAccessReview).")
+	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", opts.MetricsCertDir,
+		"Directory with tls.crt and tls.key for the secure metrics endpoint (default: a self-signed certificate).")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress,
 		"Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect,

@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -34,8 +33,12 @@ const DefaultLeaderElectionID = "iofog.operator"
 
 // Options configure the manager.
 type Options struct {
-	// MetricsBindAddress serves /metrics; "0" disables it.
+	// MetricsBindAddress serves /metrics; "0" disables it, "" is :8443 (secure) or :8080.
 	MetricsBindAddress string
+	// MetricsSecure serves /metrics over HTTPS with authentication and authorization.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the secure endpoint; "" self-signs.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
 	// LeaderElect turns leader election on.
@@ -61,7 +64,7 @@ type Options struct {
 // DefaultOptions returns the options main.go starts from.
 func DefaultOptions() Options {
 	return Options{
-		MetricsBindAddress:     ":8080",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElectionID:       DefaultLeaderElectionID,
 		EnableControlPlane:     true,
@@ -91,7 +94,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        opts.LeaderElectionID,

@@ -98,10 +98,12 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	app := &kubeoperav1alpha1.KubeOperaApp{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
 	defer func() {
+		observeApp(app)
 		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -69,10 +70,12 @@ var components = []component{
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cp := &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
+		forgetIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cp.DeletionTimestamp.IsZero() {
 		// No finalizer: owner references garbage-collect everything the ControlPlane owns.
+		metrics.ForgetControlPlane(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()
@@ -103,11 +106,13 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 		res, err := c.run(ctx, s)
 		setComponentStatus(c.status(&cp.Status), res, err)
 		outs = append(outs, componentOutcome{res: res, err: err})
+		observeComponent(cp, c.name, res, err)
 		if err != nil {
 			log.V(1).Info("Component failed", "component", c.name, "reason", reasonOf(err), "error", err.Error())
 		}
 	}
 	o := combine(outs)
+	r.observeCertificates(ctx, cp)
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
 		r.recordState(cp, datasancev3.ConditionReady, datasancev3.ReasonReconciled, "Every component is up to date.", corev1.EventTypeNormal)

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-logr/logr"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 // write applies a batch on top of the remote branch and pushes one commit.
@@ -62,6 +64,7 @@ func (w *Writer) write(ctx context.Context, st *repoState, auth Auth, batch []*r
 				st.branch, attempt, ErrPushConflict, pushErr)
 		}
 
+		metrics.GitPushRetried()
 		log.V(1).Info("Remote branch moved during push, re-applying changes", "attempt", attempt, "wait", delay)
 		if err := sleep(ctx, delay); err != nil {
 			return "", fmt.Errorf("wait to retry push: %w", err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 // Defaults for the Writer options.
@@ -251,6 +253,7 @@ func (w *Writer) state(repo Repo) *repoState {
 	if !ok {
 		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
 		w.repos[name] = st
+		metrics.SetGitClones(len(w.repos))
 	}
 	st.refs++
 	return st
@@ -381,7 +384,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	defer cancel()
 
 	auth := batch[0].auth
-	commit, err := w.write(ctx, st, auth, batch)
+	commit, err := w.timedWrite(ctx, st, auth, batch)
 	err = auth.redact(err)
 	for _, r := range batch {
 		switch {

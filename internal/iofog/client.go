@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 const (
@@ -184,6 +186,7 @@ func buildHTTPClient(o options) (*http.Client, error) {
 	if t, ok := rt.(*http.Transport); ok && t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
 		return nil, errors.New("TLS verification cannot be disabled")
 	}
+	hc.Transport = metrics.ControllerAPITransport(rt)
 	return &hc, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 // SecretVersion identifies one version of a kubeconfig Secret: a recreated Secret has a new
@@ -64,6 +66,7 @@ func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load f
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries[tenant] = &clientEntry{version: version, client: cl}
+	metrics.SetTenantClients(len(c.entries))
 	c.builds++
 	return cl, nil
 }
@@ -73,6 +76,7 @@ func (c *Clients) Forget(tenant types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, tenant)
+	metrics.SetTenantClients(len(c.entries))
 }
 
 // Len is the number of Tenants with a cached client.
