@@ -4,7 +4,6 @@ package apptest
 // processes against one API server. The Flux end-to-end test (test/e2e) and the local sandbox
 // (test/sandbox, `make run` without a cluster) share it.
 
-
 import (
 	"context"
 	"errors"
