@@ -52,7 +52,7 @@ type AppView struct {
 
 // EventView is one Event.
 type EventView struct {
-	Time                     time.Time
+	Time                       time.Time
 	Type, Object, Reason, Note string
 }
 
