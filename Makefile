@@ -100,8 +100,8 @@ build: ## Build the manager binary into bin/kubeopera-operator.
 	go build -trimpath -o bin/kubeopera-operator .
 
 .PHONY: run
-run: envtest-assets ## Run the operator against $KUBECONFIG, or an embedded local control plane when none is reachable.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go run ./hack/devenv $(RUN_ARGS)
+run: envtest-assets flux-controllers git-cli ## Run the operator against $KUBECONFIG, or the local sandbox (docs/sandbox.md) when none is reachable.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" go run ./hack/devenv $(RUN_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Print the image build command (no container engine here).
