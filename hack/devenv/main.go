@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -133,6 +134,7 @@ func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Optio
 	}
 	logger := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(logOut))
 	ctrl.SetLogger(logger)
+	log.SetOutput(logOut) // the Git server logs each request with the standard logger
 
 	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: sandboxDir, Manager: opts, Log: logger.WithName("sandbox")})
 	if err != nil {
