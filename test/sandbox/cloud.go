@@ -43,6 +43,9 @@ type cloud struct {
 	log  logr.Logger
 	ips  *addressPool
 	note func(string)
+	// expose, when set, is told every address a LoadBalancer Service got (the sandbox serves the
+	// fake Controller on the Controller Service's address).
+	expose func(ctx context.Context, svc *corev1.Service, ip string) error
 }
 
 // addressPool hands out loopback addresses, one per LoadBalancer Service or Ingress, stable for
@@ -71,7 +74,9 @@ func (p *addressPool) get(key string) string {
 
 // newCloudManager builds a manager that runs the local cloud against cfg. note receives one
 // sentence per simulated write (the status view shows the last ones).
-func newCloudManager(name string, cfg *rest.Config, ips *addressPool, log logr.Logger, note func(string)) (manager.Manager, error) {
+func newCloudManager(name string, cfg *rest.Config, ips *addressPool, log logr.Logger, note func(string),
+	expose func(context.Context, *corev1.Service, string) error,
+) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -81,7 +86,7 @@ func newCloudManager(name string, cfg *rest.Config, ips *addressPool, log logr.L
 	if err != nil {
 		return nil, fmt.Errorf("create local cloud manager: %w", err)
 	}
-	cl := &cloud{name: name, c: mgr.GetClient(), log: log.WithName("local-cloud").WithValues("cluster", name), ips: ips, note: note}
+	cl := &cloud{name: name, c: mgr.GetClient(), log: log.WithName("local-cloud").WithValues("cluster", name), ips: ips, note: note, expose: expose}
 	for _, k := range []struct {
 		kind string
 		obj  client.Object
@@ -123,6 +128,11 @@ func (cl *cloud) reconcileService(ctx context.Context, req reconcile.Request) (r
 	ip := cl.ips.get(cl.name + "/service/" + req.String())
 	if svc.Spec.LoadBalancerIP != "" { //nolint:staticcheck // SA1019: the field the ControlPlane sets from spec.services.*.address
 		ip = svc.Spec.LoadBalancerIP //nolint:staticcheck // SA1019: as above
+	}
+	if cl.expose != nil {
+		if err := cl.expose(ctx, svc, ip); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	ports := make([]corev1.PortStatus, 0, len(svc.Spec.Ports))
 	for _, p := range svc.Spec.Ports {

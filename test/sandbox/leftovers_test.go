@@ -42,7 +42,10 @@ func descendants(pid int) ([]process, error) {
 		if len(fields) < 2 {
 			continue
 		}
-		name := s[open+1 : end]
+		name := s[open+1 : end] // comm: at most 15 characters
+		if argv, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && len(argv) > 0 {
+			name = filepath.Base(strings.SplitN(string(argv), "\x00", 2)[0])
+		}
 		if fields[0] == "Z" {
 			name += " (zombie: exited, never waited for)"
 		}

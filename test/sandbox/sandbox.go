@@ -6,13 +6,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -63,6 +68,9 @@ type Sandbox struct {
 	err    error
 	done   chan struct{}
 	once   sync.Once
+
+	exposedMu sync.Mutex
+	exposed   map[string]*http.Server
 }
 
 // Namespace is where the samples and their Secrets and Tenant are installed.
@@ -162,7 +170,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 		name string
 		cfg  *rest.Config
 	}{{"host", s.Host.Config}, {"tenant", s.Tenant.Config}} {
-		m, err := newCloudManager(c.name, c.cfg, ips, log, s.notes.add)
+		var expose func(context.Context, *corev1.Service, string) error
+		if c.name == "host" {
+			expose = s.exposeController
+		}
+		m, err := newCloudManager(c.name, c.cfg, ips, log, s.notes.add, expose)
 		if err != nil {
 			return nil, err
 		}
@@ -269,6 +281,12 @@ func (s *Sandbox) Stop() error {
 			*e = nil
 		}
 	}
+	s.exposedMu.Lock()
+	for _, srv := range s.exposed {
+		_ = srv.Close()
+	}
+	s.exposed = nil
+	s.exposedMu.Unlock()
 	if s.Git != nil {
 		s.Git.Stop()
 		s.Git = nil
@@ -278,6 +296,48 @@ func (s *Sandbox) Stop() error {
 		s.Controller = nil
 	}
 	return errors.Join(errs...)
+}
+
+// exposeController serves the fake Controller on the LoadBalancer address of a ControlPlane's
+// Controller Service (each of its ports), where the reconciler's external reachability check
+// looks for it. Other Services get an address only: their workloads do not run.
+func (s *Sandbox) exposeController(ctx context.Context, svc *corev1.Service, ip string) error {
+	if svc.Name != controllerServiceName || !ownedByControlPlane(svc) {
+		return nil
+	}
+	s.exposedMu.Lock()
+	defer s.exposedMu.Unlock()
+	if s.exposed == nil {
+		s.exposed = map[string]*http.Server{}
+	}
+	for _, p := range svc.Spec.Ports {
+		addr := net.JoinHostPort(ip, strconv.Itoa(int(p.Port)))
+		if _, ok := s.exposed[addr]; ok {
+			continue
+		}
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("serve the fake Controller on %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: s.Controller, ReadHeaderTimeout: 10 * time.Second}
+		s.exposed[addr] = srv
+		go func() { _ = srv.Serve(l) }()
+		s.log.Info(Simulated+" ioFog Controller API: the fake Controller also answers on the LoadBalancer address",
+			"service", svc.Namespace+"/"+svc.Name, "address", addr)
+	}
+	return nil
+}
+
+// controllerServiceName is the ControlPlane's Controller Service.
+const controllerServiceName = "controller"
+
+func ownedByControlPlane(o metav1.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "ControlPlane" && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
 }
 
 // Notes are the last simulated writes of the local cloud, oldest first.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -165,6 +167,30 @@ func TestSandbox(t *testing.T) {
 	g.Expect(v.Events).NotTo(BeEmpty())
 	g.Expect(v.Simulated).NotTo(BeEmpty())
 	g.Expect(sb.Header()).To(ContainSubstring(sandbox.Simulated + " ioFog Controller API"))
+
+	// A ControlPlane whose Controller Service is a LoadBalancer is checked through that address
+	// (spec §4.6 step 6): the fake Controller answers there too, so it becomes ready.
+	g.Expect(host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}})).To(Succeed())
+	bootstrap := &corev1.Secret{}
+	g.Expect(host.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: "controller-bootstrap"}, bootstrap)).To(Succeed())
+	g.Expect(host.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: bootstrap.Name}, Data: bootstrap.Data})).To(Succeed())
+	edge := &datasancev3.ControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: "edge"}, Spec: *cp.Spec.DeepCopy()}
+	edge.Spec.Services.Controller = nil // LoadBalancer
+	edge.Spec.Ingresses.Controller = nil
+	edge.Spec.Nats.Enabled = ptr.To(false)
+	g.Expect(host.Create(ctx, edge)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(host.Get(ctx, client.ObjectKeyFromObject(edge), edge)).To(Succeed())
+		ready := apimeta.FindStatusCondition(edge.Status.Conditions, datasancev3.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
+	}).Should(Succeed())
+	g.Expect(edge.Status.Controller.PublicURL).To(MatchRegexp(`^http://127\.0\.100\.\d+:51121$`))
+	lbStatus, err := http.Get(edge.Status.Controller.PublicURL + "/api/v3/status") //nolint:noctx // a loopback test request
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = lbStatus.Body.Close()
+	g.Expect(lbStatus.StatusCode).To(Equal(http.StatusOK))
+	endpoints = append(endpoints, edge.Status.Controller.PublicURL)
 
 	// Stop: no child process, no listener of this process, no endpoint left.
 	g.Expect(sb.Stop()).To(Succeed())
