@@ -64,7 +64,7 @@ func TestRealClusterStartsNoSandbox(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 
 	var output syncBuffer
-	cmd := exec.CommandContext(context.Background(), bin, "--metrics-bind-address=0", "--health-probe-bind-address=0") //nolint:gosec // the binary just built
+	cmd := exec.CommandContext(context.Background(), bin, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigFile)
 	cmd.Stdout, cmd.Stderr = &output, &output

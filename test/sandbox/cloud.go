@@ -126,8 +126,8 @@ func (cl *cloud) reconcileService(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	ip := cl.ips.get(cl.name + "/service/" + req.String())
-	if svc.Spec.LoadBalancerIP != "" { //nolint:staticcheck // SA1019: the field the ControlPlane sets from spec.services.*.address
-		ip = svc.Spec.LoadBalancerIP //nolint:staticcheck // SA1019: as above
+	if svc.Spec.LoadBalancerIP != "" {
+		ip = svc.Spec.LoadBalancerIP
 	}
 	if cl.expose != nil {
 		if err := cl.expose(ctx, svc, ip); err != nil {
