@@ -18,9 +18,11 @@
 //     generation, replica counts, Available/Progressing conditions, revisions). No pod runs.
 //   - the ioFog Controller REST API: the contract double internal/iofog/fake, one per sandbox,
 //     on 127.0.0.1; the operator reaches it through --controller-endpoint-template (every
-//     ControlPlane of the sandbox talks to the same double). It accepts the bootstrap user of
-//     the ControlPlane sample and the random password the sandbox puts in the sample's
-//     passwordSecretRef Secret.
+//     ControlPlane of the sandbox talks to the same double, over plain HTTP). When a
+//     ControlPlane's Controller Service is a LoadBalancer, the double is also served on that
+//     Service's address and ports, where the reconciler's external reachability check looks.
+//     It accepts the bootstrap user of the ControlPlane sample and the random password the
+//     sandbox puts in the sample's passwordSecretRef Secret.
 //   - tenant-controller: the sandbox creates the Tenant each app sample names (spec.tenantCRName,
 //     else tenant-<cloudSpaceId>), labelled with the app's CloudSpace, Ready through the status
 //     subresource, and its exported kubeconfig Secret vc-<tenant> holding a cluster-admin
@@ -35,7 +37,8 @@
 //     and fixed ports would collide with a second sandbox), leader election is off, and the app
 //     read-back interval is 1 s instead of 15 s unless --app-sync-poll-interval is given.
 //   - Everything the sandbox writes is under Options.Dir (make run: .local/sandbox), emptied at
-//     start: the API servers are fresh each time, so old kubeconfigs would only mislead.
+//     start: the API servers are fresh each time, so old kubeconfigs would only mislead. It is
+//     left in place after Stop, so the Flux logs can be read.
 //   - Stop stops the operator and the local cloud, then Flux (before the tenant API server,
 //     which would otherwise make it retry for 20 s), the API servers, the Git server and the
 //     fake Controller, and returns when every child process has been waited for.
