@@ -131,10 +131,12 @@ func TestAppSecurityAdmission(t *testing.T) {
 		mod     func(*kubeoperav1alpha1.AppSecurity)
 		message string
 	}{
-		"root user":          {func(s *kubeoperav1alpha1.AppSecurity) { s.RunAsUser = ptr.To[int64](0) }, "spec.app.security.runAsUser"},
-		"root group":         {func(s *kubeoperav1alpha1.AppSecurity) { s.RunAsGroup = ptr.To[int64](0) }, "spec.app.security.runAsGroup"},
-		"negative fsGroup":   {func(s *kubeoperav1alpha1.AppSecurity) { s.FSGroup = ptr.To[int64](-1) }, "spec.app.security.fsGroup"},
-		"another capability": {func(s *kubeoperav1alpha1.AppSecurity) { s.AddCapabilities = []kubeoperav1alpha1.Capability{"SYS_ADMIN"} }, "spec.app.security.addCapabilities"},
+		"root user":        {func(s *kubeoperav1alpha1.AppSecurity) { s.RunAsUser = ptr.To[int64](0) }, "spec.app.security.runAsUser"},
+		"root group":       {func(s *kubeoperav1alpha1.AppSecurity) { s.RunAsGroup = ptr.To[int64](0) }, "spec.app.security.runAsGroup"},
+		"negative fsGroup": {func(s *kubeoperav1alpha1.AppSecurity) { s.FSGroup = ptr.To[int64](-1) }, "spec.app.security.fsGroup"},
+		"another capability": {func(s *kubeoperav1alpha1.AppSecurity) {
+			s.AddCapabilities = []kubeoperav1alpha1.Capability{"SYS_ADMIN"}
+		}, "spec.app.security.addCapabilities"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
