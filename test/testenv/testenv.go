@@ -76,6 +76,9 @@ type Options struct {
 	ExtraCRDDirs []string
 	// WithoutTenantCRD leaves the Tenant fixture CRD out (the "CRD absent" case).
 	WithoutTenantCRD bool
+	// APIServerFlags are extra kube-apiserver flags (name without dashes → value), e.g. the
+	// audit log the benchmarks count writes with.
+	APIServerFlags map[string]string
 }
 
 // Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
@@ -100,6 +103,12 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	if len(opts.APIServerFlags) > 0 {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		for name, value := range opts.APIServerFlags {
+			args.Set(name, value)
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
