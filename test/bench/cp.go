@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -272,7 +273,7 @@ func metaItems(list client.ObjectList) ([]client.Object, error) {
 		for i := range l.Items {
 			s := &l.Items[i]
 			// Allocated by the API server on create.
-			s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+			s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.HealthCheckNodePort = "", nil, 0
 			for j := range s.Spec.Ports {
 				s.Spec.Ports[j].NodePort = 0
 			}
@@ -372,6 +373,9 @@ func retryConflict(f func() error) error {
 	var err error
 	_ = wait.ExponentialBackoff(wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 5}, func() (bool, error) {
 		err = f()
+		if apierrors.IsAlreadyExists(err) {
+			err = nil // an earlier attempt landed
+		}
 		return err == nil, nil
 	})
 	return err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,9 +33,10 @@ func buildOperator(ctx context.Context, dir string) (string, error) {
 
 // operator is the manager running as its own process, so its memory is its own.
 type operator struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan error
+	cmd      *exec.Cmd
+	log      string
+	done     chan error
+	stopOnce sync.Once
 }
 
 // startOperator runs bin against the cluster of kubeconfig, with its default options except the
@@ -159,17 +161,20 @@ func (o *operator) settledRSS() (float64, error) {
 	return samples[len(samples)-1], nil
 }
 
+// stop terminates the process (SIGTERM, SIGKILL after 20 s) and waits for it; it is idempotent.
 func (o *operator) stop() {
 	if o == nil || o.cmd.Process == nil {
 		return
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(20 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-o.done
-	}
+	o.stopOnce.Do(func() {
+		_ = o.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-o.done:
+		case <-time.After(20 * time.Second):
+			_ = o.cmd.Process.Kill()
+			<-o.done
+		}
+	})
 }
 
 func freePort() (int, error) {
