@@ -147,24 +147,37 @@ func startGitProxy(target string) (*gitProxy, error) {
 			return context.WithValue(ctx, connOwnerKey{}, p.fromOperator(c))
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Recorded in a defer: ReverseProxy aborts the handler with a panic when the client
+			// hangs up before the end of the body (go-git does, once it read the push report).
+			defer p.record(r)
 			rp.ServeHTTP(w, r)
-			if r.Method != http.MethodPost {
-				return
-			}
-			repo, service := filepath.Split(r.URL.Path)
-			if service != "git-receive-pack" && service != "git-upload-pack" {
-				return
-			}
-			op, _ := r.Context().Value(connOwnerKey{}).(bool)
-			p.mu.Lock()
-			p.events = append(p.events, gitEvent{at: time.Now(), repo: strings.Trim(repo, "/"), push: service == "git-receive-pack", operator: op})
-			close(p.notify)
-			p.notify = make(chan struct{})
-			p.mu.Unlock()
 		}),
 	}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
+}
+
+// record notes a fetch or push request once it is over.
+func (p *gitProxy) record(r *http.Request) {
+	if r.Method != http.MethodPost {
+		return
+	}
+	repo, service := filepath.Split(r.URL.Path)
+	if service != "git-receive-pack" && service != "git-upload-pack" {
+		return
+	}
+	op, _ := r.Context().Value(connOwnerKey{}).(bool)
+	if os.Getenv("BENCH_DEBUG") != "" {
+		progress("git %s %s from %s operator=%v", r.Method, r.URL.Path, r.RemoteAddr, op)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, gitEvent{
+		at: time.Now(), repo: strings.TrimSuffix(strings.Trim(repo, "/"), ".git"),
+		push: service == "git-receive-pack", operator: op,
+	})
+	close(p.notify)
+	p.notify = make(chan struct{})
 }
 
 // repoURL is the URL of repository name through the proxy.

@@ -91,7 +91,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 // failed records a phase that could not finish: the figures it did not reach are listed as not
 // measured, with the error.
 func (b *bench) failed(phase string, err error) {
-	b.figs = append(b.figs, Figure{ID: phase, What: "phase did not finish", Goal: goalMax, Err: err.Error()})
+	b.figs = append(b.figs, Figure{ID: phase, What: "phase did not finish", Goal: goalNone, Err: err.Error()})
 }
 
 func (b *bench) add(f Figure) {
