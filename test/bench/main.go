@@ -49,7 +49,7 @@ func main() {
 	out := flag.String("out", filepath.Join(testenv.Root(), "docs", "benchmarks.md"), "where a full run writes the table (and the .json beside it)")
 	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
-	only := flag.String("only", "", "run only the phases whose names contain this (latency, scale, memory, git)")
+	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
 	flag.Parse()
 
 	if *checkFile != "" {

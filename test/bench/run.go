@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,7 +71,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 		{"git", b.gitThroughput},
 	}
 	for _, p := range phases {
-		if only != "" && !strings.Contains(p.name, only) {
+		if only != "" && !slices.Contains(strings.Split(only, ","), p.name) {
 			continue
 		}
 		progress("phase %s", p.name)
@@ -245,7 +246,17 @@ func (b *bench) steadyState(ctx context.Context, e *env, tenant *cluster) error 
 	if err != nil {
 		return err
 	}
+	// The counts must be able to show writes: the operator wrote while setting everything up.
+	if _, n := diff(nil, hostBefore); n == 0 {
+		return errors.New("the host audit log holds no write of user " + operatorUser + ": write attribution is broken")
+	}
+	if _, n := diff(nil, tenantBefore); n == 0 {
+		return errors.New("the vCluster audit log holds no write of user " + vclusterUser + ": write attribution is broken")
+	}
 	callsBefore := e.net.calls()
+	if callsBefore == 0 {
+		return errors.New("the fake Controllers recorded no call: request attribution is broken")
+	}
 	start := time.Now()
 	select {
 	case <-time.After(b.m.window): // the measured window itself
