@@ -16,12 +16,12 @@ import (
 // benchmark results themselves.
 func commit() string {
 	root := testenv.Root()
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output() //nolint:noctx // returns at once
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output() //nolint:gosec,noctx // G204: the repository root; returns at once
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", ".", ":!docs/benchmarks.md", ":!docs/benchmarks.json").Output() //nolint:noctx // returns at once
+	status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", ".", ":!docs/benchmarks.md", ":!docs/benchmarks.json").Output() //nolint:gosec,noctx // G204: the repository root; returns at once
 	if err == nil && len(strings.TrimSpace(string(status))) > 0 {
 		c += "-dirty"
 	}

@@ -50,6 +50,7 @@ func main() {
 	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
 	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
+	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
 	flag.Parse()
 
 	if *checkFile != "" {
@@ -99,6 +100,9 @@ func main() {
 	}
 	fmt.Printf("\nwrote %s and %s (%s)\n", dest, jsonPath, res.Duration.Round(time.Second))
 }
+
+// operatorBin, when set, replaces the build of main.go.
+var operatorBin string
 
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))

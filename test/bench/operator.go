@@ -22,7 +22,7 @@ import (
 // buildOperator builds the manager from main.go, as it ships, into dir.
 func buildOperator(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "kubeopera-operator")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".") //nolint:gosec // G204: the work directory of this run
 	cmd.Dir = testenv.Root()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -35,7 +35,8 @@ func buildOperator(ctx context.Context, dir string) (string, error) {
 type operator struct {
 	cmd      *exec.Cmd
 	log      string
-	done     chan error
+	done     chan struct{} // closed when the process has exited; err is then its exit error
+	err      error
 	stopOnce sync.Once
 }
 
@@ -68,8 +69,12 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	o := &operator{cmd: cmd, log: logPath, done: make(chan error, 1)}
-	go func() { o.done <- cmd.Wait(); _ = logFile.Close() }()
+	o := &operator{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		o.err = cmd.Wait()
+		_ = logFile.Close()
+		close(o.done)
+	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
@@ -81,8 +86,8 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 			}
 		}
 		select {
-		case err := <-o.done:
-			return nil, fmt.Errorf("the operator exited before it was ready (%v); log: %s", err, o.log)
+		case <-o.done:
+			return nil, fmt.Errorf("the operator exited before it was ready (log: %s): %w", o.log, o.err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -45,9 +45,11 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 	if _, err := os.Stat(filepath.Join(testenv.AssetsDir(), "kube-apiserver")); err != nil {
 		return Result{}, fmt.Errorf("envtest binaries missing (run `make envtest-assets`): %w", err)
 	}
-	progress("building the operator from main.go")
-	if b.bin, err = buildOperator(ctx, work); err != nil {
-		return Result{}, err
+	if b.bin = operatorBin; b.bin == "" {
+		progress("building the operator from main.go")
+		if b.bin, err = buildOperator(ctx, work); err != nil {
+			return Result{}, err
+		}
 	}
 	srv, err := apptest.StartGitServer("git", "bench-s3cr3t")
 	if err != nil {
@@ -111,9 +113,9 @@ type env struct {
 	stop func()
 }
 
-// newEnv starts a host API server, the Controller network and the cloud stand-in, and (unless
-// noOperator) the operator as user kubeopera-operator.
-func (b *bench) newEnv(ctx context.Context, name string, noOperator bool) (*env, error) {
+// newEnv starts a host API server, the Controller network, the cloud stand-in and the operator
+// as user kubeopera-operator.
+func (b *bench) newEnv(ctx context.Context, name string) (*env, error) {
 	b.phase++
 	dir := filepath.Join(b.work, fmt.Sprintf("%02d-%s", b.phase, name))
 	host, err := startCluster(dir, "host", apptest.HostCRDDirs(false))
@@ -144,11 +146,9 @@ func (b *bench) newEnv(ctx context.Context, name string, noOperator bool) (*env,
 		return nil, err
 	}
 	stops = append(stops, func() { e.op.stop() })
-	if !noOperator {
-		if err := b.startOperator(ctx, e); err != nil {
-			e.stop()
-			return nil, err
-		}
+	if err := b.startOperator(ctx, e); err != nil {
+		e.stop()
+		return nil, err
 	}
 	return e, nil
 }
@@ -166,7 +166,7 @@ func (b *bench) startOperator(ctx context.Context, e *env) error {
 // latencyAndSteadyState is P1 and P2: one host with the operator, a tenant API server with the
 // real Flux controllers, the Git server.
 func (b *bench) latencyAndSteadyState(ctx context.Context) error {
-	e, err := b.newEnv(ctx, "latency", false)
+	e, err := b.newEnv(ctx, "latency")
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func breakdown(m map[string]int) string {
 func (b *bench) scale(ctx context.Context) error {
 	var perCP, perFloor [2]float64
 	for i, n := range b.m.cps {
-		e, err := b.newEnv(ctx, fmt.Sprintf("scale-%d", n), false)
+		e, err := b.newEnv(ctx, fmt.Sprintf("scale-%d", n))
 		if err != nil {
 			return err
 		}
@@ -347,7 +347,7 @@ func (b *bench) scale(ctx context.Context) error {
 // memory is the rest of P3: the operator's settled RSS in an empty cluster, then with unrelated
 // Secrets and ConfigMaps present.
 func (b *bench) memory(ctx context.Context) error {
-	e, err := b.newEnv(ctx, "memory", false)
+	e, err := b.newEnv(ctx, "memory")
 	if err != nil {
 		return err
 	}
@@ -431,7 +431,7 @@ func (b *bench) gitThroughput(ctx context.Context) error {
 }
 
 func (b *bench) gitCase(ctx context.Context, tenantKC []byte, label string, n, repos int) (gitRun, error) {
-	e, err := b.newEnv(ctx, "git-"+label, false)
+	e, err := b.newEnv(ctx, "git-"+label)
 	if err != nil {
 		return gitRun{}, err
 	}
