@@ -24,7 +24,7 @@ import (
 //     app.kubernetes.io/managed-by=kubeopera-operator: the ControlPlane reconciler reads and
 //     watches only the ConfigMaps it creates, and the App Controller reads none on the host.
 //   - Secrets are watched through one metadata-only informer (name, namespace, UID,
-//     resourceVersion, labels, owner references; no data, no annotations, no managed fields),
+//     resourceVersion, owner references; no data, labels, annotations or managed fields),
 //     shared by both reconcilers: it maps a change of a Secret a ControlPlane or an app references
 //     (bootstrap password, bring-your-own TLS, Git, registry, kubeconfig) to the objects to
 //     reconcile, and it carries the owner references that map a generated Secret to its
@@ -62,17 +62,25 @@ func mainCacheByObject() map[client.Object]cache.ByObject {
 }
 
 // trimSecretMetadata keeps what the Secret event handlers and the kubeconfig client cache read
-// of a Secret's metadata: name, namespace, UID, resourceVersion, generation, labels, owner
-// references and deletion timestamp. Full Secrets are not transformed (none should reach this
-// cache: secretReads sends them elsewhere; if one does, it stays usable for server-side-apply
-// extraction, which needs managedFields).
+// of a Secret's metadata: name, namespace, UID, resourceVersion, generation, owner references and
+// deletion timestamp (no labels, annotations or managed fields: every Secret of the cluster is in
+// this informer). Full Secrets are not transformed (none should reach this cache: secretReads
+// sends them elsewhere; if one does, it stays usable for server-side-apply extraction, which
+// needs managedFields).
 func trimSecretMetadata(in any) (any, error) {
 	m, ok := in.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return in, nil
 	}
-	m.ManagedFields = nil
-	m.Annotations = nil
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation,
+		DeletionTimestamp: m.DeletionTimestamp,
+		OwnerReferences:   m.OwnerReferences,
+	}
 	return m, nil
 }
 

@@ -176,8 +176,8 @@ const methodText = `
 
 The manager caches only what the operator owns (controllers/cache.go): ConfigMaps are cached only
 with the operand label ` + "`app.kubernetes.io/managed-by=kubeopera-operator`" + `; Secrets are
-watched through one metadata-only informer (trimmed to name, namespace, UID, resourceVersion,
-labels and owner references) shared by both reconcilers, the data of owned Secrets comes from a
+watched through one metadata-only informer (trimmed to name, namespace, UID, resourceVersion
+and owner references) shared by both reconcilers, the data of owned Secrets comes from a
 second, label-selected cache, and the few user-referenced Secrets (bootstrap password, bring-your-own
 TLS, Git, registry, kubeconfig) are read straight from the API server. Before this change both
 Secret and ConfigMap informers held every object of the cluster in full.
