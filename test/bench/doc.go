@@ -129,6 +129,16 @@ func knownCause(id string) string {
 	case strings.HasPrefix(id, "P2.host-writes"), strings.HasPrefix(id, "P2.tenant-writes"), strings.HasPrefix(id, "P2.git"):
 		return "Steady-state writes come from passes that re-apply unchanged objects or status; the steady-state work " +
 			"on controllers/app and controllers/controlplane addresses it."
+	case id == "P3.rss-unrelated":
+		return "What remains is the one metadata-only Secret informer both reconcilers watch user-referenced " +
+			"Secrets (bootstrap password, bring-your-own TLS, Git, registry, kubeconfig) through: it holds a trimmed " +
+			"entry for every Secret of the watched namespaces. Scoping it further needs either per-namespace " +
+			"informers for the namespaces that hold ControlPlanes and apps, or re-reading those Secrets on a timer " +
+			"instead of watching them; both change the reconcilers' watches and are left for a follow-up."
+	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".pushes"):
+		return "The Git writer groups only the changes that are waiting while a push is in flight, so apps that " +
+			"arrive one by one (16 workers, spread over repositories) get a commit each; a short batching window " +
+			"in internal/gitops would trade a little latency for fewer pushes."
 	case strings.HasPrefix(id, "P3.cp"):
 		return "The ControlPlane controller runs one worker (controller-runtime's default) and every pass of a new " +
 			"ControlPlane waits on the requeues of P1, so the wall time is dominated by waiting, not work."

@@ -32,7 +32,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, m sizes, only string) (Result, error) {
-	started := time.Now()
+	started, rev := time.Now(), commit()
 	work, err := os.MkdirTemp("", "kubeopera-bench-")
 	if err != nil {
 		return Result{}, err
@@ -86,7 +86,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 		}
 	}
 	return Result{
-		Mode: m.name, Commit: commit(), Machine: machine(), Started: started.UTC(),
+		Mode: m.name, Commit: rev, Machine: machine(), Started: started.UTC(),
 		Duration: time.Since(started).Round(time.Second), Figures: b.figs,
 	}, nil
 }
