@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -21,27 +22,28 @@ func TestGitProxyAttributesRequestsToTheProcess(t *testing.T) {
 	}
 	defer p.close()
 
-	post := func(start func(*exec.Cmd)) {
-		t.Helper()
-		cmd := exec.CommandContext(t.Context(), "curl", "-s", "-X", "POST", p.url+"/repo.git/git-receive-pack")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		start(cmd)
-		if err := cmd.Wait(); err != nil {
-			t.Fatal(err)
-		}
+	// "The operator" is this test process; curl is someone else.
+	p.opPid.Store(int64(os.Getpid()))
+	cmd := exec.CommandContext(t.Context(), "curl", "-s", "-X", "POST", p.url+"/other.git/git-upload-pack")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
 	}
-	p.opPid.Store(1) // not curl
-	post(func(*exec.Cmd) {})
-	// curl as "the operator": its pid is known once started; the connection comes after.
-	post(func(c *exec.Cmd) { p.opPid.Store(int64(c.Process.Pid)) })
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.url+"/repo.git/git-receive-pack", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		events, _ := p.snapshot()
 		if len(events) == 2 {
-			if events[0].operator || !events[1].operator || events[1].repo != "repo" || !events[1].push {
+			if events[0].operator || events[0].push || events[0].repo != "other" ||
+				!events[1].operator || !events[1].push || events[1].repo != "repo" {
 				t.Fatalf("events = %+v", events)
 			}
 			return
