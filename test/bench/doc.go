@@ -28,6 +28,18 @@ func commit() string {
 	return c
 }
 
+// loadAverage is the 1-minute load average (other work on the machine skews the figures).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
 // machine describes the host: CPU model and count, memory, kernel, Go version.
 func machine() string {
 	cpu, mem := "unknown CPU", ""
@@ -70,7 +82,7 @@ it after merging; `+"`make bench-check`"+` compares docs/benchmarks.json with th
 
 - **Run:** %s mode, %s, took %s
 - **Commit:** %s
-- **Machine:** %s
+- **Machine:** %s (%s)
 
 ## Reproduce
 
@@ -87,7 +99,7 @@ The tools come from `+"`make envtest-assets flux-controllers git-cli`"+` (the be
 
 Every figure stands beside its floor, measured in the same run on the same machine.
 
-`, r.Mode, r.Started.Format(time.RFC3339), r.Duration, r.Commit, r.Machine)
+`, r.Mode, r.Started.Format(time.RFC3339), r.Duration, r.Commit, r.Machine, r.Load)
 	b.WriteString(Markdown(r.Figures))
 
 	b.WriteString("\n## Figures that miss their goal\n\n")

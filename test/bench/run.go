@@ -32,7 +32,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, m sizes, only string) (Result, error) {
-	started, rev := time.Now(), commit()
+	started, rev, loadStart := time.Now(), commit(), loadAverage()
 	work, err := os.MkdirTemp("", "kubeopera-bench-")
 	if err != nil {
 		return Result{}, err
@@ -88,6 +88,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 	return Result{
 		Mode: m.name, Commit: rev, Machine: machine(), Started: started.UTC(),
 		Duration: time.Since(started).Round(time.Second), Figures: b.figs,
+		Load: fmt.Sprintf("1-minute load average %s at the start, %s at the end", loadStart, loadAverage()),
 	}, nil
 }
 

@@ -129,6 +129,7 @@ type Result struct {
 	Mode     string        `json:"mode"`
 	Commit   string        `json:"commit"`
 	Machine  string        `json:"machine"`
+	Load     string        `json:"load"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
 	Figures  []Figure      `json:"figures"`
