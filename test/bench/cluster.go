@@ -43,6 +43,9 @@ func startCluster(dir, name string, crdDirs []string) (*cluster, error) {
 		// Blocking: an event is in the file before the response is sent, so a count taken after
 		// a window holds every write of the window.
 		"audit-log-mode": "blocking",
+		// envtest's default Service range is a /24: 100 ControlPlanes need more than 256 cluster
+		// IPs (a real cluster has a /12 or so).
+		"service-cluster-ip-range": "10.96.0.0/16",
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("start %s API server: %w", name, err)
