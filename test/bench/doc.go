@@ -202,5 +202,8 @@ watched through one metadata-only informer (trimmed to name, namespace, UID, res
 and owner references) shared by both reconcilers, the data of owned Secrets comes from a
 second, label-selected cache, and the few user-referenced Secrets (bootstrap password, bring-your-own
 TLS, Git, registry, kubeconfig) are read straight from the API server. Before this change both
-Secret and ConfigMap informers held every object of the cluster in full.
+Secret and ConfigMap informers held every object of the cluster in full: the operator of commit
+d354c5e, run through the same phase on the same machine on 2026-12-01
+(` + "`go run ./test/bench -only memory -operator <binary of d354c5e>`" + `), settled at 38.6 MiB
+without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130 MiB more).
 `
