@@ -46,6 +46,9 @@ func startCluster(dir, name string, crdDirs []string) (*cluster, error) {
 		// envtest's default Service range is a /24: 100 ControlPlanes need more than 256 cluster
 		// IPs (a real cluster has a /12 or so).
 		"service-cluster-ip-range": "10.96.0.0/16",
+		// Nor do 2768 node ports suffice for 100 ControlPlanes and their floor (nothing binds
+		// them: envtest has no kube-proxy).
+		"service-node-port-range": "20000-60000",
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("start %s API server: %w", name, err)
