@@ -151,6 +151,9 @@ func knownCause(id string) string {
 		return "The Git writer groups only the changes that are waiting while a push is in flight, so apps that " +
 			"arrive one by one (16 workers, spread over repositories) get a commit each; a short batching window " +
 			"in internal/gitops would trade a little latency for fewer pushes."
+	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".wall"):
+		return "The wall time follows the number of pushes (see the pushes row): each push is a fetch, a commit " +
+			"and a push round trip, where the floor pushes each repository once."
 	case strings.HasPrefix(id, "P3.cp"):
 		return "The ControlPlane controller runs one worker (controller-runtime's default) and every pass of a new " +
 			"ControlPlane waits on the requeues of P1, so the wall time is dominated by waiting, not work."
