@@ -108,8 +108,24 @@ test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the das
 test-unit: ## Run only the tests that need no tools (pure packages).
 	go test -short ./...
 
+# The benchmark harness (test/bench): real API servers, the operator process, fake Controllers,
+# the test Git server and Flux; it reports and never fails on a missed goal (bench-check does).
+BENCH_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)"
+
 .PHONY: bench
-bench: envtest-assets ## Run the benchmarks (speed and memory).
+bench: envtest-assets flux-controllers git-cli ## Run the benchmarks (full, < 15 min on 2 cores); rewrites docs/benchmarks.md and .json.
+	$(BENCH_ENV) go run ./test/bench $(BENCH_ARGS)
+
+.PHONY: bench-quick
+bench-quick: envtest-assets flux-controllers git-cli ## Run the benchmarks at small sizes (a few minutes); writes bin/benchmarks-quick.md.
+	$(BENCH_ENV) go run ./test/bench -quick $(BENCH_ARGS)
+
+.PHONY: bench-check
+bench-check: ## Compare the last full run (docs/benchmarks.json) with the goals; exit 1 when one is missed.
+	go run ./test/bench -check docs/benchmarks.json
+
+.PHONY: bench-micro
+bench-micro: envtest-assets ## Run the Go micro-benchmarks (builders).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test -run '^$$' -bench . -benchmem ./...
 
 ##@ Build

@@ -1,5 +1,5 @@
 // Package controllers wires the ControlPlane and KubeOperaApp reconcilers into one
-// controller-runtime manager: flags, WATCH_NAMESPACE, cache scope, health checks. main.go and the
+// controller-runtime manager: flags, WATCH_NAMESPACE, cache scope (cache.go), health checks. main.go and the
 // local development environment (hack/devenv) share it, so `make run` runs exactly what ships.
 //
 // Dependencies point one way: main and hack → controllers → controllers/<reconciler> → internal/*.
@@ -84,7 +84,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if !opts.EnableControlPlane && !opts.EnableApps {
 		return nil, errors.New("both reconcilers are disabled: nothing to run")
 	}
-	cacheOpts := cache.Options{}
+	cacheOpts := cache.Options{ByObject: mainCacheByObject()}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.WatchNamespaces {
@@ -114,6 +114,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 	if opts.EnableControlPlane {
 		r := controlplane.NewReconciler(mgr, opts.ControlPlane)
+		owned, err := ownedCache(cfg, mgr, cacheOpts.DefaultNamespaces)
+		if err != nil {
+			return nil, err
+		}
+		r.Client = secretReads{Client: r.Client, owned: owned, live: mgr.GetAPIReader()}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up ControlPlane reconciler: %w", err)
 		}

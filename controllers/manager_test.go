@@ -37,6 +37,7 @@ func TestNewRefusesToRunNothing(t *testing.T) {
 func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	env := testenv.StartForTest(t, testenv.Options{WithoutTenantCRD: true})
 	g := NewWithT(t)
+	cacheScopeObjects(context.Background(), g, env.Client)
 
 	probe := freeAddr(t)
 	opts := controllers.DefaultOptions()
@@ -64,6 +65,7 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
 	g.Eventually(mgr.Elected(), 30*time.Second).Should(BeClosed())
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	assertCacheScope(ctx, g, mgr.GetCache())
 	// Both reconcilers are running; the manager has not stopped with an error.
 	g.Consistently(done, 2*time.Second, 100*time.Millisecond).ShouldNot(Receive())
 }

@@ -1,0 +1,444 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+)
+
+// The tenant the apps go to: a Ready Tenant with its exported kubeconfig (the tenant API server,
+// user vcluster-operator), as the tenant-controller leaves it.
+const (
+	tenantName     = "tenant-a"
+	cloudSpace     = "cs-bench"
+	vclusterUser   = "vcluster-operator"
+	operatorUser   = "kubeopera-operator"
+	gitSecretName  = "git"
+	syncedTimeout  = 3 * time.Minute
+	pushedTimeout  = 5 * time.Minute
+	defaultBranch  = "main"
+	requestedAtKey = "reconcile.fluxcd.io/requestedAt"
+)
+
+// gitSide is the Git server with the counting proxy in front of it.
+type gitSide struct {
+	srv   *apptest.GitServer
+	proxy *gitProxy
+}
+
+func (g *gitSide) auth() *githttp.BasicAuth {
+	return &githttp.BasicAuth{Username: g.srv.User, Password: g.srv.Password}
+}
+
+// appWatch records, through informers, when each app first turned Synced (host) and when each
+// Kustomization first reported a revision applied (tenant).
+type appWatch struct {
+	mu      sync.Mutex
+	synced  map[client.ObjectKey]time.Time
+	applied map[string]time.Time // "<ns>/<name>@<revision>"
+}
+
+func startAppWatch(ctx context.Context, host, tenant *rest.Config) (*appWatch, error) {
+	w := &appWatch{synced: map[client.ObjectKey]time.Time{}, applied: map[string]time.Time{}}
+	hc, err := cache.New(host, cache.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := hc.GetInformer(ctx, &kubeoperav1alpha1.KubeOperaApp{})
+	if err != nil {
+		return nil, err
+	}
+	onApp := func(o any) {
+		a, ok := o.(*kubeoperav1alpha1.KubeOperaApp)
+		if !ok {
+			return
+		}
+		c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
+		if c == nil || c.Status != metav1.ConditionTrue || a.Status.ObservedGeneration != a.Generation {
+			return
+		}
+		w.mu.Lock()
+		if _, seen := w.synced[client.ObjectKeyFromObject(a)]; !seen {
+			w.synced[client.ObjectKeyFromObject(a)] = time.Now()
+		}
+		w.mu.Unlock()
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(_, o any) { onApp(o) }}); err != nil {
+		return nil, err
+	}
+	tc, err := cache.New(tenant, cache.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	kinf, err := tc.GetInformer(ctx, &kustomizev1.Kustomization{})
+	if err != nil {
+		return nil, err
+	}
+	onKs := func(o any) {
+		k, ok := o.(*kustomizev1.Kustomization)
+		if !ok || k.Status.LastAppliedRevision == "" {
+			return
+		}
+		key := k.Namespace + "/" + k.Name + "@" + k.Status.LastAppliedRevision
+		w.mu.Lock()
+		if _, seen := w.applied[key]; !seen {
+			w.applied[key] = time.Now()
+		}
+		w.mu.Unlock()
+	}
+	if _, err := kinf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onKs, UpdateFunc: func(_, o any) { onKs(o) }}); err != nil {
+		return nil, err
+	}
+	go func() { _ = hc.Start(ctx) }()
+	go func() { _ = tc.Start(ctx) }()
+	if !hc.WaitForCacheSync(ctx) || !tc.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("app watch caches did not sync")
+	}
+	return w, nil
+}
+
+func (w *appWatch) syncedAt(key client.ObjectKey) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.synced[key]
+	return t, ok
+}
+
+func (w *appWatch) appliedAt(app *kubeoperav1alpha1.KubeOperaApp, commit string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.applied[render.FluxNamespace(app)+"/"+render.FluxName(app)+"@"+render.Branch(app)+"@sha1:"+commit]
+	return t, ok
+}
+
+// setupTenantNamespace creates a host namespace holding the Tenant, its kubeconfig Secret and the
+// Git credentials.
+func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKubeconfig []byte, g *gitSide) error {
+	if err := createNamespace(ctx, h.Client, ns); err != nil {
+		return err
+	}
+	if _, err := apptest.CreateTenant(ctx, h.Client, ns, tenantName, cloudSpace, time.Now()); err != nil {
+		return err
+	}
+	if err := h.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-"+tenantName, tenantKubeconfig)); err != nil {
+		return err
+	}
+	return h.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gitSecretName}, Data: g.srv.SecretData(),
+	})
+}
+
+func benchApp(ns, name, repoURL string) *kubeoperav1alpha1.KubeOperaApp {
+	return apptest.App(ns, name, cloudSpace, repoURL, func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TenantCRName = tenantName
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecretName}
+	})
+}
+
+// expectedFiles are the repository paths of an app's manifests.
+func expectedFiles(app *kubeoperav1alpha1.KubeOperaApp) ([]string, error) {
+	files, err := render.Manifests(app)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(files))
+	for name := range files {
+		out = append(out, path.Join(render.Path(app), name))
+	}
+	return out, nil
+}
+
+// repoComplete reports how many of want are missing at the head of repo, and how many files
+// there are that nobody wants (duplicates, strays).
+func repoComplete(g *gitSide, repo string, want map[string]bool) (missing, extra int, err error) {
+	files, err := g.srv.Files(repo, defaultBranch, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	for f := range want {
+		if _, ok := files[f]; !ok {
+			missing++
+		}
+	}
+	for f := range files {
+		if !want[f] {
+			extra++
+		}
+	}
+	return missing, extra, nil
+}
+
+// requestReconcile does what Flux's notification-controller Receiver does on a push webhook:
+// it annotates the app's GitRepository with reconcile.fluxcd.io/requestedAt, so Flux fetches at
+// once instead of at its interval. A GitRepository that does not exist yet is fetched when it is
+// created.
+func requestReconcile(ctx context.Context, tenant client.Client, app *kubeoperav1alpha1.KubeOperaApp) error {
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: render.FluxNamespace(app), Name: render.FluxName(app)}}
+	patch := client.RawPatch("application/merge-patch+json",
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, requestedAtKey, time.Now().Format(time.RFC3339Nano)))
+	if err := tenant.Patch(ctx, repo, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// waitPushed waits for an operator push to repo after since whose head holds every file of want;
+// it returns when that push completed.
+func waitPushed(ctx context.Context, g *gitSide, repos map[string]map[string]bool, since time.Time, timeout time.Duration) (time.Time, error) {
+	deadline := time.After(timeout)
+	done := map[string]bool{}
+	var last time.Time
+	checked := 0
+	for {
+		events, next := g.proxy.snapshot()
+		for _, e := range events[checked:] {
+			want, ours := repos[e.repo]
+			if !e.push || !e.operator || e.at.Before(since) || !ours || done[e.repo] {
+				continue
+			}
+			missing, _, err := repoComplete(g, e.repo, want)
+			if err != nil {
+				return time.Time{}, err
+			}
+			if missing == 0 {
+				done[e.repo] = true
+				if e.at.After(last) {
+					last = e.at
+				}
+			}
+		}
+		checked = len(events)
+		if len(done) == len(repos) {
+			return last, nil
+		}
+		select {
+		case <-next:
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("%d of %d repositories complete after %s", len(done), len(repos), timeout)
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// rawPush is the Git floor: one go-git commit of files (path → content) pushed to a new
+// repository, from an empty directory, as a bare client would.
+func rawPush(ctx context.Context, g *gitSide, repo string, files map[string]string) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "bench-raw-push-")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	start := time.Now()
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(defaultBranch)},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.proxy.repoURL(repo)}}); err != nil {
+		return 0, err
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return 0, err
+	}
+	for name, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(full), 0o750); err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
+			return 0, err
+		}
+		if _, err := wt.Add(name); err != nil {
+			return 0, err
+		}
+	}
+	sig := &object.Signature{Name: "bench", Email: "bench@example.com", When: time.Now()}
+	if _, err := wt.Commit("raw push", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		return 0, err
+	}
+	ref := plumbing.NewBranchReferenceName(defaultBranch)
+	if err := r.PushContext(ctx, &git.PushOptions{Auth: g.auth(), RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)}}); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// appLatency is P1 for apps: runs apps, one after the other, each with its own repository (so
+// one app's push never changes another's revision). For each: create → the operator's push that
+// holds its files; then the receiver annotation; push → Synced, and push → Flux applied the
+// commit (the floor of push → Synced); and the floor of create → pushed, a raw go-git push of
+// the same files.
+func appLatency(ctx context.Context, h *cluster, tenant client.Client, g *gitSide, w *appWatch, ns string, runs int) (created, synced, applied, rawFloor []float64, err error) {
+	type pushed struct {
+		app    *kubeoperav1alpha1.KubeOperaApp
+		at     time.Time
+		commit string
+	}
+	var all []pushed
+	for i := range runs {
+		repo := fmt.Sprintf("p1-app-%02d", i)
+		app := benchApp(ns, fmt.Sprintf("lat-%02d", i), g.proxy.repoURL(repo))
+		want, err := expectedFiles(app)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		start := time.Now()
+		if err := h.Client.Create(ctx, app); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		at, err := waitPushed(ctx, g, map[string]map[string]bool{repo: set(want)}, start, time.Minute)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("app %s: %w", app.Name, err)
+		}
+		created = append(created, ms(at.Sub(start)))
+		if err := requestReconcile(ctx, tenant, app); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		commit, err := g.srv.Head(repo, defaultBranch)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		all = append(all, pushed{app: app, at: at, commit: commit})
+		files, err := g.srv.Files(repo, defaultBranch, "")
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		d, err := rawPush(ctx, g, "floor-"+repo, files)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		rawFloor = append(rawFloor, ms(d))
+	}
+	deadline := time.Now().Add(syncedTimeout)
+	for _, p := range all {
+		for {
+			s, ok := w.syncedAt(client.ObjectKeyFromObject(p.app))
+			a, ok2 := w.appliedAt(p.app, p.commit)
+			if ok && ok2 {
+				synced = append(synced, ms(s.Sub(p.at)))
+				applied = append(applied, ms(a.Sub(p.at)))
+				break
+			}
+			if time.Now().After(deadline) {
+				return created, synced, applied, rawFloor, fmt.Errorf("app %s: Synced=%v, Flux applied %s=%v after %s", p.app.Name, ok, p.commit, ok2, syncedTimeout)
+			}
+			time.Sleep(50 * time.Millisecond) // polling what the informers recorded; the times come from the events
+		}
+	}
+	return created, synced, applied, rawFloor, nil
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// gitRun is one P4 measurement.
+type gitRun struct {
+	wall, floor     time.Duration
+	pushes, commits int
+	missing, extra  int
+}
+
+// gitThroughput is P4: n apps created at once (16 writers) in ns, spread over repos
+// repositories; wall time until every repository holds every app's files; pushes, commits, lost
+// and stray files; and the floor: one raw go-git commit+push per repository of the same files,
+// all repositories at once.
+func gitThroughput(ctx context.Context, h *cluster, g *gitSide, ns, label string, n, repos int) (gitRun, error) {
+	var run gitRun
+	apps := make([]*kubeoperav1alpha1.KubeOperaApp, n)
+	want := map[string]map[string]bool{}
+	for i := range n {
+		repo := fmt.Sprintf("p4-%s-%02d", label, i%repos)
+		apps[i] = benchApp(ns, fmt.Sprintf("app-%03d", i), g.proxy.repoURL(repo))
+		files, err := expectedFiles(apps[i])
+		if err != nil {
+			return run, err
+		}
+		if want[repo] == nil {
+			want[repo] = map[string]bool{}
+		}
+		for _, f := range files {
+			want[repo][f] = true
+		}
+	}
+	start := time.Now()
+	if err := parallel(16, n, func(i int) error { return h.Client.Create(ctx, apps[i]) }); err != nil {
+		return run, err
+	}
+	last, err := waitPushed(ctx, g, want, start, pushedTimeout)
+	if err != nil {
+		return run, err
+	}
+	run.wall = last.Sub(start)
+	events, _ := g.proxy.snapshot()
+	for _, e := range events {
+		if _, ours := want[e.repo]; ours && e.push && e.operator && !e.at.Before(start) {
+			run.pushes++
+		}
+	}
+	contents := map[string]map[string]string{}
+	for repo, files := range want {
+		commits, err := g.srv.Commits(repo, defaultBranch)
+		if err != nil {
+			return run, err
+		}
+		run.commits += len(commits)
+		missing, extra, err := repoComplete(g, repo, files)
+		if err != nil {
+			return run, err
+		}
+		run.missing += missing
+		run.extra += extra
+		if contents[repo], err = g.srv.Files(repo, defaultBranch, ""); err != nil {
+			return run, err
+		}
+	}
+	var mu sync.Mutex
+	fstart := time.Now()
+	var wg sync.WaitGroup
+	var ferr error
+	for repo, files := range contents {
+		wg.Go(func() {
+			if _, err := rawPush(ctx, g, "floor-"+repo, files); err != nil {
+				mu.Lock()
+				ferr = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	run.floor = time.Since(fstart)
+	return run, ferr
+}

@@ -1,0 +1,109 @@
+// Command bench is the benchmark harness of `make bench`: it measures what a platform team
+// cares about — ControlPlane and app readiness latency, steady-state writes, scale and memory,
+// Git throughput — against real envtest API servers (with audit logs), the operator built from
+// main.go running as its own process, fake Controllers (internal/iofog/fake), the test Git
+// server and the real Flux controllers, and prints one table in which every figure stands beside
+// a floor measured in the same run. A full run rewrites docs/benchmarks.md and
+// docs/benchmarks.json; -check compares a stored run with the goals. Benchmarks report: a
+// missed goal does not fail the run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	klog "k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
+)
+
+// sizes of one mode.
+type sizes struct {
+	name        string
+	runs        int           // P1 runs
+	window      time.Duration // P2 window
+	cps         [2]int        // P3 sizes
+	unrelated   int           // P3 unrelated Secrets (and as many ConfigMaps)
+	apps        [2]int        // P4 sizes, one repository
+	spreadApps  int           // P4 apps over spreadRepos repositories
+	spreadRepos int
+}
+
+var (
+	full  = sizes{"full", 20, 60 * time.Second, [2]int{25, 100}, 10000, [2]int{50, 200}, 200, 20}
+	quick = sizes{"quick", 5, 10 * time.Second, [2]int{5, 20}, 2000, [2]int{10, 40}, 40, 4}
+)
+
+func main() {
+	quickMode := flag.Bool("quick", false, "small sizes (a few minutes): for development; writes -out-quick, not docs/")
+	out := flag.String("out", filepath.Join(testenv.Root(), "docs", "benchmarks.md"), "where a full run writes the table (and the .json beside it)")
+	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
+	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
+	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
+	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
+	flag.Parse()
+
+	if *checkFile != "" {
+		missed, err := check(*checkFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if missed > 0 {
+			os.Exit(1)
+		}
+		return
+	}
+
+	// The harness's own libraries stay quiet; the operator logs to its own file.
+	ctrl.SetLogger(logr.Discard())
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	log.SetOutput(io.Discard) // the test Git server logs every request
+
+	m := full
+	dest := *out
+	if *quickMode {
+		m, dest = quick, *outQuick
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := run(ctx, m, *only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Println()
+	fmt.Print(Markdown(res.Figures))
+	if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(dest, []byte(document(res)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	jsonPath := dest[:len(dest)-len(filepath.Ext(dest))] + ".json"
+	if err := writeJSON(jsonPath, res); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("\nwrote %s and %s (%s)\n", dest, jsonPath, res.Duration.Round(time.Second))
+}
+
+// operatorBin, when set, replaces the build of main.go.
+var operatorBin string
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
