@@ -300,6 +300,7 @@ func TestRBACIsSplitByScopeWithoutWildcards(t *testing.T) {
 		"apiextensions.k8s.io/customresourcedefinitions": true, "networking.k8s.io/ingressclasses": true,
 		"storage.k8s.io/storageclasses": true, "admissionregistration.k8s.io/validatingwebhookconfigurations": true,
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations": true,
+		"authentication.k8s.io/tokenreviews":                         true, "authorization.k8s.io/subjectaccessreviews": true,
 	}
 	const tenants = "kubeopera.io/tenants"
 	for _, grant := range permissions {
