@@ -8,11 +8,15 @@ type Images struct {
 	Nats       string
 }
 
-// Default operand images: the Datasance PoT 3.7 line the Controller REST contract was read from.
+// Default operand images: the Datasance PoT 3.9.0 release line, as the upstream Helm chart ships
+// it. The operator emits the Controller 3.8+ contract (AUTH_MODE, OIDC_*, TLS_PATH_*, embedded
+// login at /api/v3/user/login); a 3.7 Controller knows only Keycloak (KC_*) and SSL_PATH_* and can
+// never be logged in to. The NATS image has its own version line (upstream 3.9 ships nats 2.15.0).
+// config/manager/manager.yaml sets the same values as RELATED_IMAGE_* (images_test.go checks it).
 const (
-	DefaultControllerImage = "ghcr.io/datasance/controller:3.7.3"
-	DefaultRouterImage     = "ghcr.io/datasance/router:3.7.0"
-	DefaultNatsImage       = "ghcr.io/datasance/nats:3.7.0"
+	DefaultControllerImage = "ghcr.io/datasance/controller:3.9.0"
+	DefaultRouterImage     = "ghcr.io/datasance/router:3.9.0"
+	DefaultNatsImage       = "ghcr.io/datasance/nats:2.15.0"
 )
 
 // DefaultControllerEndpointTemplate reaches the Controller through cluster DNS, as in-cluster
