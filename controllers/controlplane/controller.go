@@ -57,7 +57,7 @@ func reconcileController(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
 			"Deployment controller was created; waiting for the Controller to start."), nil
 	}
-	return registerWithController(ctx, s, password, lbAddress)
+	return registerWithController(ctx, s, lbAddress)
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an

@@ -41,7 +41,7 @@ func TestNatsFirstInstall(t *testing.T) {
 
 	// Addresses arrive: NATS finishes, the Controller Deployment is created.
 	h.setServiceAddress("router", routerLBIP)
-	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("controller", h.controllerLB)
 	h.setServiceAddress("nats", natsLBIP)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())

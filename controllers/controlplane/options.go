@@ -1,5 +1,7 @@
 package controlplane
 
+import "time"
+
 // Images are the default operand images, used when a ControlPlane's spec.images leaves one empty.
 // The manager fills them from RELATED_IMAGE_* variables (the OLM bundle's relatedImages).
 type Images struct {
@@ -19,6 +21,19 @@ const (
 	DefaultNatsImage       = "ghcr.io/datasance/nats:2.15.0"
 )
 
+// Defaults of the reconciler's pacing options.
+const (
+	// DefaultMaxConcurrentReconciles: ControlPlanes reconciled at once. A pass makes up to ~8
+	// sequential Controller calls; with one worker, one black-holed Controller would stall all.
+	DefaultMaxConcurrentReconciles = 4
+	// DefaultPassTimeout bounds one pass (every Kubernetes and Controller call of it); the status
+	// patch at its end has its own budget.
+	DefaultPassTimeout = 2 * time.Minute
+	// DefaultControllerVerifyInterval: how often a ready ControlPlane's Controller is asked for
+	// GET /status to notice a restart (and re-register what a lost database forgot).
+	DefaultControllerVerifyInterval = 5 * time.Minute
+)
+
 // DefaultControllerEndpointTemplate reaches the Controller through cluster DNS, as in-cluster
 // operators do.
 const DefaultControllerEndpointTemplate = "controller.{namespace}.svc.cluster.local:51121"
@@ -33,6 +48,34 @@ type Options struct {
 	ControllerCAFile string
 	// Images are the default operand images.
 	Images Images
+	// MaxConcurrentReconciles is the number of ControlPlanes reconciled at once (0: default).
+	MaxConcurrentReconciles int
+	// PassTimeout bounds one pass (0: default).
+	PassTimeout time.Duration
+	// ControllerVerifyInterval is how often a ready ControlPlane's Controller is checked for a
+	// restart with GET /status (0: default).
+	ControllerVerifyInterval time.Duration
+}
+
+func (o Options) maxConcurrentReconciles() int {
+	if o.MaxConcurrentReconciles > 0 {
+		return o.MaxConcurrentReconciles
+	}
+	return DefaultMaxConcurrentReconciles
+}
+
+func (o Options) passTimeout() time.Duration {
+	if o.PassTimeout > 0 {
+		return o.PassTimeout
+	}
+	return DefaultPassTimeout
+}
+
+func (o Options) controllerVerifyInterval() time.Duration {
+	if o.ControllerVerifyInterval > 0 {
+		return o.ControllerVerifyInterval
+	}
+	return DefaultControllerVerifyInterval
 }
 
 // DefaultOptions returns the in-cluster defaults.
@@ -44,5 +87,8 @@ func DefaultOptions() Options {
 			Router:     DefaultRouterImage,
 			Nats:       DefaultNatsImage,
 		},
+		MaxConcurrentReconciles:  DefaultMaxConcurrentReconciles,
+		PassTimeout:              DefaultPassTimeout,
+		ControllerVerifyInterval: DefaultControllerVerifyInterval,
 	}
 }

@@ -125,6 +125,10 @@ func (c *Client) SetToken(token string) {
 	c.token = token
 }
 
+// CloseIdleConnections closes the keep-alive connections the client holds, so a client that is
+// dropped does not keep sockets open until the transport's idle timeout.
+func (c *Client) CloseIdleConnections() { c.httpClient.CloseIdleConnections() }
+
 func (c *Client) bearerToken() string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

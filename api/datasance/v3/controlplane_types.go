@@ -455,6 +455,12 @@ type ControllerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
+	// CASecretRef names a key of a Secret in this namespace holding the PEM CA bundle the
+	// operator trusts for this Controller's certificate, for a chain that is not in the ca.crt of
+	// secretName (which is always trusted). Only read when https is true. Verification is never
+	// switched off.
+	// +optional
+	CASecretRef *corev1.SecretKeySelector `json:"caSecretRef,omitempty"`
 	// LogLevel of the Controller (LOG_LEVEL); default info.
 	// +kubebuilder:validation:Enum=error;warn;info;debug;trace
 	// +optional
