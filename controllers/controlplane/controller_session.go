@@ -234,8 +234,10 @@ func controllerBoot(st *iofog.ControllerStatus) float64 {
 	return float64(st.Timestamp)/1000 - st.UptimeSec
 }
 
-// bootTolerance absorbs rounding between the timestamp and the uptime of one /status answer.
-const bootTolerance = 5 * time.Second
+// bootTolerance absorbs rounding between the timestamp (milliseconds) and the uptime of one
+// /status answer, which the Controller computes at the same instant; no Controller restarts
+// faster.
+const bootTolerance = time.Second
 
 // registrations is the reconciler's memory of what it last registered with each ControlPlane's
 // Controller: when the Controller process it registered with started, and when that was last

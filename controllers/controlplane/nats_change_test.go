@@ -111,7 +111,7 @@ func TestNatsStorageImmutable(t *testing.T) {
 	res, err := h.reconcile()
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("20Gi"))
-	g.Expect(isReadyResult(res)).To(BeTrue())
+	g.Expect(res.IsZero()).To(BeTrue())
 	h.expectState(datasancev3.ConditionUpdating, datasancev3.ReasonImmutableFieldChanged)
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonImmutableFieldChanged))
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning ImmutableFieldChanged")))

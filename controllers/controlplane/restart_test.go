@@ -16,6 +16,7 @@ import (
 func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
+	h.api.SetStartedAt(time.Now().Add(-time.Hour))
 	h.bringUpNats(h.controlPlane(natsOn))
 	_, hadHub := h.api.Hub()
 	g.Expect(hadHub).To(BeTrue())
@@ -43,7 +44,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 		"GET /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/default-router-local-ca", "POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/nats-site-ca", "POST /api/v3/certificates/ca",
-		"GET /api/v3/certificates/ca/nats-local-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/certificates/ca/default-nats-local-ca", "POST /api/v3/certificates/ca",
 		"GET /api/v3/status",
 	))
 	g.Expect(h.writes.Load()).To(BeZero(), "the registration is unchanged: nothing to write")

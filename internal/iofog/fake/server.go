@@ -187,6 +187,15 @@ func (s *Server) Listen(addr string) (string, error) {
 	return l.Addr().String(), nil
 }
 
+// SetStartedAt sets when the Controller process started (GET /status
+// reports the uptime since then), e.g. an hour ago, so that a later Wipe is
+// a visibly new process.
+func (s *Server) SetStartedAt(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = t
+}
+
 // Wipe makes the fake a Controller that restarted on an empty database:
 // the router, the NATS hub, the CA catalog and the issued tokens are
 // forgotten, and the uptime starts again. Requests, failures and
