@@ -220,8 +220,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// own registration hash, owned-object and referenced-Secret changes, and the requeues
 		// the components ask for — never the operator's own status writes, which would skip
 		// every requeue delay and turn a failing pass into a hot loop.
-		For(&datasancev3.ControlPlane{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, foreignAnnotationsChanged()))).
+		For(&datasancev3.ControlPlane{}, builder.WithPredicates(controlPlaneChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.maxConcurrentReconciles()}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
@@ -236,6 +235,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
 		Named("controlplane").
 		Complete(r)
+}
+
+// controlPlaneChanged passes the ControlPlane events that call for a pass: creation, deletion, a
+// new generation (spec change) or annotations changed by someone else. The operator's status
+// patches and its registration annotation do not pass.
+func controlPlaneChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, foreignAnnotationsChanged())
 }
 
 // foreignAnnotationsChanged passes an update whose annotations changed other than the
