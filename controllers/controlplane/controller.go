@@ -92,8 +92,15 @@ func applyControllerIngress(ctx context.Context, s *scope) error {
 // reports whether the Deployment did not exist before.
 func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
 	if s.spec.UsesSQLite() {
-		if _, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), &corev1.PersistentVolumeClaim{}); err != nil {
+		pvc := &corev1.PersistentVolumeClaim{}
+		created, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), pvc)
+		if err != nil {
 			return false, err
+		}
+		if !created {
+			if err := releaseDataStore(ctx, s, pvc); err != nil {
+				return false, err
+			}
 		}
 	}
 	hashes := controllerPodHashes{credentials: hashData(creds)}
