@@ -435,7 +435,9 @@ type ControllerSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	ConsoleURL string `json:"consoleUrl,omitempty"`
-	// ConsolePort is the console's container port (CONSOLE_PORT); Service port 80 targets it.
+	// ConsolePort is the console's container port (CONSOLE_PORT); Service port 80 targets it. It
+	// cannot be 51121, the API port of the same container.
+	// +kubebuilder:validation:XValidation:rule=`self != 51121`,message="spec.controller.consolePort must differ from the Controller API port 51121"
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=8008
@@ -496,15 +498,18 @@ type Nats struct {
 	JetStream *JetStream `json:"jetStream,omitempty"`
 }
 
-// JetStream configures JetStream storage. Sizes are Kubernetes quantities.
+// JetStream configures JetStream storage. Sizes are whole Kubernetes quantities with an optional
+// decimal (k, M, G, T, P, E) or binary (Ki ... Ei) suffix: exactly what server.conf can carry
+// (internal/natsconf.SizePattern; a test checks both sides against one table). Fractions, milli
+// and lower-case units other than k are rejected.
 type JetStream struct {
 	// StorageSize of each NATS pod's js-data volume and JetStream's file store limit; default 10Gi.
 	// Fixed once the StatefulSet exists.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([KMGTPE]i?|[kmgtpe]i?)?$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
 	// +optional
 	StorageSize string `json:"storageSize,omitempty"`
 	// MemoryStoreSize is JetStream's memory store limit; default 1G.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([KMGTPE]i?|[kmgtpe]i?)?$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
 	// +optional
 	MemoryStoreSize string `json:"memoryStoreSize,omitempty"`
 	// StorageClassName of the js-data volumes; default the cluster default. Fixed once the
