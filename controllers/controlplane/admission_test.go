@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -23,13 +24,21 @@ func TestAdmissionMatchesTheRenderer(t *testing.T) {
 		"memoryStoreSize 10m": func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Nats = &datasancev3.Nats{JetStream: &datasancev3.JetStream{MemoryStoreSize: "10m"}}
 		},
+		"wildcard ingress host without publicUrl": wildcardIngress,
 	}
 	for name, mod := range rejected {
 		err := env.Client.Create(h.ctx, h.controlPlane(mod))
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
 	}
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
+	h.create(h.controlPlane(wildcardIngress, func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Controller.PublicURL = "https://controller.example.com"
 		cp.Spec.Controller.ConsolePort = 8080
 		cp.Spec.Nats = &datasancev3.Nats{JetStream: &datasancev3.JetStream{StorageSize: "10Pi", MemoryStoreSize: "512Mi"}}
 	}))
+}
+
+// wildcardIngress exposes the Controller through an Ingress for *.example.com.
+func wildcardIngress(cp *datasancev3.ControlPlane) {
+	cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+	cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "*.example.com"}
 }

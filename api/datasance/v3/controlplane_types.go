@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule=`self.database.?host.orValue("") != "" || self.?replicas.?controller.orValue(1) <= 1`,message="spec.replicas.controller must be at most 1 with the embedded SQLite database (empty spec.database.host)",fieldPath=".replicas.controller",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`!self.?controller.?https.orValue(false) || self.?controller.?secretName.orValue("") != ""`,message="spec.controller.secretName is required when spec.controller.https is true",fieldPath=".controller.secretName",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.?services.?controller.?type.orValue('LoadBalancer') != 'NodePort' || self.?controller.?publicUrl.orValue("") != ""`,message="spec.controller.publicUrl is required when spec.services.controller.type is NodePort (no address can be derived)",fieldPath=".controller.publicUrl",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule=`self.?services.?controller.?type.orValue('LoadBalancer') != 'ClusterIP' || !self.?ingresses.?controller.?host.orValue("").startsWith('*') || self.?controller.?publicUrl.orValue("") != ""`,message="spec.controller.publicUrl is required when spec.ingresses.controller.host is a wildcard (no public URL can be derived from it)",fieldPath=".controller.publicUrl",reason=FieldValueRequired
 type ControlPlaneSpec struct {
 	// Auth configures how the Controller authenticates users and how the operator logs in to it.
 	// +required
