@@ -103,7 +103,11 @@ func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs,
 			}
 		}
 	}
-	hashes := controllerPodHashes{credentials: hashData(creds)}
+	key, err := rolloutKey(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	hashes := controllerPodHashes{credentials: keyedHashData(key, creds)}
 	if s.spec.ControllerHTTPS() {
 		tls, err := controllerTLSData(ctx, s)
 		if err != nil {
