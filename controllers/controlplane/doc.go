@@ -71,9 +71,11 @@
 //
 // # Restarts
 //
-// The Controller pod template carries kubeopera.io/credentials-hash, a hash of the data of the
-// controller-db-credentials, controller-auth-credentials and controller-vault-credentials
-// Secrets, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
+// The Controller pod template carries kubeopera.io/credentials-hash, an HMAC-SHA256 of the data
+// of the controller-db-credentials, controller-auth-credentials and controller-vault-credentials
+// Secrets under a per-ControlPlane random key (Secret controller-rollout-key, created once,
+// owned): the inputs are mostly visible in the ControlPlane, and an unkeyed hash would let a
+// reader of the Deployment guess the one that is not (a passwordSecretRef password) offline, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
 // really rolls the pods (upstream's "restart" re-submitted an unchanged Deployment). The first
 // creation sets the hash without a restart, which is spec §4.6 step 7. The router pod template
 // carries the hash of its two server certificates, so a rotated certificate reaches the router.
