@@ -32,7 +32,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"host:port the operator uses to reach a ControlPlane's Controller API; {namespace} and {name} are replaced "+
 			"(env CONTROLLER_ENDPOINT_TEMPLATE). The scheme follows spec.controller.https.")
 	fs.StringVar(&opts.ControlPlane.ControllerCAFile, "controller-ca-file", opts.ControlPlane.ControllerCAFile,
-		"PEM file of extra CAs trusted when the Controller API is served over HTTPS (the system roots are always trusted).")
+		"PEM file of extra CAs trusted for every Controller API served over HTTPS, besides the system roots and each "+
+			"ControlPlane's own trust (ca.crt of spec.controller.secretName, spec.controller.caSecretRef).")
 	fs.IntVar(&opts.ControlPlane.MaxConcurrentReconciles, "controlplane-max-concurrent-reconciles", opts.ControlPlane.MaxConcurrentReconciles,
 		"ControlPlanes reconciled at once, so a Controller that does not answer delays only its own ControlPlane (0: 4).")
 	fs.DurationVar(&opts.ControlPlane.PassTimeout, "controlplane-pass-timeout", opts.ControlPlane.PassTimeout,
