@@ -32,6 +32,7 @@ package fake
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -171,7 +172,8 @@ func NewTLSServer(opts ...Option) *Server {
 // test assigns to a LoadBalancer Service, so that the operator dials the
 // address it computes. It returns the address listened on.
 func (s *Server) Listen(addr string) (string, error) {
-	l, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return "", err
 	}

@@ -615,7 +615,9 @@ func TestListenAndWipe(t *testing.T) {
 	_, ok := srv.Router()
 	g.Expect(ok).To(BeTrue())
 
-	resp, err := http.Get("http://" + addr + "/api/v3/status")
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+addr+"/api/v3/status", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
