@@ -20,6 +20,11 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect,
 		"Enable leader election, so only one replica reconciles at a time.")
+	// The upstream iofog-operator's names, so an upstream Deployment's args keep working.
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-addr", opts.MetricsBindAddress,
+		"Deprecated: use --metrics-bind-address.")
+	fs.BoolVar(&opts.LeaderElect, "enable-leader-election", opts.LeaderElect,
+		"Deprecated: use --leader-elect.")
 	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID,
 		"Name of the leader election Lease.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace,
@@ -32,7 +37,14 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"host:port the operator uses to reach a ControlPlane's Controller API; {namespace} and {name} are replaced "+
 			"(env CONTROLLER_ENDPOINT_TEMPLATE). The scheme follows spec.controller.https.")
 	fs.StringVar(&opts.ControlPlane.ControllerCAFile, "controller-ca-file", opts.ControlPlane.ControllerCAFile,
-		"PEM file of extra CAs trusted when the Controller API is served over HTTPS (the system roots are always trusted).")
+		"PEM file of extra CAs trusted for every Controller API served over HTTPS, besides the system roots and each "+
+			"ControlPlane's own trust (ca.crt of spec.controller.secretName, spec.controller.caSecretRef).")
+	fs.IntVar(&opts.ControlPlane.MaxConcurrentReconciles, "controlplane-max-concurrent-reconciles", opts.ControlPlane.MaxConcurrentReconciles,
+		"ControlPlanes reconciled at once, so a Controller that does not answer delays only its own ControlPlane (0: 4).")
+	fs.DurationVar(&opts.ControlPlane.PassTimeout, "controlplane-pass-timeout", opts.ControlPlane.PassTimeout,
+		"Deadline of one ControlPlane pass, every Kubernetes and Controller call included (0: 2m).")
+	fs.DurationVar(&opts.ControlPlane.ControllerVerifyInterval, "controller-verify-interval", opts.ControlPlane.ControllerVerifyInterval,
+		"How often a ready ControlPlane's Controller is asked GET /status to notice a restart and register again (0: 5m).")
 	fs.StringVar(&opts.Apps.GitCacheDir, "git-cache-dir", opts.Apps.GitCacheDir,
 		"Directory for the local clones of tenant apps repositories.")
 	fs.IntVar(&opts.Apps.MaxConcurrentReconciles, "app-max-concurrent-reconciles", opts.Apps.MaxConcurrentReconciles,

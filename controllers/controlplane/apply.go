@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -124,6 +125,33 @@ func deleteOwned(ctx context.Context, s *scope, name string, live client.Object)
 	if err := s.r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
 		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s: %w", live, key, err))
 	}
+	return nil
+}
+
+// releaseDataStore removes the ControlPlane's owner reference from a data store it keeps on
+// deletion (the SQLite PVC, the JetStream key) that an earlier operator version created owned,
+// so that deleting the ControlPlane does not garbage-collect it. It writes only when such a
+// reference exists, under an optimistic lock.
+func releaseDataStore(ctx context.Context, s *scope, obj client.Object) error {
+	refs := obj.GetOwnerReferences()
+	kept := make([]metav1.OwnerReference, 0, len(refs))
+	for _, ref := range refs {
+		if ref.UID != s.cp.UID {
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == len(refs) {
+		return nil
+	}
+	base, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copy %T", obj)
+	}
+	obj.SetOwnerReferences(kept)
+	if err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("release %T %s from the ControlPlane: %w", obj, obj.GetName(), err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 	return nil
 }
 

@@ -26,8 +26,10 @@ const (
 	requeueTransition = time.Second
 )
 
-// Standard labels of every operand object (spec §4.1). managed-by deviates from upstream's
-// iofog-operator: it names this project.
+// Standard labels of every operand object, exactly the upstream operator's (managed-by:
+// iofog-operator), so selectors, dashboards and policies written for upstream objects match
+// ours and objects created by either operator are the same. The operator's own Deployment
+// carries its own name.
 const (
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"
@@ -35,7 +37,7 @@ const (
 	labelManagedBy = "app.kubernetes.io/managed-by"
 
 	labelNameValue      = "iofog"
-	labelManagedByValue = "kubeopera-operator"
+	labelManagedByValue = "iofog-operator"
 )
 
 // Component names: the app.kubernetes.io/component label value and the object names of the

@@ -57,7 +57,7 @@ func reconcileController(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
 			"Deployment controller was created; waiting for the Controller to start."), nil
 	}
-	return registerWithController(ctx, s, password, lbAddress)
+	return registerWithController(ctx, s, lbAddress)
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
@@ -92,11 +92,22 @@ func applyControllerIngress(ctx context.Context, s *scope) error {
 // reports whether the Deployment did not exist before.
 func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
 	if s.spec.UsesSQLite() {
-		if _, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), &corev1.PersistentVolumeClaim{}); err != nil {
+		pvc := &corev1.PersistentVolumeClaim{}
+		created, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), pvc)
+		if err != nil {
 			return false, err
 		}
+		if !created {
+			if err := releaseDataStore(ctx, s, pvc); err != nil {
+				return false, err
+			}
+		}
 	}
-	hashes := controllerPodHashes{credentials: hashData(creds)}
+	key, err := rolloutKey(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	hashes := controllerPodHashes{credentials: keyedHashData(key, creds)}
 	if s.spec.ControllerHTTPS() {
 		tls, err := controllerTLSData(ctx, s)
 		if err != nil {

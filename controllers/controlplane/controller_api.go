@@ -40,35 +40,41 @@ func (g registration) hash() string {
 
 // registerWithController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
 // login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
-// check. On a ready ControlPlane it calls nothing when the registration is unchanged.
-func registerWithController(ctx context.Context, s *scope, password, lbAddress string) (result, error) {
+// check. On a ready ControlPlane whose registration is unchanged it calls nothing, except a
+// GET /status once per Options.ControllerVerifyInterval: a Controller process that started since
+// the registration (it may have lost its database) is registered again.
+func registerWithController(ctx context.Context, s *scope, lbAddress string) (result, error) {
 	reg, res, err := desiredRegistration(ctx, s)
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[annotationRegistration] == hash {
-		return proceed(), nil
+		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
+			return proceed(), nil
+		}
+		cs, res, err := s.controllerStatus(ctx)
+		if err != nil || !res.isContinue() {
+			return res, err
+		}
+		if s.r.registered.sameBoot(s.cp, cs.status, s.now) {
+			return proceed(), nil
+		}
+		ctrl.LoggerFrom(ctx).Info("The Controller process started after the last registration (it may have lost its state); registering again",
+			"uptimeSec", cs.status.UptimeSec)
 	}
 
-	api, err := s.r.NewControllerClient(reg.BaseURL)
-	if err != nil {
-		return result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
-	}
-	if _, err := api.Status(ctx); err != nil {
-		return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
-			fmt.Sprintf("The Controller API at %s is not available: %v", reg.BaseURL, err)), nil
-	}
-	rejected, res, err := login(ctx, s, api, password)
+	cs, res, err := s.controllerSession(ctx)
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
+	api, rejected := cs.api, cs.loginRejected
 	if err := api.PutDefaultRouter(ctx, reg.Router); err != nil {
-		return registrationFailure(err, rejected)
+		return registrationFailure(ctx, err, rejected)
 	}
 	if reg.Hub != nil {
 		if err := api.UpsertNatsHub(ctx, *reg.Hub); err != nil {
-			return registrationFailure(err, rejected)
+			return registrationFailure(ctx, err, rejected)
 		}
 	}
 	for _, name := range reg.CAs {
@@ -80,7 +86,7 @@ func registerWithController(ctx context.Context, s *scope, password, lbAddress s
 		}
 		created, err := api.EnsureCA(ctx, name, name)
 		if err != nil {
-			return registrationFailure(err, rejected)
+			return registrationFailure(ctx, err, rejected)
 		}
 		if created {
 			ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "ca", name)
@@ -93,6 +99,7 @@ func registerWithController(ctx context.Context, s *scope, password, lbAddress s
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[annotationRegistration] = hash
+	s.r.registered.record(s.cp, cs.status, s.now)
 	return proceed(), nil
 }
 
@@ -177,8 +184,9 @@ func login(ctx context.Context, s *scope, api ControllerAPI, password string) (r
 		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; going on without a token", "mode", s.spec.Auth.Mode)
 		return true, proceed(), nil
 	case iofog.IsRetryable(err):
+		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
 		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
-			fmt.Sprintf("Logging in to the Controller failed: %v", err)), nil
+			fmt.Sprintf("Logging in to the Controller failed (%s).", iofog.Cause(err))), nil
 	default:
 		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
 	}
@@ -186,8 +194,9 @@ func login(ctx context.Context, s *scope, api ControllerAPI, password string) (r
 
 // registrationFailure classifies a failed registration call: refused because the login was
 // rejected → LoginFailed error; transient (Controller down, 5xx, garbage, timeout) → requeue
-// after requeueRegistration; otherwise a RegistrationFailed error.
-func registrationFailure(err error, loginRejected bool) (result, error) {
+// after requeueRegistration with a message stable for the cause (the detail is logged);
+// otherwise a RegistrationFailed error.
+func registrationFailure(ctx context.Context, err error, loginRejected bool) (result, error) {
 	var apiErr *iofog.APIError
 	if loginRejected && errors.As(err, &apiErr) &&
 		(apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden) {
@@ -195,14 +204,23 @@ func registrationFailure(err error, loginRejected bool) (result, error) {
 			fmt.Errorf("the Controller rejected the operator's credentials (invalid credentials): %w", err))
 	}
 	if iofog.IsRetryable(err) {
-		return requeue(requeueRegistration, datasancev3.ReasonRegistrationFailed, err.Error()), nil
+		ctrl.LoggerFrom(ctx).Info("Registering with the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
+		what := "request"
+		if errors.As(err, &apiErr) {
+			what = apiErr.Method + " " + apiErr.Path
+		}
+		return requeue(requeueRegistration, datasancev3.ReasonRegistrationFailed,
+			fmt.Sprintf("Registering with the Controller failed: %s (%s).", what, iofog.Cause(err))), nil
 	}
 	return result{}, withReason(datasancev3.ReasonRegistrationFailed, err)
 }
 
 // checkExternalReachability is spec §4.6 step 6: a LoadBalancer Controller must answer GET /status
 // on its LoadBalancer address; an Ingress-exposed one needs an Ingress with load-balancer status.
-// Other exposures are not checked.
+// Other exposures are not checked. Over https the check dials the LoadBalancer address and
+// verifies the certificate, with the ControlPlane's trust, against the name external clients use:
+// the host of the public URL (spec.controller.publicUrl, or the LoadBalancer address when the URL
+// is derived from it). A certificate that does not cover that name is ControllerCertificateInvalid.
 func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) (result, error) {
 	switch {
 	case datasancev3.ServiceType(s.spec.Services.Controller) == corev1.ServiceTypeLoadBalancer:
@@ -210,14 +228,17 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 			return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 				"Waiting for a LoadBalancer address of Service controller."), nil
 		}
-		url := controllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(controllerAPIPort))
-		api, err := s.r.NewControllerClient(url)
+		ep := ControllerEndpoint{BaseURL: controllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(controllerAPIPort))}
+		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
+			ep.ServerName = name
+		}
+		api, err := s.controllerClient(ctx, ep)
 		if err != nil {
-			return result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
+			return result{}, err
 		}
 		if _, err := api.Status(ctx); err != nil {
-			return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
-				fmt.Sprintf("The Controller is not reachable through its LoadBalancer at %s: %v", url, err)), nil
+			return s.controllerCallFailed(ctx, err, ep.BaseURL, ep.ServerName,
+				fmt.Sprintf("The Controller is not reachable through its LoadBalancer at %s", ep.BaseURL))
 		}
 	case s.spec.ControllerIngressMode():
 		ing := &networkingv1.Ingress{}

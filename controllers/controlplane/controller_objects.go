@@ -91,9 +91,10 @@ func controllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressAppl
 // sqlitePVC is PVC controller-sqlite (spec §4.1): 1Gi ReadWriteOnce, created once.
 func sqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	m := metaFor(cp, componentController, sqlitePVCName)
+	// No owner reference: the Controller's database outlives the ControlPlane (data policy in
+	// the package doc).
 	return corev1ac.PersistentVolumeClaim(m.name, m.namespace).
 		WithLabels(m.labels).
-		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
 			WithResources(corev1ac.VolumeResourceRequirements().

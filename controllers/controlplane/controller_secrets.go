@@ -1,9 +1,13 @@
 package controlplane
 
 import (
+	"context"
+	"crypto/rand"
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -156,4 +160,41 @@ func opaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]b
 		WithOwnerReferences(ownerReference(cp)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
+}
+
+// rolloutKeySecretName holds the per-ControlPlane key of the credentials hash.
+const rolloutKeySecretName = "controller-rollout-key"
+
+// rolloutKeyBytes is the size of that key.
+const rolloutKeyBytes = 32
+
+// rolloutKey returns the key of the credentials hash: Secret controller-rollout-key, created once
+// with random bytes (owned: a ControlPlane created again gets a new key, which rolls its pods
+// once). Readers of the Deployment see only the HMAC.
+func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
+	sec := &corev1.Secret{}
+	found, err := s.getExisting(ctx, rolloutKeySecretName, sec)
+	if err != nil {
+		return nil, err
+	}
+	if key := sec.Data["key"]; found && len(key) >= rolloutKeyBytes {
+		return key, nil
+	}
+	if found {
+		return nil, withReason(datasancev3.ReasonInvalidConfiguration,
+			fmt.Errorf("secret %s holds no %d-byte key; delete it to have a new one generated", rolloutKeySecretName, rolloutKeyBytes))
+	}
+	key := make([]byte, rolloutKeyBytes)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails since Go 1.24
+	m := metaFor(s.cp, componentController, rolloutKeySecretName)
+	obj := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.namespace, Labels: m.labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s.cp, datasancev3.GroupVersion.WithKind("ControlPlane"))}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"key": key},
+	}
+	if err := createObject(ctx, s, obj); err != nil {
+		return nil, err
+	}
+	return key, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // ControllerAPI is the part of the Controller REST API the reconciler uses. *iofog.Client
-// implements it; tests inject clients of the fake Controller through ControllerClientFactory.
+// implements it.
 type ControllerAPI interface {
 	Status(ctx context.Context) (*iofog.ControllerStatus, error)
 	Login(ctx context.Context, username, password string) (*iofog.Tokens, error)
@@ -23,28 +23,46 @@ type ControllerAPI interface {
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
 	EnsureCA(ctx context.Context, name, secretName string) (created bool, err error)
+	// CloseIdleConnections releases the client's keep-alive connections at the end of a pass.
+	CloseIdleConnections()
 }
 
 var _ ControllerAPI = (*iofog.Client)(nil)
 
-// ControllerClientFactory returns a client for the Controller API at baseURL
-// (scheme://host:port, without /api/v3). It does no I/O.
-type ControllerClientFactory func(baseURL string) (ControllerAPI, error)
+// ControllerEndpoint says where one Controller API is and whom to trust for it.
+type ControllerEndpoint struct {
+	// BaseURL is scheme://host:port, without /api/v3: what the operator dials.
+	BaseURL string
+	// CAs is a PEM bundle trusted for this ControlPlane besides the system roots and
+	// --controller-ca-file: the ca.crt of spec.controller.secretName and spec.controller.caSecretRef.
+	CAs []byte
+	// ServerName, when set, is the name the certificate is verified against instead of the host
+	// of BaseURL (the external check dials the LoadBalancer address, verifies the public name).
+	ServerName string
+}
+
+// ControllerClientFactory returns a client for one Controller endpoint. It does no I/O beyond
+// reading the operator's CA file.
+type ControllerClientFactory func(ControllerEndpoint) (ControllerAPI, error)
 
 // NewControllerClientFactory is the production factory: iofog clients with the default timeout
-// that trust the system roots plus the PEM bundle in caFile (if any). The file is read for each
-// client, so a rotated bundle is picked up without a restart.
+// that trust the system roots, the PEM bundle in caFile (if any; read for each client, so a
+// rotated bundle is picked up without a restart) and the endpoint's own CAs. TLS verification is
+// always on.
 func NewControllerClientFactory(caFile string) ControllerClientFactory {
-	return func(baseURL string) (ControllerAPI, error) {
+	return func(ep ControllerEndpoint) (ControllerAPI, error) {
 		var opts []iofog.Option
-		if caFile != "" {
-			pool, err := certPoolWithFile(caFile)
+		if caFile != "" || len(ep.CAs) > 0 {
+			pool, err := controllerCertPool(caFile, ep.CAs)
 			if err != nil {
 				return nil, err
 			}
 			opts = append(opts, iofog.WithRootCAs(pool))
 		}
-		c, err := iofog.New(baseURL, opts...)
+		if ep.ServerName != "" {
+			opts = append(opts, iofog.WithServerName(ep.ServerName))
+		}
+		c, err := iofog.New(ep.BaseURL, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("create controller client: %w", err)
 		}
@@ -52,18 +70,23 @@ func NewControllerClientFactory(caFile string) ControllerClientFactory {
 	}
 }
 
-// certPoolWithFile returns the system roots plus the certificates of a PEM file.
-func certPoolWithFile(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path) //nolint:gosec // The path is an operator flag, not user input.
-	if err != nil {
-		return nil, fmt.Errorf("read controller CA file: %w", err)
-	}
+// controllerCertPool returns the system roots plus the certificates of caFile and of cas.
+func controllerCertPool(caFile string, cas []byte) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.New("read controller CA file: no PEM certificate found")
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile) //nolint:gosec // The path is an operator flag, not user input.
+		if err != nil {
+			return nil, fmt.Errorf("read controller CA file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("read controller CA file: no PEM certificate found")
+		}
+	}
+	if len(cas) > 0 && !pool.AppendCertsFromPEM(cas) {
+		return nil, errors.New("controller CA bundle: no PEM certificate found")
 	}
 	return pool, nil
 }

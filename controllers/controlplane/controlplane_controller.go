@@ -11,12 +11,16 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
@@ -39,6 +43,9 @@ type Reconciler struct {
 	// UpdateConsoleClientURLs is told the resolved public and console URLs (spec §4.5). nil is
 	// the upstream default, a no-op; a failure is logged and never fails the pass.
 	UpdateConsoleClientURLs func(ctx context.Context, cp *datasancev3.ControlPlane, publicURL, consoleURL string) error
+
+	// registered remembers which Controller process each ControlPlane was registered with.
+	registered registrations
 }
 
 // NewReconciler builds a Reconciler from the manager's client and event recorder.
@@ -72,21 +79,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	cp := &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
 		forgetIfGone(req.NamespacedName, err)
+		if apierrors.IsNotFound(err) {
+			r.registered.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cp.DeletionTimestamp.IsZero() {
-		// No finalizer: owner references garbage-collect everything the ControlPlane owns.
+		// No finalizer: owner references garbage-collect what the ControlPlane owns; the data
+		// stores are not owned (see the package doc, "Data on deletion").
 		metrics.ForgetControlPlane(req.Namespace, req.Name)
+		r.registered.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()
 	defer func() {
+		// The patch runs on the request context, not the pass's: a pass that ran out of time
+		// still records why.
 		if err := r.patchControlPlane(ctx, base, cp); err != nil {
 			retErr = errors.Join(stripTerminal(retErr), err)
 			res = ctrl.Result{}
 		}
 	}()
-	return r.reconcile(ctx, cp)
+	passCtx, cancel := context.WithTimeout(ctx, r.Options.passTimeout())
+	defer cancel()
+	return r.reconcile(passCtx, cp)
 }
 
 // reconcile runs one pass of the state machine (spec §3) over cp, changing only cp in memory.
@@ -102,6 +118,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	}
 
 	s := newScope(r, cp, state == datasancev3.ConditionReady)
+	defer s.closeSession()
 	outs := make([]componentOutcome, 0, len(components))
 	for _, c := range components {
 		res, err := c.run(ctx, s)
@@ -117,7 +134,8 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
 		r.recordState(cp, datasancev3.ConditionReady, datasancev3.ReasonReconciled, "Every component is up to date.", corev1.EventTypeNormal)
-		return ctrl.Result{}, nil
+		// Come back to check that the Controller still holds the registration.
+		return ctrl.Result{RequeueAfter: r.Options.controllerVerifyInterval()}, nil
 	}
 	eventType := corev1.EventTypeNormal
 	if o.err != nil {
@@ -203,7 +221,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index ControlPlanes by referenced Secret: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&datasancev3.ControlPlane{}).
+		// Passes follow spec changes (generation), annotation changes other than the operator's
+		// own registration hash, owned-object and referenced-Secret changes, and the requeues
+		// the components ask for — never the operator's own status writes, which would skip
+		// every requeue delay and turn a failing pass into a hot loop.
+		For(&datasancev3.ControlPlane{}, builder.WithPredicates(controlPlaneChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.maxConcurrentReconciles()}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
@@ -219,4 +242,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
 		Named("controlplane").
 		Complete(r)
+}
+
+// controlPlaneChanged passes the ControlPlane events that call for a pass: creation, deletion, a
+// new generation (spec change) or annotations changed by someone else. The operator's status
+// patches and its registration annotation do not pass.
+func controlPlaneChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, foreignAnnotationsChanged())
+}
+
+// foreignAnnotationsChanged passes an update whose annotations changed other than the
+// registration hash the operator writes itself (a user's or a tool's request to reconcile).
+func foreignAnnotationsChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			return !equality.Semantic.DeepEqual(withoutOwnAnnotations(e.ObjectOld.GetAnnotations()),
+				withoutOwnAnnotations(e.ObjectNew.GetAnnotations()))
+		},
+	}
+}
+
+func withoutOwnAnnotations(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != annotationRegistration {
+			out[k] = v
+		}
+	}
+	return out
 }

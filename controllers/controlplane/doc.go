@@ -1,8 +1,8 @@
 // Package controlplane reconciles ControlPlane objects (datasance.com/v3): one Datasance PoT /
 // Eclipse ioFog control plane (Controller, Router and NATS) per object, in the object's
-// namespace. shared/spec/controlplane.md is the specification; this comment records the
-// decisions taken where it leaves a choice or where we deliberately differ from the upstream
-// operator.
+// namespace. docs/controlplane.md is the design (components, state machine, retry cadence, TLS
+// trust, data policy); this comment records the decisions taken where the specification leaves a
+// choice or where we deliberately differ from the upstream operator.
 //
 // # Shape
 //
@@ -13,7 +13,12 @@
 // when every failure needs a user change); otherwise any requeue → the longest requested delay;
 // otherwise all continue → ready. The components run one after the other: every step is at most
 // one API call bounded by a timeout, so goroutines would only add shared state (upstream's
-// limitation 13). Desired objects are pure functions of the spec, one file per component
+// limitation 13). Isolation between ControlPlanes comes from the workqueue instead: Options.
+// MaxConcurrentReconciles workers (flag --controlplane-max-concurrent-reconciles, default 4), and
+// every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
+// min; the deferred status patch runs on the request context, so a pass that ran out of time still
+// records why). The NATS and controller components share one Controller session per pass
+// (controller_session.go): one client, one GET /status, at most one login. Desired objects are pure functions of the spec, one file per component
 // (controller_*.go, router_*.go, nats*.go).
 //
 // # State machine and status
@@ -41,9 +46,10 @@
 //
 // # Writes
 //
-// Every owned object carries the standard labels (app.kubernetes.io/name: iofog, instance,
-// component, and managed-by: kubeopera-operator — upstream says iofog-operator; we name our
-// project) and a controller owner reference to the ControlPlane. Objects are written with
+// Every operand object carries exactly the upstream operator's labels (app.kubernetes.io/name:
+// iofog, instance, component, and managed-by: iofog-operator), so selectors written for upstream
+// objects match ours, and a controller owner reference to the ControlPlane — except the data
+// stores kept on deletion (below). Objects are written with
 // server-side apply and the single field manager FieldOwner, with forced ownership. Before
 // applying, the fields this manager owns are extracted from the live object (managedFields) and
 // compared with the desired object; equal means no request at all, so a pass over an unchanged
@@ -57,21 +63,29 @@
 // Beyond the upstream, which watched ControlPlanes only, the reconciler watches every kind it
 // owns (Owns), so a deleted or edited Deployment, Service, Secret, ConfigMap, ... is restored,
 // and Secrets it references without owning them (spec.auth.bootstrap.passwordSecretRef,
-// spec.controller.secretName and the fixed-name router TLS Secrets a user may bring), through a
-// field index on ControlPlanes.
+// spec.controller.secretName, spec.controller.caSecretRef, the JetStream key and the fixed-name
+// TLS Secrets a user may bring), through a field index on ControlPlanes. ControlPlane events pass
+// a predicate: a new generation, a changed annotation other than annotationRegistration, creation
+// and deletion. The operator's own status writes never trigger a pass, so the requeue delays
+// below are what paces a failing ControlPlane.
 //
 // # Restarts
 //
-// The Controller pod template carries kubeopera.io/credentials-hash, a hash of the data of the
-// controller-db-credentials, controller-auth-credentials and controller-vault-credentials
-// Secrets, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
+// The Controller pod template carries kubeopera.io/credentials-hash, an HMAC-SHA256 of the data
+// of the controller-db-credentials, controller-auth-credentials and controller-vault-credentials
+// Secrets under a per-ControlPlane random key (Secret controller-rollout-key, created once,
+// owned): the inputs are mostly visible in the ControlPlane, and an unkeyed hash would let a
+// reader of the Deployment guess the one that is not (a passwordSecretRef password) offline, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
 // really rolls the pods (upstream's "restart" re-submitted an unchanged Deployment). The first
 // creation sets the hash without a restart, which is spec §4.6 step 7. The router pod template
 // carries the hash of its two server certificates, so a rotated certificate reaches the router.
 //
 // # Requeues and errors
 //
-// Waiting is a requeue with a named delay: requeueLoadBalancer (10 s, a LoadBalancer Service or
+// Waiting is a requeue with a named delay; the condition message of a wait is stable for its
+// cause (the URL and iofog.Cause: "connection reset", "timeout", "HTTP 503 Error"), never the raw
+// error with its ephemeral ports, which goes to the log: a Controller that is down costs one
+// GET /status per 3 s and no ControlPlane write. The delays: requeueLoadBalancer (10 s, a LoadBalancer Service or
 // the controller Ingress has no address), requeueDeploymentCreated (5 s after the Controller
 // Deployment is created), requeueControllerStatus (3 s, GET /status failed),
 // requeueRegistration (10 s, a router/hub/CA registration failed transiently). A failure that
@@ -96,9 +110,33 @@
 // The operator calls the Controller at Options.ControllerEndpointTemplate (flag
 // --controller-endpoint-template, default controller.{namespace}.svc.cluster.local:51121) with
 // {namespace} and {name} replaced and the scheme of spec.controller.https; clients come from the
-// injected ControllerClientFactory (production: iofog clients trusting the system roots plus
-// --controller-ca-file). The external reachability check uses the same factory with the
-// LoadBalancer address.
+// injected ControllerClientFactory, given a ControllerEndpoint. Over https verification is always
+// on; the trust is per ControlPlane: the ca.crt of spec.controller.secretName, the key named by
+// spec.controller.caSecretRef, the system roots and --controller-ca-file. A certificate that is
+// not trusted or does not cover the name dialled is ControllerCertificateInvalid (an error, so
+// backoff and a Warning Event; the message names the URL, the name and the certificate's SANs).
+// The external reachability check dials the LoadBalancer address and verifies the host of the
+// public URL (spec.controller.publicUrl, or the LoadBalancer address when derived from it): the
+// name external clients use, never a name the certificate cannot cover.
+//
+// # Controller restarts
+//
+// A ready, unchanged ControlPlane is verified once per Options.ControllerVerifyInterval
+// (--controller-verify-interval, default 5 min; the ready result requeues after it) with one
+// GET /status: timestamp minus uptimeSec identifies the Controller process. A process other than
+// the one registered with (a restart, perhaps on an empty database) is registered again — router,
+// hub, and the CAs through EnsureCA, which imports only what is missing. The record lives in the
+// Reconciler's memory, so steady state writes nothing; after an operator restart the first
+// verification registers once more, idempotently.
+//
+// # Data on deletion
+//
+// The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC and the
+// JetStream key Secret carry no owner reference (objects an earlier version created owned are
+// released on the next pass), and the JetStream PVCs are retained by the StatefulSet. Everything
+// else is owned and garbage-collected, and derived again by a ControlPlane of the same name.
+// Removing the data is an explicit step: kubectl delete pvc,secret -l
+// app.kubernetes.io/instance=<name> in the namespace.
 //
 // # NATS
 //
@@ -117,7 +155,7 @@
 //     keeps the live template, applies everything else, and fails terminally with
 //     ImmutableFieldChanged and a Warning Event until the spec is reverted or the StatefulSet is
 //     deleted. PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
-//     StatefulSet and the ControlPlane.
+//     StatefulSet and the ControlPlane, and so does the JetStream key that reads them.
 //   - nats-headless publishes not-ready addresses (as the NATS Helm chart does): servers must
 //     find each other before JetStream lets them become ready.
 //   - spec.nats.enabled false creates and calls nothing NATS, and deletes only the running parts

@@ -13,3 +13,9 @@ const (
 	AnnotationTLSHash         = annotationTLSHash
 	AnnotationRegistration    = annotationRegistration
 )
+
+// CredentialsHash and UnkeyedHash expose the pod-template hashes to the envtest suite.
+var (
+	CredentialsHash = keyedHashData
+	UnkeyedHash     = hashData
+)

@@ -3,10 +3,13 @@ package controlplane_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"net/url"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,18 +30,18 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
-// Addresses the tests "assign" as cloud load balancers (TEST-NET-1, never routed).
+// Addresses the tests "assign" as cloud load balancers that the operator never dials (TEST-NET-1,
+// never routed). The controller LoadBalancer address, which the external check dials, is a
+// loopback address per harness (h.controllerLB) that the fake Controller listens on.
 const (
-	controllerLBIP = "192.0.2.10"
-	routerLBIP     = "192.0.2.20"
-	ingressLBIP    = "192.0.2.30"
-	cpName         = "iofog"
+	routerLBIP  = "192.0.2.20"
+	ingressLBIP = "192.0.2.30"
+	cpName      = "iofog"
 )
 
 // harness is one test's namespace, fake Controller and reconciler. Reconcile is called directly,
@@ -52,6 +56,17 @@ type harness struct {
 	rec *recorder
 
 	writes atomic.Int64
+	// cpWrites counts the writes (status and metadata patches) of ControlPlane objects.
+	cpWrites atomic.Int64
+
+	// controllerLB is the loopback address the tests assign to the controller LoadBalancer
+	// Service; the fake Controller listens on controllerLB:51121, so the external check dials
+	// what the operator computes.
+	controllerLB string
+	// tlsCA is the test CA that issued the fake's certificate (HTTPS harnesses only).
+	tlsCA *pki.KeyPair
+	// tlsLeaf is the fake's certificate and key (HTTPS harnesses only).
+	tlsLeaf *pki.KeyPair
 
 	mu       sync.Mutex
 	baseURLs []string
@@ -59,12 +74,22 @@ type harness struct {
 
 type harnessConfig struct {
 	tls bool
+	// tlsNames are the SANs of the fake's certificate; nil means the addresses the operator dials.
+	tlsNames []string
 }
 
 type harnessOption func(*harnessConfig)
 
-// withTLSController serves the fake Controller over HTTPS; clients trust its certificate only.
+// withTLSController serves the fake Controller over HTTPS with a certificate issued by a test CA
+// for the addresses the operator dials (127.0.0.1 and the controller LoadBalancer address).
+// Nothing trusts that CA unless a test puts it in the ControlPlane's TLS Secret
+// (createControllerTLSSecret) or a CA Secret.
 func withTLSController() harnessOption { return func(c *harnessConfig) { c.tls = true } }
+
+// withTLSControllerNames is withTLSController with a certificate for names only.
+func withTLSControllerNames(names ...string) harnessOption {
+	return func(c *harnessConfig) { c.tls, c.tlsNames = true, names }
+}
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -76,12 +101,21 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		o(&cfg)
 	}
 	h := &harness{t: t, g: NewWithT(t), ctx: ctrl.LoggerInto(t.Context(), ctrl.Log.WithName(t.Name())), rec: &recorder{}}
+	h.controllerLB = randomLoopbackIP()
 	if cfg.tls {
-		h.api = fake.NewTLSServer()
+		names := cfg.tlsNames
+		if names == nil {
+			names = []string{"127.0.0.1", h.controllerLB}
+		}
+		h.issueControllerCertificate(names)
+		cert, err := tls.X509KeyPair(h.tlsLeaf.CertPEM, h.tlsLeaf.KeyPEM)
+		h.g.Expect(err).NotTo(HaveOccurred())
+		h.api = fake.NewTLSServer(fake.WithTLSCertificate(cert))
 	} else {
 		h.api = fake.NewServer()
 	}
 	t.Cleanup(h.api.Close)
+	h.listenOnControllerLB()
 
 	h.ns = "cp-" + randomSuffix()
 	h.g.Expect(env.Client.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
@@ -90,10 +124,10 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h.g.Expect(err).NotTo(HaveOccurred())
 	counting := interceptor.NewClient(c, h.countWrites())
 
-	fakeURL, err := url.Parse(h.api.URL())
-	h.g.Expect(err).NotTo(HaveOccurred())
+	// The operator's in-cluster endpoint is the fake's address: what an off-cluster operator is
+	// given with --controller-endpoint-template (a port-forward).
 	opts2 := controlplane.DefaultOptions()
-	opts2.ControllerEndpointTemplate = fakeURL.Host
+	opts2.ControllerEndpointTemplate = strings.TrimPrefix(strings.TrimPrefix(h.api.URL(), "https://"), "http://")
 	h.r = &controlplane.Reconciler{
 		Client:              counting,
 		Options:             opts2,
@@ -104,37 +138,74 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	return h
 }
 
-// clientFactory returns iofog clients of the fake Controller. Every base URL asked for is
-// recorded; one that is not the fake's (the external LoadBalancer check) is served by the fake too.
+// clientFactory is the production client factory (no --controller-ca-file), recording every
+// base URL it is asked for. Nothing is redirected: the operator reaches the fake only because
+// the endpoint template and the controller LoadBalancer address are addresses the fake listens
+// on, and over HTTPS only with the trust the ControlPlane gives it.
 func (h *harness) clientFactory() controlplane.ControllerClientFactory {
-	return func(baseURL string) (controlplane.ControllerAPI, error) {
+	production := controlplane.NewControllerClientFactory("")
+	return func(ep controlplane.ControllerEndpoint) (controlplane.ControllerAPI, error) {
 		h.mu.Lock()
-		h.baseURLs = append(h.baseURLs, baseURL)
+		h.baseURLs = append(h.baseURLs, ep.BaseURL)
 		h.mu.Unlock()
-		var opts []iofog.Option
-		if pool := h.api.CertPool(); pool != nil {
-			opts = append(opts, iofog.WithRootCAs(pool))
-		}
-		target := baseURL
-		if u, err := url.Parse(baseURL); err == nil && u.Host != hostOf(h.api.URL()) {
-			target = h.api.URL()
-		}
-		return iofog.New(target, opts...)
+		return production(ep)
 	}
+}
+
+// listenOnControllerLB makes the fake Controller answer on h.controllerLB:51121 as well, trying
+// another loopback address if that one is taken.
+func (h *harness) listenOnControllerLB() {
+	h.t.Helper()
+	for range 5 {
+		if _, err := h.api.Listen(net.JoinHostPort(h.controllerLB, "51121")); err == nil {
+			return
+		}
+		h.controllerLB = randomLoopbackIP()
+	}
+	h.t.Fatal("no free loopback address for the controller LoadBalancer")
+}
+
+// randomLoopbackIP returns an address of 127.0.0.0/8 other than 127.0.0.1 (Linux routes the whole
+// block to the loopback interface).
+func randomLoopbackIP() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	if b[0] == 0 {
+		b[0] = 1
+	}
+	return fmt.Sprintf("127.%d.%d.%d", b[0], b[1], b[2]|1)
+}
+
+// issueControllerCertificate makes the test CA and the fake's certificate for names.
+func (h *harness) issueControllerCertificate(names []string) {
+	h.t.Helper()
+	now := time.Now()
+	ca, err := pki.GenerateCA("controller-test-ca", now, 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := pki.GenerateLeaf(ca, "controller", names, now, 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.tlsCA, h.tlsLeaf = ca, leaf
+}
+
+// createControllerTLSSecret creates the kubernetes.io/tls Secret the Controller serves from: the
+// fake's certificate and key, and the test CA as ca.crt unless withoutCA.
+func (h *harness) createControllerTLSSecret(name string, withoutCA bool) {
+	h.t.Helper()
+	data := pki.SecretData(h.tlsLeaf, h.tlsCA.CertPEM)
+	if withoutCA {
+		delete(data, pki.CACertKey)
+	}
+	h.g.Expect(env.Client.Create(h.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Type:       corev1.SecretTypeTLS,
+		Data:       data,
+	})).To(Succeed())
 }
 
 func (h *harness) requestedBaseURLs() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.baseURLs)
-}
-
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Host
 }
 
 // countWrites counts every request that could change the API server's state.
@@ -150,6 +221,7 @@ func (h *harness) countWrites() interceptor.Funcs {
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			h.writes.Add(1)
+			h.countControlPlaneWrite(obj)
 			return c.Patch(ctx, obj, p, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -162,13 +234,29 @@ func (h *harness) countWrites() interceptor.Funcs {
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			h.writes.Add(1)
+			h.countControlPlaneWrite(obj)
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			h.writes.Add(1)
+			h.countControlPlaneWrite(obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	}
+}
+
+func (h *harness) countControlPlaneWrite(obj client.Object) {
+	if _, ok := obj.(*datasancev3.ControlPlane); ok {
+		h.cpWrites.Add(1)
+	}
+}
+
+// noWatch adapts a manager's client.Client to the client.WithWatch the interceptor wraps; the
+// reconciler never watches through its client.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported through the reconciler's client")
 }
 
 // controlPlane is the base test ControlPlane: embedded auth with the fake's bootstrap user, an
@@ -213,13 +301,19 @@ func (h *harness) mustRequeue(delay any) {
 	h.g.Expect(res.RequeueAfter).To(Equal(delay))
 }
 
-// mustBeReady runs one pass and expects it to end ready, with no requeue.
+// mustBeReady runs one pass and expects it to end ready: no error, and only the requeue that
+// verifies the Controller later.
 func (h *harness) mustBeReady() {
 	h.t.Helper()
 	res, err := h.reconcile()
 	h.g.Expect(err).NotTo(HaveOccurred())
-	h.g.Expect(res).To(Equal(ctrl.Result{}))
+	h.g.Expect(isReadyResult(res)).To(BeTrue(), "result %+v", res)
 	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+}
+
+// isReadyResult reports whether res is what a pass that ended ready returns.
+func isReadyResult(res ctrl.Result) bool {
+	return res == ctrl.Result{RequeueAfter: controlplane.DefaultControllerVerifyInterval}
 }
 
 // bringUp drives a new ControlPlane to ready: it plays the cloud (load balancer addresses for the
@@ -234,7 +328,7 @@ func (h *harness) bringUp(cp *datasancev3.ControlPlane) {
 // address if they have none.
 func (h *harness) assignAddresses() {
 	h.t.Helper()
-	for name, ip := range map[string]string{"controller": controllerLBIP, "router": routerLBIP} {
+	for name, ip := range map[string]string{"controller": h.controllerLB, "router": routerLBIP} {
 		svc := &corev1.Service{}
 		if err := env.Client.Get(h.ctx, h.key(name), svc); err != nil {
 			continue
@@ -405,7 +499,7 @@ func (h *harness) bringUpExisting() {
 		h.assignAddresses()
 		res, err := h.reconcile()
 		h.g.Expect(err).NotTo(HaveOccurred())
-		if res.IsZero() {
+		if isReadyResult(res) {
 			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
 			return
 		}

@@ -49,12 +49,12 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonWaitingForLoadBalancer))
 
 	// The Controller gets its address: the Deployment is created with the derived URLs, 5 s wait.
-	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("controller", h.controllerLB)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForDeployment)
 	env := envOf(h.deployment("controller").Spec.Template.Spec.Containers[0])
-	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "http://"+controllerLBIP+":51121"))
-	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "http://"+controllerLBIP))
+	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "http://"+h.controllerLB+":51121"))
+	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "http://"+h.controllerLB))
 	g.Expect(h.api.Calls()).To(BeEmpty())
 
 	// The Controller answers: status, login, router, CAs, external check → ready.
@@ -75,12 +75,12 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(reqs[2].Header.Get("Authorization")).To(HavePrefix("Bearer "))
 	g.Expect(reqs[4].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
 	g.Expect(reqs[6].Body).To(MatchJSON(`{"name":"default-router-local-ca","type":"k8s-secret","secretName":"default-router-local-ca"}`))
-	g.Expect(h.requestedBaseURLs()).To(ContainElement("http://" + controllerLBIP + ":51121"))
+	g.Expect(h.requestedBaseURLs()).To(ContainElement("http://" + h.controllerLB + ":51121"))
 	g.Expect(h.api.ImportedCAs()).To(ConsistOf("router-site-ca", "default-router-local-ca"))
 
 	cp := h.get()
 	g.Expect(cp.Status.ObservedGeneration).To(Equal(cp.Generation))
-	g.Expect(cp.Status.Controller.PublicURL).To(Equal("http://" + controllerLBIP + ":51121"))
+	g.Expect(cp.Status.Controller.PublicURL).To(Equal("http://" + h.controllerLB + ":51121"))
 	g.Expect(cp.Status.Controller.Ready).To(BeTrue())
 	g.Expect(cp.Annotations).To(HaveKey(controlplane.AnnotationRegistration))
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Normal Reconciled")))
@@ -185,7 +185,7 @@ func TestExplicitPublicURL(t *testing.T) {
 
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForLoadBalancer)
-	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("controller", h.controllerLB)
 	h.mustBeReady()
 	g.Expect(h.get().Status.Controller.PublicURL).To(Equal("https://iofog.example.com"))
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -88,6 +89,7 @@ func (h *harness) startManager() {
 	})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	r := controlplane.NewReconciler(mgr, h.r.Options)
+	r.Client = interceptor.NewClient(noWatch{mgr.GetClient()}, h.countWrites())
 	r.NewControllerClient = h.clientFactory()
 	r.KeyGenerator = testKeyGenerator
 	h.g.Expect(r.SetupWithManager(mgr)).To(Succeed())

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
 // natsBootstrap is the NATS material the Controller generates (spec §6.4). operatorSeed and creds
@@ -58,13 +59,15 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, 
 		if ctx.Err() != nil {
 			return nil, result{}, fmt.Errorf("get NATS bootstrap: %w", err)
 		}
+		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap failed", "cause", iofog.Cause(err), "error", err.Error())
 		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
-			fmt.Sprintf("The Controller's NATS bootstrap failed: %v", err)), nil
+			fmt.Sprintf("The Controller's NATS bootstrap failed (%s).", iofog.Cause(err))), nil
 	}
 	creds, err := b.SysUserCreds()
 	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap is unusable", "error", err.Error())
 		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
-			fmt.Sprintf("The Controller's NATS bootstrap is unusable: %v", err)), nil
+			"The Controller's NATS bootstrap is unusable (invalid response)."), nil
 	}
 	return &natsBootstrap{
 		operatorJWT:      b.OperatorJwt,
@@ -75,30 +78,16 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, 
 	}, proceed(), nil
 }
 
-// natsControllerClient returns a client of the in-cluster Controller API (or the endpoint
-// override) that answered GET /status and is logged in (spec §6.3 steps 1–2, §4.8). Rejected
+// natsControllerClient returns the pass's Controller session (shared with the Controller
+// component): GET /status answered and logged in (spec §6.3 steps 1–2, §4.8). Rejected
 // credentials are tolerated as in the Controller component: the bootstrap then fails and is
 // retried.
 func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result, error) {
-	password, err := bootstrapPassword(ctx, s)
-	if err != nil {
-		return nil, result{}, err
-	}
-	c, err := s.r.NewControllerClient(internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp))
-	if err != nil {
-		return nil, result{}, withReason(datasancev3.ReasonControllerUnavailable, err)
-	}
-	if _, err := c.Status(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, result{}, fmt.Errorf("get Controller status: %w", err)
-		}
-		return nil, requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
-			fmt.Sprintf("The Controller API does not answer yet: %v", err)), nil
-	}
-	if _, res, err := login(ctx, s, c, password); err != nil || !res.isContinue() {
+	cs, res, err := s.controllerSession(ctx)
+	if err != nil || !res.isContinue() {
 		return nil, res, err
 	}
-	return c, proceed(), nil
+	return cs.api, proceed(), nil
 }
 
 // storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it

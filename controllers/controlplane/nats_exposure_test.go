@@ -34,7 +34,7 @@ func TestNatsIngressAddress(t *testing.T) {
 	g.Expect(h.serverConf()["leafnodes"]).To(HaveKeyWithValue("advertise", "nats.example.com:443"))
 
 	h.setServiceAddress("router", routerLBIP)
-	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("controller", h.controllerLB)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	h.mustBeReady()
 	hub := h.api.RequestsTo("PUT", "/api/v3/nats/hub")

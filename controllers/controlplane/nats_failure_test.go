@@ -75,7 +75,7 @@ func TestNatsBootstrapFailures(t *testing.T) {
 			h.api.SetBootstrapSecretMissing("")
 			for range 3 {
 				h.assignNatsAddress()
-				if res, err := h.reconcile(); err == nil && res.IsZero() {
+				if res, err := h.reconcile(); err == nil && isReadyResult(res) {
 					break
 				}
 			}
@@ -112,7 +112,7 @@ func TestNatsHubUpsertFailure(t *testing.T) {
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	h.setServiceAddress("router", routerLBIP)
-	h.setServiceAddress("controller", controllerLBIP)
+	h.setServiceAddress("controller", h.controllerLB)
 	h.setServiceAddress("nats", natsLBIP)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 

@@ -125,7 +125,7 @@ func (h *harness) bringUpNats(cp *datasancev3.ControlPlane) {
 		h.assignNatsAddress()
 		res, err := h.reconcile()
 		h.g.Expect(err).NotTo(HaveOccurred())
-		if res.IsZero() {
+		if isReadyResult(res) {
 			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
 			return
 		}

@@ -27,7 +27,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
 	case err != nil:
 		return "", err
 	case found && len(sec.Data[natsJetStreamKeyKey]) > 0:
-		return string(sec.Data[natsJetStreamKeyKey]), nil
+		return string(sec.Data[natsJetStreamKeyKey]), releaseDataStore(ctx, s, &sec)
 	}
 	key := newNatsJetStreamKey()
 	if !found {

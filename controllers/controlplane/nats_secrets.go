@@ -26,8 +26,12 @@ func natsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.Se
 // (spec §6.5). It is created once (Create, like natsTLSSecret): a new key would make the stored
 // streams unreadable.
 func natsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
+	meta := natsCreateOnceMeta(cp, natsJetStreamKeySecretName(cp.Name))
+	// No owner reference: the key reads the retained JetStream PVCs (data policy in the
+	// package doc).
+	meta.OwnerReferences = nil
 	return &corev1.Secret{
-		ObjectMeta: natsCreateOnceMeta(cp, natsJetStreamKeySecretName(cp.Name)),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{natsJetStreamKeyKey: []byte(jsk)},
 	}

@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,9 +157,20 @@ func loadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
 }
 
 // hashData hashes named maps of Secret data in a stable order; it is what pod-template hash
-// annotations hold. Absent maps hash like empty ones.
+// annotations of certificates hold (no guessable secret in them). Absent maps hash like empty
+// ones.
 func hashData(named map[string]map[string][]byte) string {
-	h := sha256.New()
+	return hashWith(sha256.New(), named)
+}
+
+// keyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
+// mostly visible in the ControlPlane, so an unkeyed hash would allow guessing offline the one
+// value that is not (a passwordSecretRef password).
+func keyedHashData(key []byte, named map[string]map[string][]byte) string {
+	return hashWith(hmac.New(sha256.New, key), named)
+}
+
+func hashWith(h hash.Hash, named map[string]map[string][]byte) string {
 	names := make([]string, 0, len(named))
 	for n := range named {
 		names = append(names, n)

@@ -27,6 +27,8 @@ type scope struct {
 	images Images
 	// recorder emits Events on the ControlPlane.
 	recorder events.EventRecorder
+	// session is the pass's one Controller API session (controller_session.go).
+	session controllerSession
 }
 
 // newScope builds the scope of one pass.

@@ -14,8 +14,9 @@ import (
 const indexReferencedSecrets = ".spec.referencedSecrets"
 
 // referencedSecretNames lists the Secrets a ControlPlane reads without owning them: the
-// bootstrap password Secret, the controller TLS Secret, and the fixed-name TLS Secrets a user may
-// bring (bring-your-own CAs and server certificates).
+// bootstrap password Secret, the controller TLS Secret and CA Secret, the JetStream key (kept on
+// deletion), and the fixed-name TLS Secrets a user may bring (bring-your-own CAs and server
+// certificates).
 func referencedSecretNames(obj client.Object) []string {
 	cp, ok := obj.(*datasancev3.ControlPlane)
 	if !ok {
@@ -27,6 +28,13 @@ func referencedSecretNames(obj client.Object) []string {
 	}
 	if cp.Spec.Controller.SecretName != "" {
 		names = append(names, cp.Spec.Controller.SecretName)
+	}
+	if ref := cp.Spec.Controller.CASecretRef; ref != nil && ref.Name != "" {
+		names = append(names, ref.Name)
+	}
+	if cp.Spec.NatsEnabled() {
+		// Kept on deletion, so not owned: watched by name.
+		names = append(names, natsJetStreamKeySecretName(cp.Name))
 	}
 	names = append(names, routerTLSSecretNames...)
 	names = append(names, natsReferencedSecretNames(&cp.Spec)...)

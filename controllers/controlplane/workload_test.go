@@ -29,7 +29,7 @@ func TestDatabaseModes(t *testing.T) {
 		g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
 		g.Expect(pvc.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
 		g.Expect(pvc.Spec.Resources.Requests.Storage().Equal(resource.MustParse("1Gi"))).To(BeTrue())
-		g.Expect(pvc.OwnerReferences).To(HaveLen(1))
+		g.Expect(pvc.OwnerReferences).To(BeEmpty(), "the database outlives the ControlPlane (data policy)")
 
 		d := h.deployment("controller")
 		g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
@@ -78,14 +78,14 @@ func TestDatabaseModes(t *testing.T) {
 func TestHTTPSController(t *testing.T) {
 	h := newHarness(t, withTLSController())
 	g := h.g
-	h.createTLSSecret("controller-tls")
+	h.createControllerTLSSecret("controller-tls", false)
 	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.HTTPS = ptr.To(true)
 		cp.Spec.Controller.SecretName = "controller-tls"
 	}))
 	g.Expect(h.requestedBaseURLs()).To(ContainElements(
 		HavePrefix("https://127.0.0.1:"),
-		Equal("https://"+controllerLBIP+":51121"),
+		Equal("https://"+h.controllerLB+":51121"),
 	))
 	g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"))
 
@@ -100,7 +100,7 @@ func TestHTTPSController(t *testing.T) {
 	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_CERT", "/etc/iofog/controller-cert/tls.crt"))
 	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_KEY", "/etc/iofog/controller-cert/tls.key"))
 	g.Expect(vars).To(HaveKeyWithValue("TLS_PATH_INTERMEDIATE_CERT", "/etc/iofog/controller-cert/ca.crt"))
-	g.Expect(vars).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "https://"+controllerLBIP+":51121"))
+	g.Expect(vars).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "https://"+h.controllerLB+":51121"))
 	g.Expect(d.Spec.Template.Annotations).To(HaveKey(controlplane.AnnotationTLSHash))
 
 	// A renewed certificate in the user's Secret rolls the pods.
@@ -134,7 +134,7 @@ func TestOperandSecurityAndOwnership(t *testing.T) {
 		g.Expect(d.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullAlways))
 		g.Expect(d.Labels).To(Equal(map[string]string{
 			"app.kubernetes.io/name": "iofog", "app.kubernetes.io/instance": cpName,
-			"app.kubernetes.io/component": name, "app.kubernetes.io/managed-by": "kubeopera-operator",
+			"app.kubernetes.io/component": name, "app.kubernetes.io/managed-by": "iofog-operator",
 		}))
 		g.Expect(d.OwnerReferences).To(ConsistOf(HaveField("UID", cp.UID)))
 		g.Expect(d.OwnerReferences[0].Controller).To(HaveValue(BeTrue()))

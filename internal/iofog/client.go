@@ -48,6 +48,7 @@ type options struct {
 	httpClient *http.Client
 	timeout    time.Duration
 	rootCAs    *x509.CertPool
+	serverName string
 	userAgent  string
 }
 
@@ -72,6 +73,13 @@ func WithTimeout(d time.Duration) Option {
 // *http.Transport (the default).
 func WithRootCAs(pool *x509.CertPool) Option {
 	return func(o *options) { o.rootCAs = pool }
+}
+
+// WithServerName verifies the server certificate against name instead of the host of the base
+// URL, while still dialling that host: the external reachability check dials a load balancer's
+// address but verifies the name clients use. It requires an *http.Transport (the default).
+func WithServerName(name string) Option {
+	return func(o *options) { o.serverName = name }
 }
 
 // WithUserAgent sets the User-Agent header. The default is DefaultUserAgent.
@@ -119,6 +127,10 @@ func (c *Client) SetToken(token string) {
 	c.token = token
 }
 
+// CloseIdleConnections closes the keep-alive connections the client holds, so a client that is
+// dropped does not keep sockets open until the transport's idle timeout.
+func (c *Client) CloseIdleConnections() { c.httpClient.CloseIdleConnections() }
+
 func (c *Client) bearerToken() string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -162,20 +174,25 @@ func buildHTTPClient(o options) (*http.Client, error) {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
 
-	if o.rootCAs != nil {
+	if o.rootCAs != nil || o.serverName != "" {
 		rt := hc.Transport
 		if rt == nil {
 			rt = defaultTransport()
 		}
 		t, ok := rt.(*http.Transport)
 		if !ok {
-			return nil, fmt.Errorf("root CAs need an *http.Transport, got %T", rt)
+			return nil, fmt.Errorf("root CAs and a server name need an *http.Transport, got %T", rt)
 		}
 		t = t.Clone()
 		if t.TLSClientConfig == nil {
 			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
-		t.TLSClientConfig.RootCAs = o.rootCAs
+		if o.rootCAs != nil {
+			t.TLSClientConfig.RootCAs = o.rootCAs
+		}
+		if o.serverName != "" {
+			t.TLSClientConfig.ServerName = o.serverName
+		}
 		hc.Transport = t
 	}
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"syscall"
 )
 
@@ -146,4 +147,95 @@ func isTLSVerificationError(err error) bool {
 	var invalidErr x509.CertificateInvalidError
 	return errors.As(err, &verifyErr) || errors.As(err, &unknownAuthority) ||
 		errors.As(err, &hostnameErr) || errors.As(err, &invalidErr)
+}
+
+// Cause is a short, stable description of why a call failed, for condition messages: the same
+// kind of failure gives the same text on every pass (connection reset, HTTP 503 Error, timeout),
+// unlike err.Error(), which carries ephemeral ports and server text. It classifies by type and
+// status code, never by message text. Log err itself for the detail.
+func Cause(err error) string {
+	var apiErr *APIError
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	var opErr *net.OpError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &apiErr):
+		if apiErr.Name != "" {
+			return fmt.Sprintf("HTTP %d %s", apiErr.StatusCode, apiErr.Name)
+		}
+		return fmt.Sprintf("HTTP %d", apiErr.StatusCode)
+	case errors.Is(err, ErrInvalidCredentials):
+		return "invalid credentials"
+	case isTLSVerificationError(err):
+		return "TLS verification failed"
+	case errors.Is(err, ErrInvalidResponse):
+		return "invalid response"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed without an answer"
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed"
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return "connection failed"
+	default:
+		return "request failed"
+	}
+}
+
+// CertificateMismatch describes a server certificate that failed verification: the name the
+// client dialled and what the certificate covers.
+type CertificateMismatch struct {
+	// Host is the name (or IP address) the client verified the certificate against.
+	Host string
+	// Names are the certificate's DNS and IP subject alternative names.
+	Names []string
+	// UnknownAuthority is true when the chain does not lead to a trusted CA; false when the
+	// certificate is trusted but does not cover Host.
+	UnknownAuthority bool
+}
+
+// AsCertificateMismatch reports whether err is a failed verification of the server certificate
+// and, if so, what was dialled and what the certificate covers.
+func AsCertificateMismatch(err error) (*CertificateMismatch, bool) {
+	var hostErr x509.HostnameError
+	if errors.As(err, &hostErr) && hostErr.Certificate != nil {
+		return &CertificateMismatch{Host: hostErr.Host, Names: certificateNames(hostErr.Certificate)}, true
+	}
+	var verifyErr *tls.CertificateVerificationError
+	if errors.As(err, &verifyErr) {
+		m := &CertificateMismatch{UnknownAuthority: true}
+		if len(verifyErr.UnverifiedCertificates) > 0 {
+			m.Names = certificateNames(verifyErr.UnverifiedCertificates[0])
+		}
+		return m, true
+	}
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		m := &CertificateMismatch{UnknownAuthority: true}
+		if unknown.Cert != nil {
+			m.Names = certificateNames(unknown.Cert)
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// certificateNames lists the DNS and IP SANs of c, each once (some issuers put an IP in both).
+func certificateNames(c *x509.Certificate) []string {
+	names := append([]string(nil), c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		if s := ip.String(); !slices.Contains(names, s) {
+			names = append(names, s)
+		}
+	}
+	return names
 }

@@ -137,12 +137,15 @@ func (p Params) validate() error {
 // storeSize converts q (or def when q is empty) and checks that it is a size
 // NATS reads, so nothing but a number with a unit reaches the unquoted value.
 func storeSize(setting, q, def string) (string, error) {
+	if q != "" && !admittedSize.MatchString(q) {
+		return "", fmt.Errorf("%w: %s %q: want an integer with an optional unit k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi or Ei", ErrInvalidParams, setting, q)
+	}
 	size := ConvertSize(q)
 	if size == "" {
 		size = def
 	}
 	if !natsSize.MatchString(size) {
-		return "", fmt.Errorf("%w: %s %q: want an integer with an optional unit K, M, G, T, Ki, Mi, Gi or Ti", ErrInvalidParams, setting, q)
+		return "", fmt.Errorf("%w: %s %q: want an integer with an optional unit k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi or Ei", ErrInvalidParams, setting, q)
 	}
 	return size, nil
 }

@@ -209,20 +209,20 @@ func TestRenderLeafAdvertise(t *testing.T) {
 
 func TestRenderRejectsInvalidParams(t *testing.T) {
 	tests := map[string]natsconf.Params{
-		"no name":                   params(func(p *natsconf.Params) { p.Name = "" }),
-		"no namespace":              params(func(p *natsconf.Params) { p.Namespace = " " }),
-		"no operator JWT":           params(func(p *natsconf.Params) { p.OperatorJWT = "" }),
-		"no system account":         params(func(p *natsconf.Params) { p.SystemAccount = "" }),
-		"no JetStream key":          params(func(p *natsconf.Params) { p.JetStreamKey = "" }),
-		"zero replicas":             params(withReplicas(0)),
-		"leaf port out of range":    params(withExternal("nats.example.com", 70000)),
-		"address with port":         params(withExternal("nats.example.com:7422", 0)),
-		"address with space":        params(withExternal("nats example.com", 0)),
-		"fractional size":           params(withSizes("1.5Gi", "")),
-		"milli size":                params(withSizes("", "100m")),
-		"exponent size":             params(withSizes("1e9", "")),
-		"config injection in size":  params(withSizes("1G\n}\nauthorization { token: x }\njetstream {", "")),
-		"unsupported binary suffix": params(withSizes("", "1Pi")),
+		"no name":                  params(func(p *natsconf.Params) { p.Name = "" }),
+		"no namespace":             params(func(p *natsconf.Params) { p.Namespace = " " }),
+		"no operator JWT":          params(func(p *natsconf.Params) { p.OperatorJWT = "" }),
+		"no system account":        params(func(p *natsconf.Params) { p.SystemAccount = "" }),
+		"no JetStream key":         params(func(p *natsconf.Params) { p.JetStreamKey = "" }),
+		"zero replicas":            params(withReplicas(0)),
+		"leaf port out of range":   params(withExternal("nats.example.com", 70000)),
+		"address with port":        params(withExternal("nats.example.com:7422", 0)),
+		"address with space":       params(withExternal("nats example.com", 0)),
+		"fractional size":          params(withSizes("1.5Gi", "")),
+		"milli size":               params(withSizes("", "100m")),
+		"exponent size":            params(withSizes("1e9", "")),
+		"config injection in size": params(withSizes("1G\n}\nauthorization { token: x }\njetstream {", "")),
+		"peta without i":           params(withSizes("", "10p")),
 	}
 	for name, p := range tests {
 		t.Run(name, func(t *testing.T) {

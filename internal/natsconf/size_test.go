@@ -22,7 +22,7 @@ func TestConvertSize(t *testing.T) {
 		"500M":    "500M",
 		"1024":    "1024",
 		"1.5Gi":   "1.5G",
-		"1Pi":     "1Pi",
+		"1Pi":     "1P",
 		"100m":    "100m",
 		"garbage": "garbage",
 		"Gi":      "G",

@@ -30,6 +30,10 @@ const (
 	ReasonRegistrationFailed = "RegistrationFailed"
 	// ReasonNatsBootstrapFailed: GET /nats/bootstrap failed.
 	ReasonNatsBootstrapFailed = "NatsBootstrapFailed"
+	// ReasonControllerCertificateInvalid: the Controller's TLS certificate does not cover the name
+	// the operator dials, or is not signed by a CA it trusts (spec.controller.secretName's ca.crt,
+	// spec.controller.caSecretRef, the system roots, --controller-ca-file).
+	ReasonControllerCertificateInvalid = "ControllerCertificateInvalid"
 	// ReasonSecretNotFound: a Secret the spec references does not exist or lacks the key.
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonInvalidCertificate: a user-supplied (BYO) CA Secret holds invalid PEM or no CA.

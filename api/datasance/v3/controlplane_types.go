@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule=`self.database.?host.orValue("") != "" || self.?replicas.?controller.orValue(1) <= 1`,message="spec.replicas.controller must be at most 1 with the embedded SQLite database (empty spec.database.host)",fieldPath=".replicas.controller",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`!self.?controller.?https.orValue(false) || self.?controller.?secretName.orValue("") != ""`,message="spec.controller.secretName is required when spec.controller.https is true",fieldPath=".controller.secretName",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.?services.?controller.?type.orValue('LoadBalancer') != 'NodePort' || self.?controller.?publicUrl.orValue("") != ""`,message="spec.controller.publicUrl is required when spec.services.controller.type is NodePort (no address can be derived)",fieldPath=".controller.publicUrl",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule=`self.?services.?controller.?type.orValue('LoadBalancer') != 'ClusterIP' || !self.?ingresses.?controller.?host.orValue("").startsWith('*') || self.?controller.?publicUrl.orValue("") != ""`,message="spec.controller.publicUrl is required when spec.ingresses.controller.host is a wildcard (no public URL can be derived from it)",fieldPath=".controller.publicUrl",reason=FieldValueRequired
 type ControlPlaneSpec struct {
 	// Auth configures how the Controller authenticates users and how the operator logs in to it.
 	// +required
@@ -435,7 +436,9 @@ type ControllerSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	ConsoleURL string `json:"consoleUrl,omitempty"`
-	// ConsolePort is the console's container port (CONSOLE_PORT); Service port 80 targets it.
+	// ConsolePort is the console's container port (CONSOLE_PORT); Service port 80 targets it. It
+	// cannot be 51121, the API port of the same container.
+	// +kubebuilder:validation:XValidation:rule=`self != 51121`,message="spec.controller.consolePort must differ from the Controller API port 51121"
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=8008
@@ -455,6 +458,12 @@ type ControllerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
+	// CASecretRef names a key of a Secret in this namespace holding the PEM CA bundle the
+	// operator trusts for this Controller's certificate, for a chain that is not in the ca.crt of
+	// secretName (which is always trusted). Only read when https is true. Verification is never
+	// switched off.
+	// +optional
+	CASecretRef *corev1.SecretKeySelector `json:"caSecretRef,omitempty"`
 	// LogLevel of the Controller (LOG_LEVEL); default info.
 	// +kubebuilder:validation:Enum=error;warn;info;debug;trace
 	// +optional
@@ -490,15 +499,18 @@ type Nats struct {
 	JetStream *JetStream `json:"jetStream,omitempty"`
 }
 
-// JetStream configures JetStream storage. Sizes are Kubernetes quantities.
+// JetStream configures JetStream storage. Sizes are whole Kubernetes quantities with an optional
+// decimal (k, M, G, T, P, E) or binary (Ki ... Ei) suffix: exactly what server.conf can carry
+// (internal/natsconf.SizePattern; a test checks both sides against one table). Fractions, milli
+// and lower-case units other than k are rejected.
 type JetStream struct {
 	// StorageSize of each NATS pod's js-data volume and JetStream's file store limit; default 10Gi.
 	// Fixed once the StatefulSet exists.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([KMGTPE]i?|[kmgtpe]i?)?$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
 	// +optional
 	StorageSize string `json:"storageSize,omitempty"`
 	// MemoryStoreSize is JetStream's memory store limit; default 1G.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([KMGTPE]i?|[kmgtpe]i?)?$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
 	// +optional
 	MemoryStoreSize string `json:"memoryStoreSize,omitempty"`
 	// StorageClassName of the js-data volumes; default the cluster default. Fixed once the

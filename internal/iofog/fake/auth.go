@@ -15,10 +15,13 @@ import (
 const accessTokenTTLSeconds = 900
 
 func (s *Server) handleStatus(w http.ResponseWriter) {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "online",
 		"timestamp": time.Now().UnixMilli(),
-		"uptimeSec": time.Since(s.started).Seconds(),
+		"uptimeSec": time.Since(started).Seconds(),
 		"versions":  map[string]string{"controller": "3.7.3", "ecnViewer": "1.4.4"},
 	})
 }

@@ -1,13 +1,15 @@
 package fake
 
 import (
+	"crypto/tls"
+	"net"
 	"net/http"
 	"strings"
 )
 
 // Failure describes an injected misbehaviour for FailNext and FailAlways.
-// Exactly one kind applies, checked in this order: Hang, Garbage, Body,
-// then an error envelope with Status.
+// Exactly one kind applies, checked in this order: Hang, Reset, Garbage,
+// Body, then an error envelope with Status.
 type Failure struct {
 	// Status is the HTTP status. For an error envelope it defaults to 500;
 	// with Garbage or Body it defaults to 200.
@@ -18,6 +20,9 @@ type Failure struct {
 	// Hang blocks the request until the client gives up (its context ends
 	// and the connection closes) or the server is closed.
 	Hang bool
+	// Reset aborts the connection with a TCP reset before any answer: the
+	// client sees "connection reset by peer".
+	Reset bool
 	// Garbage answers a body that is not JSON.
 	Garbage bool
 	// Body answers these bytes verbatim with a JSON content type.
@@ -96,6 +101,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 		case <-s.closed:
 		}
 		dropConnection(w)
+	case f.Reset:
+		resetConnection(w)
 	case f.Garbage:
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(statusOr(f.Status, http.StatusOK))
@@ -129,6 +136,27 @@ func dropConnection(w http.ResponseWriter) {
 		return
 	}
 	_ = conn.Close()
+}
+
+// resetConnection closes the underlying TCP connection with SO_LINGER 0, so
+// that the kernel sends a reset instead of an orderly close.
+func resetConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if tcp, ok := raw.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = raw.Close()
 }
 
 func statusOr(status, def int) int {

@@ -32,10 +32,13 @@ package fake
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -79,12 +82,15 @@ func (r Request) Call() string { return r.Method + " " + r.Path }
 // Server is a fake Controller. Create it with NewServer or NewTLSServer and
 // Close it when done. All methods are safe for concurrent use.
 type Server struct {
-	srv     *httptest.Server
-	closed  chan struct{}
-	once    sync.Once
-	started time.Time
+	srv    *httptest.Server
+	closed chan struct{}
+	once   sync.Once
+	// tlsCert is the certificate WithTLSCertificate set, if any.
+	tlsCert *tls.Certificate
 
 	mu                     sync.Mutex
+	started                time.Time
+	extra                  []*http.Server
 	username, password     string
 	clientID, clientSecret string
 	tokens                 map[string]struct{}
@@ -134,6 +140,13 @@ func WithConflictStatus(status int) Option {
 	return func(s *Server) { s.conflictStatus = status }
 }
 
+// WithTLSCertificate makes NewTLSServer (and every address added with
+// Listen) serve cert instead of httptest's self-signed certificate, e.g. a
+// certificate issued by a test CA for the names a test dials.
+func WithTLSCertificate(cert tls.Certificate) Option {
+	return func(s *Server) { s.tlsCert = &cert }
+}
+
 // NewServer starts a fake Controller over plain HTTP.
 func NewServer(opts ...Option) *Server {
 	s := newServer(opts)
@@ -146,8 +159,55 @@ func NewServer(opts ...Option) *Server {
 // CertPool or CertPEM.
 func NewTLSServer(opts ...Option) *Server {
 	s := newServer(opts)
-	s.srv = httptest.NewTLSServer(s)
+	s.srv = httptest.NewUnstartedServer(s)
+	if s.tlsCert != nil {
+		s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*s.tlsCert}, MinVersion: tls.VersionTLS12}
+	}
+	s.srv.StartTLS()
 	return s
+}
+
+// Listen serves the same Controller (same state, same request log, same
+// scheme and certificate) on addr as well, e.g. a loopback address that a
+// test assigns to a LoadBalancer Service, so that the operator dials the
+// address it computes. It returns the address listened on.
+func (s *Server) Listen(addr string) (string, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if s.srv.TLS != nil {
+		hs.TLSConfig = s.srv.TLS.Clone()
+		l = tls.NewListener(l, hs.TLSConfig)
+	}
+	s.mu.Lock()
+	s.extra = append(s.extra, hs)
+	s.mu.Unlock()
+	go func() { _ = hs.Serve(l) }()
+	return l.Addr().String(), nil
+}
+
+// SetStartedAt sets when the Controller process started (GET /status
+// reports the uptime since then), e.g. an hour ago, so that a later Wipe is
+// a visibly new process.
+func (s *Server) SetStartedAt(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = t
+}
+
+// Wipe makes the fake a Controller that restarted on an empty database:
+// the router, the NATS hub, the CA catalog and the issued tokens are
+// forgotten, and the uptime starts again. Requests, failures and
+// configuration are kept.
+func (s *Server) Wipe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = time.Now()
+	s.router, s.routerCreatedAt, s.hub, s.cas = nil, "", nil, nil
+	s.tokens = map[string]struct{}{}
 }
 
 func newServer(opts []Option) *Server {
@@ -204,6 +264,13 @@ func (s *Server) CertPEM() []byte {
 // call more than once.
 func (s *Server) Close() {
 	s.once.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	extra := s.extra
+	s.extra = nil
+	s.mu.Unlock()
+	for _, hs := range extra {
+		_ = hs.Close()
+	}
 	s.srv.Close()
 }
 

@@ -600,3 +600,36 @@ func TestFailures(t *testing.T) {
 		g.Expect(got).To(HaveOccurred(), "the connection is dropped, no response is sent")
 	})
 }
+
+// Listen serves the same Controller on a second (loopback) address; Wipe forgets the
+// registrations and tokens and restarts the uptime, as a Controller on an empty database.
+func TestListenAndWipe(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	addr, err := srv.Listen("127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	token := srv.IssueToken()
+	a := doJSON(t, srv, http.MethodPut, "/api/v3/router", `{"host":"h","messagingPort":5671,"edgeRouterPort":45671,"interRouterPort":55671}`, token)
+	g.Expect(a.status).To(Equal(http.StatusOK), string(a.body))
+	_, ok := srv.Router()
+	g.Expect(ok).To(BeTrue())
+
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+addr+"/api/v3/status", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(srv.Calls()).To(ContainElement("GET /api/v3/status"), "one request log for every address")
+
+	srv.Wipe()
+	_, ok = srv.Router()
+	g.Expect(ok).To(BeFalse())
+	g.Expect(srv.ImportedCAs()).To(BeEmpty())
+	a = doJSON(t, srv, http.MethodGet, "/api/v3/router", "", token)
+	g.Expect(a.status).To(Equal(http.StatusUnauthorized), "tokens are forgotten")
+	var st struct{ UptimeSec float64 }
+	g.Expect(json.Unmarshal(do(t, srv, http.MethodGet, "/api/v3/status", "", "", "").body, &st)).To(Succeed())
+	g.Expect(st.UptimeSec).To(BeNumerically("<", 5))
+}

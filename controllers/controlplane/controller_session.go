@@ -1,0 +1,299 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
+)
+
+// controllerSession is the pass's one conversation with the in-cluster Controller API, shared by
+// the NATS component (bootstrap) and the Controller component (registration): one client, one
+// GET /status, at most one login per pass. A failure is remembered too, so the second component
+// reports it without calling again.
+type controllerSession struct {
+	api     ControllerAPI
+	baseURL string
+	// status is the answer of GET /status; boot is the Controller process start it implies.
+	status *iofog.ControllerStatus
+	// opened: the client exists and /status answered (or failed: openRes/openErr).
+	opened           bool
+	openRes          result
+	openErr          error
+	loggedIn         bool
+	loginRejected    bool
+	loginRes         result
+	loginErr         error
+	closeConnections []func()
+}
+
+// controllerStatus returns the pass's Controller client after a successful GET /status, creating
+// it on first use. Failures are a requeue (Controller unavailable, 3 s) or an error (certificate
+// invalid, bad trust input).
+func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, result, error) {
+	cs := &s.session
+	if cs.opened {
+		return cs, cs.openRes, cs.openErr
+	}
+	cs.opened = true
+	cs.baseURL = internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp)
+	api, err := s.controllerClient(ctx, ControllerEndpoint{BaseURL: cs.baseURL})
+	if err != nil {
+		cs.openErr = err
+		return cs, result{}, err
+	}
+	cs.api = api
+	st, err := api.Status(ctx)
+	if err != nil {
+		cs.openRes, cs.openErr = s.controllerCallFailed(ctx, err, cs.baseURL, "",
+			fmt.Sprintf("The Controller API at %s is not available", cs.baseURL))
+		return cs, cs.openRes, cs.openErr
+	}
+	cs.status = st
+	return cs, proceed(), nil
+}
+
+// controllerSession returns the pass's Controller client after GET /status and the login (spec
+// §4.8). Rejected credentials are tolerated (a first-boot race, spec §4.6 4b): loginRejected is
+// set and the pass goes on without a token.
+func (s *scope) controllerSession(ctx context.Context) (*controllerSession, result, error) {
+	cs, res, err := s.controllerStatus(ctx)
+	if err != nil || !res.isContinue() {
+		return cs, res, err
+	}
+	if cs.loggedIn {
+		return cs, cs.loginRes, cs.loginErr
+	}
+	cs.loggedIn = true
+	password, err := bootstrapPassword(ctx, s)
+	if err != nil {
+		cs.loginErr = err
+		return cs, result{}, err
+	}
+	cs.loginRejected, cs.loginRes, cs.loginErr = login(ctx, s, cs.api, password)
+	return cs, cs.loginRes, cs.loginErr
+}
+
+// controllerClient builds a client for ep with the ControlPlane's trust (https only).
+func (s *scope) controllerClient(ctx context.Context, ep ControllerEndpoint) (ControllerAPI, error) {
+	if s.spec.ControllerHTTPS() {
+		cas, err := controllerTrust(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		ep.CAs = cas
+	}
+	api, err := s.r.NewControllerClient(ep)
+	if err != nil {
+		return nil, withReason(datasancev3.ReasonControllerUnavailable, err)
+	}
+	s.session.closeConnections = append(s.session.closeConnections, api.CloseIdleConnections)
+	return api, nil
+}
+
+// closeSession releases the connections of every client the pass created.
+func (s *scope) closeSession() {
+	for _, f := range s.session.closeConnections {
+		f()
+	}
+	s.session.closeConnections = nil
+}
+
+// controllerTrust is the PEM bundle trusted for this ControlPlane's Controller certificate: the
+// ca.crt of spec.controller.secretName (the Secret the Controller serves from; a missing Secret
+// or key is no error, the chain may be public) and the key spec.controller.caSecretRef names (a
+// missing Secret or key is SecretNotFound unless optional). Either value that holds no PEM
+// certificate is InvalidCertificate (terminal: the Secret watch brings the ControlPlane back).
+func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
+	var bundle []byte
+	if name := s.spec.Controller.SecretName; name != "" {
+		sec := &corev1.Secret{}
+		found, err := s.getExisting(ctx, name, sec)
+		if err != nil {
+			return nil, err
+		}
+		if ca := sec.Data[pki.CACertKey]; found && len(ca) > 0 {
+			if err := checkPEMCertificates(ca); err != nil {
+				return nil, terminal(datasancev3.ReasonInvalidCertificate,
+					fmt.Errorf("key %s of controller TLS Secret %s (spec.controller.secretName): %w", pki.CACertKey, name, err))
+			}
+			bundle = append(bundle, ca...)
+		}
+	}
+	ref := s.spec.Controller.CASecretRef
+	if ref == nil {
+		return bundle, nil
+	}
+	sec := &corev1.Secret{}
+	found, err := s.getExisting(ctx, ref.Name, sec)
+	if err != nil {
+		return nil, err
+	}
+	value, hasKey := sec.Data[ref.Key]
+	switch {
+	case found && hasKey:
+	case ref.Optional != nil && *ref.Optional:
+		return bundle, nil
+	case !found:
+		return nil, withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			"controller CA Secret %s (spec.controller.caSecretRef) not found in namespace %s", ref.Name, s.namespace()))
+	default:
+		return nil, withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			"controller CA Secret %s has no key %q (spec.controller.caSecretRef)", ref.Name, ref.Key))
+	}
+	if err := checkPEMCertificates(value); err != nil {
+		return nil, terminal(datasancev3.ReasonInvalidCertificate,
+			fmt.Errorf("key %s of controller CA Secret %s (spec.controller.caSecretRef): %w", ref.Key, ref.Name, err))
+	}
+	return append(append(bundle, '\n'), value...), nil
+}
+
+// checkPEMCertificates reports whether data holds at least one PEM certificate and every
+// CERTIFICATE block parses.
+func checkPEMCertificates(data []byte) error {
+	n := 0
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return fmt.Errorf("invalid certificate: %w", err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no PEM certificate found")
+	}
+	return nil
+}
+
+// controllerCallFailed classifies a failed call to the Controller. A certificate that does not
+// verify is an error with reason ControllerCertificateInvalid naming the dialled name and the
+// certificate's names (retried with backoff; the controller TLS Secret and the CA Secret are
+// watched). Anything else is a requeue after requeueControllerStatus with reason
+// ControllerUnavailable. The condition message is stable for the same cause (iofog.Cause); the
+// full error goes to the log only, so a Controller that is down does not make every pass write
+// a new message.
+func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL, serverName, what string) (result, error) {
+	if ctx.Err() != nil {
+		return result{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if m, ok := iofog.AsCertificateMismatch(err); ok {
+		host := serverName
+		if host == "" {
+			host = hostOfURL(baseURL)
+		}
+		names := "no names"
+		if len(m.Names) > 0 {
+			names = strings.Join(m.Names, ", ")
+		}
+		if m.UnknownAuthority {
+			return result{}, withReason(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
+				"the Controller's certificate at %s (names: %s) is not signed by a trusted CA: put its CA in ca.crt of Secret %q (spec.controller.secretName) or reference it with spec.controller.caSecretRef",
+				baseURL, names, s.spec.Controller.SecretName))
+		}
+		return result{}, withReason(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
+			"the Controller's certificate at %s does not cover %s (names: %s)", baseURL, host, names))
+	}
+	ctrl.LoggerFrom(ctx).Info("Calling the Controller failed", "url", baseURL, "cause", iofog.Cause(err), "error", err.Error())
+	return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
+		fmt.Sprintf("%s (%s).", what, iofog.Cause(err))), nil
+}
+
+func hostOfURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Hostname()
+}
+
+// controllerBoot is the Controller process start an answer of GET /status implies (its clock's
+// timestamp minus its uptime), in Unix seconds.
+func controllerBoot(st *iofog.ControllerStatus) float64 {
+	return float64(st.Timestamp)/1000 - st.UptimeSec
+}
+
+// bootTolerance absorbs rounding between the timestamp (milliseconds) and the uptime of one
+// /status answer, which the Controller computes at the same instant; no Controller restarts
+// faster.
+const bootTolerance = time.Second
+
+// registrations is the reconciler's memory of what it last registered with each ControlPlane's
+// Controller: when the Controller process it registered with started, and when that was last
+// verified. It is memory only: no write in steady state; after an operator restart the first
+// verification finds no record and registers once more (idempotent upserts; a CA already in the
+// Controller is never imported twice).
+type registrations struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]registrationRecord
+}
+
+type registrationRecord struct {
+	uid      types.UID
+	boot     float64
+	verified time.Time
+}
+
+// due reports whether the ControlPlane's registration should be verified at now.
+func (r *registrations) due(cp *datasancev3.ControlPlane, now time.Time, interval time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.m[client.ObjectKeyFromObject(cp)]
+	return !ok || rec.uid != cp.UID || now.Sub(rec.verified) >= interval
+}
+
+// sameBoot reports whether st comes from the Controller process the operator registered with,
+// and if so records the verification.
+func (r *registrations) sameBoot(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := client.ObjectKeyFromObject(cp)
+	rec, ok := r.m[key]
+	if !ok || rec.uid != cp.UID || math.Abs(controllerBoot(st)-rec.boot) > bootTolerance.Seconds() {
+		return false
+	}
+	rec.verified = now
+	r.m[key] = rec
+	return true
+}
+
+// record remembers a complete registration with the Controller that answered st.
+func (r *registrations) record(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) {
+	if st == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[types.NamespacedName]registrationRecord{}
+	}
+	r.m[client.ObjectKeyFromObject(cp)] = registrationRecord{uid: cp.UID, boot: controllerBoot(st), verified: now}
+}
+
+// forget drops a deleted ControlPlane.
+func (r *registrations) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, key)
+}

@@ -1,0 +1,118 @@
+package controlplane_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+func sqliteDatabase(cp *datasancev3.ControlPlane) { cp.Spec.Database = datasancev3.Database{} }
+
+// Deleting a ControlPlane keeps the data stores and the keys that read them: the Controller's
+// SQLite PVC and the JetStream key carry no owner reference (like the JetStream PVCs, which the
+// StatefulSet retains), so the garbage collector leaves them; a ControlPlane of the same name
+// created again runs on the same database and reads the same streams.
+func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	old := h.get()
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
+	g.Expect(pvc.OwnerReferences).To(BeEmpty())
+	jsk := h.secret("nats-jetstream-key-" + cpName)
+	g.Expect(jsk.OwnerReferences).To(BeEmpty())
+	g.Expect(h.deployment("controller").OwnerReferences).To(ConsistOf(HaveField("UID", old.UID)), "the rest is owned")
+
+	g.Expect(env.Client.Delete(h.ctx, old)).To(Succeed())
+	collected := h.collectGarbage(old.UID)
+	g.Expect(collected).To(ContainElements("Deployment/controller", "StatefulSet/nats", "Secret/router-site-ca"))
+	g.Expect(collected).NotTo(ContainElements("PersistentVolumeClaim/controller-sqlite", "Secret/nats-jetstream-key-"+cpName))
+
+	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	again := &corev1.PersistentVolumeClaim{}
+	g.Expect(h.exists(again, "controller-sqlite")).To(BeTrue())
+	g.Expect(again.UID).To(Equal(pvc.UID), "the same database")
+	g.Expect(h.secret("nats-jetstream-key-"+cpName).Data).To(Equal(jsk.Data), "the same JetStream key")
+}
+
+// Data stores an earlier operator version created with an owner reference are released on the
+// next pass, once, so that a later deletion no longer collects them.
+func TestOwnedDataStoresAreReleased(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	cp := h.get()
+	owner := metav1.OwnerReference{APIVersion: datasancev3.GroupVersion.String(), Kind: "ControlPlane", Name: cp.Name,
+		UID: cp.UID, Controller: new(true), BlockOwnerDeletion: new(true)}
+	for _, obj := range []client.Object{&corev1.PersistentVolumeClaim{}, &corev1.Secret{}} {
+		name := "controller-sqlite"
+		if _, ok := obj.(*corev1.Secret); ok {
+			name = "nats-jetstream-key-" + cpName
+		}
+		g.Expect(env.Client.Get(h.ctx, h.key(name), obj)).To(Succeed())
+		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
+		g.Expect(env.Client.Update(h.ctx, obj)).To(Succeed())
+	}
+	h.writes.Store(0)
+	h.mustBeReady()
+	g.Expect(h.writes.Load()).To(BeEquivalentTo(2), "one patch each")
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
+	g.Expect(pvc.OwnerReferences).To(BeEmpty())
+	g.Expect(h.secret("nats-jetstream-key-" + cpName).OwnerReferences).To(BeEmpty())
+	h.writes.Store(0)
+	h.mustBeReady()
+	g.Expect(h.writes.Load()).To(BeZero())
+}
+
+// collectGarbage stands in for the kube-controller-manager's garbage collector, which envtest
+// does not run: it deletes what the collector would, every object of the owned kinds in the
+// namespace whose owner reference points at uid, and returns them as Kind/name.
+func (h *harness) collectGarbage(uid types.UID) []string {
+	h.t.Helper()
+	lists := map[string]client.ObjectList{
+		"Deployment": &appsv1.DeploymentList{}, "StatefulSet": &appsv1.StatefulSetList{}, "Service": &corev1.ServiceList{},
+		"Secret": &corev1.SecretList{}, "ConfigMap": &corev1.ConfigMapList{}, "ServiceAccount": &corev1.ServiceAccountList{},
+		"PersistentVolumeClaim": &corev1.PersistentVolumeClaimList{}, "Role": &rbacv1.RoleList{}, "RoleBinding": &rbacv1.RoleBindingList{},
+	}
+	var collected []string
+	for kind, list := range lists {
+		h.g.Expect(env.Client.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+		items, err := metaItems(list)
+		h.g.Expect(err).NotTo(HaveOccurred())
+		for _, obj := range items {
+			for _, ref := range obj.GetOwnerReferences() {
+				if ref.UID == uid {
+					h.g.Expect(client.IgnoreNotFound(env.Client.Delete(h.ctx, obj))).To(Succeed())
+					collected = append(collected, kind+"/"+obj.GetName())
+					break
+				}
+			}
+		}
+	}
+	return collected
+}
+
+func metaItems(list client.ObjectList) ([]client.Object, error) {
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		if co, ok := o.(client.Object); ok {
+			out = append(out, co)
+		}
+	}
+	return out, nil
+}
