@@ -69,15 +69,15 @@ func run(src, out, modified string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("no OSV entries in %s", src)
 	}
-	if err := os.MkdirAll(filepath.Join(out, "ID"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, "ID"), 0o750); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(out, "index"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, "index"), 0o750); err != nil {
 		return err
 	}
 	modules := map[string]*moduleMeta{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(f) //nolint:gosec // G304: the OSV files of the pinned vulndb module
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,8 @@ func run(src, out, modified string) error {
 		if e.ID == "" || e.ID+".json" != filepath.Base(f) {
 			return fmt.Errorf("%s: id %q does not match the file name", f, e.ID)
 		}
-		if err := os.WriteFile(filepath.Join(out, "ID", e.ID+".json"), data, 0o644); err != nil {
+		// The id was checked against the file name above: it names no other directory.
+		if err := os.WriteFile(filepath.Join(out, "ID", e.ID+".json"), data, 0o600); err != nil { //nolint:gosec // G703: see above
 			return err
 		}
 		seen := map[string]bool{}
@@ -127,5 +128,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o644)
+	return os.WriteFile(path, data, 0o600)
 }

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 )
 
 // fuzzKubeconfig is an exported vCluster kubeconfig with the fields the fuzzer varies.
