@@ -114,8 +114,10 @@ build: ## Build the manager binary into bin/kubeopera-operator.
 	go build -trimpath -o bin/kubeopera-operator .
 
 .PHONY: run
-run: envtest-assets ## Run the operator against $KUBECONFIG, or an embedded local control plane when none is reachable.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go run ./hack/devenv $(RUN_ARGS)
+run: envtest-assets flux-controllers git-cli ## Run the operator against $KUBECONFIG, or the local sandbox (docs/sandbox.md) when none is reachable.
+	@# Built, not `go run`: go run exits 1 on Ctrl-C, which make reports as an error.
+	go build -o bin/devenv ./hack/devenv
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" bin/devenv $(RUN_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Print the image build command (no container engine here).

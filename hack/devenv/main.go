@@ -1,44 +1,38 @@
-// Command devenv is what `make run` runs: the operator's manager, against the cluster of
-// $KUBECONFIG when one answers, otherwise against an embedded local control plane (the envtest
-// kube-apiserver and etcd built by `make envtest-assets`) with the CRDs and the samples installed.
-//
-// In local mode it writes a kubeconfig to .local/kubeconfig and prints how to use it with the
-// kubectl built next to the API server. There is no kubelet, so no pod ever runs: the ControlPlane
-// reconciler creates its objects and then waits for the Controller API (point
-// --controller-endpoint-template at a real or port-forwarded Controller to go further).
+// Command devenv is what `make run` runs: the operator's manager against the cluster of
+// $KUBECONFIG when one answers (nothing else starts), otherwise the local sandbox of package
+// test/sandbox: two local API servers (host and tenant), the real Flux controllers, a Git server,
+// the ioFog Controller API double and a simulated local cloud, with the samples installed, and a
+// status view refreshed every second. docs/sandbox.md describes every part.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
+	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 const (
-	localDir       = ".local"
-	demoNamespace  = "demo"
-	reachTimeout   = 5 * time.Second
-	kubeconfigName = "kubeconfig"
+	localDir     = ".local"
+	sandboxDir   = localDir + "/sandbox"
+	reachTimeout = 5 * time.Second
 )
 
 func main() {
@@ -54,13 +48,14 @@ func run() error {
 	opts.Apps.GitCacheDir = filepath.Join(localDir, "git")
 	fs := flag.NewFlagSet("devenv", flag.ContinueOnError)
 	controllers.BindFlags(fs, &opts)
-	local := fs.Bool("local", false, "Always start the embedded local control plane, even when $KUBECONFIG answers.")
+	local := fs.Bool("local", false, "Always start the local sandbox, even when $KUBECONFIG answers.")
+	view := fs.Bool("sandbox-view", true, "In the sandbox, show the refreshing status view and write the logs to "+
+		filepath.Join(localDir, "operator.log")+"; false keeps the logs on stderr.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	namespaces, err := controllers.ParseWatchNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	if err != nil {
 		return err
@@ -73,20 +68,13 @@ func run() error {
 
 	cfg, source := remoteConfig(*local)
 	if cfg != nil {
+		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 		fmt.Printf("Running the operator against %s (Ctrl-C to stop).\n", source)
 		return start(ctx, cfg, opts)
 	}
 
-	fmt.Printf("No reachable cluster (%s): starting an embedded local control plane.\n", source)
-	env, cfg, err := startLocal()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		fmt.Println("Stopping the local control plane.")
-		_ = env.Stop()
-	}()
-	return start(ctx, cfg, opts)
+	fmt.Printf("No reachable cluster (%s): starting the local sandbox (see docs/sandbox.md).\n", source)
+	return runSandbox(ctx, opts, zapOpts, *view)
 }
 
 // remoteConfig returns the $KUBECONFIG (or in-cluster, or ~/.kube/config) configuration when its
@@ -112,70 +100,6 @@ func remoteConfig(forceLocal bool) (*rest.Config, string) {
 	return cfg, cfg.Host
 }
 
-func startLocal() (*testenv.Env, *rest.Config, error) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start local control plane: %w", err)
-	}
-	kubeconfig, err := env.Kubeconfig("developer")
-	if err != nil {
-		_ = env.Stop()
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(localDir, 0o700); err != nil {
-		_ = env.Stop()
-		return nil, nil, fmt.Errorf("create %s: %w", localDir, err)
-	}
-	path, _ := filepath.Abs(filepath.Join(localDir, kubeconfigName))
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		_ = env.Stop()
-		return nil, nil, fmt.Errorf("write kubeconfig: %w", err)
-	}
-	if err := installSamples(env.Client); err != nil {
-		_ = env.Stop()
-		return nil, nil, err
-	}
-	fmt.Printf("\nLocal control plane is up; CRDs and samples are installed in namespace %q.\n", demoNamespace)
-	fmt.Printf("Use it from another shell:\n\n  export KUBECONFIG=%s\n  %s get controlplanes,kubeoperaapps -A\n\n",
-		path, filepath.Join(testenv.AssetsDir(), "kubectl"))
-	return env, env.Config, nil
-}
-
-// installSamples creates the demo namespace, the Secret the ControlPlane sample references, and
-// every sample in config/samples.
-func installSamples(c client.Client) error {
-	ctx := context.Background()
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "controller-bootstrap", Namespace: demoNamespace},
-			StringData: map[string]string{"password": "local-dev-only"}, //nolint:gosec // G101: a throwaway password for the local sample.
-		},
-	}
-	samples, err := filepath.Glob(filepath.Join("config", "samples", "*_*.yaml"))
-	if err != nil {
-		return fmt.Errorf("list samples: %w", err)
-	}
-	for _, file := range samples {
-		data, err := os.ReadFile(file) //nolint:gosec // G304: files of this repository.
-		if err != nil {
-			return fmt.Errorf("read sample: %w", err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			return fmt.Errorf("parse %s: %w", file, err)
-		}
-		u.SetNamespace(demoNamespace)
-		objs = append(objs, u)
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	return nil
-}
-
 func start(ctx context.Context, cfg *rest.Config, opts controllers.Options) error {
 	mgr, err := controllers.New(cfg, opts)
 	if err != nil {
@@ -189,4 +113,76 @@ func envOr(key, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+// runSandbox starts the sandbox, shows the status view until ctx is cancelled (Ctrl-C) or the
+// operator fails, then stops everything.
+func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Options, view bool) error {
+	if err := os.MkdirAll(localDir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", localDir, err)
+	}
+	logOut := io.Writer(os.Stderr)
+	var logFile *os.File
+	if view {
+		// The sandbox directory is emptied by Start, so the log lives next to it.
+		f, err := os.Create(filepath.Join(localDir, "operator.log"))
+		if err != nil {
+			return fmt.Errorf("create log file: %w", err)
+		}
+		logFile, logOut = f, f
+		defer func() { _ = logFile.Close() }()
+	}
+	logger := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(logOut))
+	ctrl.SetLogger(logger)
+	log.SetOutput(logOut) // the Git server logs each request with the standard logger
+
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: sandboxDir, Manager: opts, Log: logger.WithName("sandbox")})
+	if err != nil {
+		return fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer func() {
+		fmt.Println("\nStopping the sandbox (operator, local cloud, Flux, API servers, Git server, fake Controller)...")
+		if err := sb.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
+		}
+		fmt.Println("Sandbox stopped; every process it started has exited.")
+	}()
+	fmt.Print(sb.Header())
+	fmt.Printf("\nkubectl: %s\nPress Ctrl-C to stop.\n\n", filepath.Join(testenv.AssetsDir(), "kubectl"))
+	if !view {
+		<-sb.Done()
+		return sb.Err()
+	}
+	fmt.Printf("Logs: %s\n", logFile.Name())
+	tty := isTerminal(os.Stdout)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := ""
+	for {
+		v, err := sb.Snapshot(ctx)
+		var b strings.Builder
+		if err != nil {
+			fmt.Fprintf(&b, "(status not readable: %v)\n", err)
+		}
+		sandbox.Render(&b, v)
+		if cur := b.String(); cur != last {
+			last = cur
+			if tty {
+				fmt.Print("\033[H\033[2J" + sb.Header() + "\n")
+			} else {
+				fmt.Println("---")
+			}
+			fmt.Print(cur)
+		}
+		select {
+		case <-sb.Done():
+			return sb.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
