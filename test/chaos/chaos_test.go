@@ -298,6 +298,10 @@ func sampleControlPlane(g Gomega, ns string) *datasancev3.ControlPlane {
 	return cp
 }
 
+// natsReplicasAnnotation is the replica count a NATS server certificate's SANs were made for
+// (controllers/controlplane, annotationNatsReplicas).
+const natsReplicasAnnotation = "datasance.com/nats-replicas"
+
 // secretWatch polls the Secrets of a namespace and remembers the UID and data digest of each
 // Secret holding key material; a later different UID or digest is a regeneration.
 type secretWatch struct {
@@ -346,10 +350,16 @@ func (w *secretWatch) observe(items []corev1.Secret, skip []string) {
 			_, _ = fmt.Fprintf(h, "%s=%x;", k, s.Data[k])
 		}
 		id := string(s.UID) + "/" + fmt.Sprintf("%x", h.Sum(nil))
-		if old, ok := w.seen[s.Name]; ok && old != id {
-			w.bad = append(w.bad, fmt.Sprintf("Secret %s changed: %s -> %s", s.Name, old, id))
+		// A NATS server certificate is re-issued by design when the replica count (its SANs)
+		// changes; the replica count it was made for is part of its identity here.
+		name := s.Name
+		if r, ok := s.Annotations[natsReplicasAnnotation]; ok {
+			name += "@replicas=" + r
 		}
-		w.seen[s.Name] = id
+		if old, ok := w.seen[name]; ok && old != id {
+			w.bad = append(w.bad, fmt.Sprintf("Secret %s changed: %s -> %s", name, old, id))
+		}
+		w.seen[name] = id
 	}
 }
 
