@@ -99,6 +99,15 @@ fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and tes
 vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).
 	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...
 
+# Trials per scenario of `make chaos` (make test runs the default of test/chaos, 2); CHAOS_SEED
+# repeats a run (the seed is printed).
+CHAOS_TRIALS ?= 50
+
+.PHONY: chaos
+chaos: envtest-assets ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
+		go test ./test/chaos -count=1 -v -timeout 40m -run 'TestKillAnywhere'
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
 	go test -short ./...
