@@ -13,6 +13,10 @@
 //     second POST would be a duplicate import);
 //   - after the deletion the ControlPlane is gone (no finalizer left).
 //
+// TestFailover runs two manager processes with leader election on (short lease flags), kills the
+// leader once the install began and checks that the standby takes the Lease within the lease
+// duration plus one retry period and finishes with each CA imported exactly once.
+//
 // Stand-ins: envtest has no load balancer, ingress, deployment or statefulset controller. The
 // local cloud of test/sandbox (sandbox.StartLocalCloud) writes exactly the status those write: a
 // loopback address in status.loadBalancer of LoadBalancer Services and Ingresses, and the status

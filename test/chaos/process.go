@@ -24,6 +24,9 @@ func BuildManager(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
+// errUnexpectedExit is a manager process that ended without the test killing it.
+var errUnexpectedExit = errors.New("the manager exited by itself")
+
 // Manager is one run of the manager binary as a child process.
 type Manager struct {
 	cmd    *exec.Cmd
@@ -84,7 +87,10 @@ func (m *Manager) Exited() error {
 		if m.killed {
 			return nil
 		}
-		return fmt.Errorf("the manager exited by itself (log %s): %w", m.Log, errors.Join(m.err, errors.New("exit")))
+		if m.err == nil {
+			return fmt.Errorf("%w with status 0 (log %s)", errUnexpectedExit, m.Log)
+		}
+		return fmt.Errorf("%w (log %s): %w", errUnexpectedExit, m.Log, m.err)
 	default:
 		return nil
 	}
