@@ -109,7 +109,7 @@ func settings(t *testing.T) (seed uint64, trials int) {
 func TestKillAnywhereControlPlane(t *testing.T) {
 	seed, trials := settings(t)
 	t.Logf("chaos seed %d, %d trials (reproduce: CHAOS_SEED=%d CHAOS_TRIALS=%d)", seed, trials, seed, trials)
-	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c)) //nolint:gosec // G404: a reproducible schedule, not a secret
+	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c)) // a reproducible schedule, not a secret
 	total := 0
 	for i := range trials {
 		total += controlPlaneTrial(t, rng, i)
