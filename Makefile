@@ -104,6 +104,15 @@ vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (
 test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the dashboard against a real run (module test/monitoring).
 	cd test/monitoring && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
+# Trials per scenario of `make chaos` (make test runs the default of test/chaos, 2); CHAOS_SEED
+# repeats a run (the seed is printed).
+CHAOS_TRIALS ?= 50
+
+.PHONY: chaos
+chaos: envtest-assets ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
+		go test ./test/chaos -count=1 -v -timeout 40m -run 'TestKillAnywhere'
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
 	go test -short ./...

@@ -29,6 +29,12 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Name of the leader election Lease.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace,
 		"Namespace of the leader election Lease (default: the operator's namespace).")
+	fs.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", opts.LeaseDuration,
+		"How long a non-leader waits before taking over an unrenewed lease (0: 15s).")
+	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", opts.RenewDeadline,
+		"How long the leader retries renewing before it gives up leadership (0: 10s).")
+	fs.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", opts.RetryPeriod,
+		"How often leader election clients retry (0: 2s).")
 	fs.BoolVar(&opts.EnableControlPlane, "enable-controlplane-controller", opts.EnableControlPlane,
 		"Run the ControlPlane (datasance.com/v3) reconciler.")
 	fs.BoolVar(&opts.EnableApps, "enable-app-controller", opts.EnableApps,

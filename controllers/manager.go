@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 
@@ -47,6 +48,9 @@ type Options struct {
 	LeaderElectionID string
 	// LeaderElectionNamespace is where the Lease lives; empty means the pod's namespace.
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
+	// controller-runtime's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// WatchNamespaces restricts the cache; nil means all namespaces (see ParseWatchNamespaces).
 	WatchNamespaces []string
 
@@ -99,6 +103,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           durationOrNil(opts.LeaseDuration),
+		RenewDeadline:           durationOrNil(opts.RenewDeadline),
+		RetryPeriod:             durationOrNil(opts.RetryPeriod),
 		// The manager exits right after losing the lease, so a new leader takes over quickly.
 		LeaderElectionReleaseOnCancel: true,
 	})
@@ -133,4 +140,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// durationOrNil is nil for zero (controller-runtime's default) and a pointer to d otherwise.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }

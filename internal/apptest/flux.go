@@ -1,9 +1,5 @@
 package apptest
 
-// The Flux runner: source-controller and kustomize-controller (the binaries of FluxDir) as child
-// processes against one API server. The Flux end-to-end test (test/e2e) and the local sandbox
-// (test/sandbox, `make run` without a cluster) share it.
-
 import (
 	"context"
 	"errors"

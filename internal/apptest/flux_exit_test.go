@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// TestExitedSeesAnExitedController proves the check at the end of TestFluxEndToEnd can fail: a
+// TestExitedSeesAnExitedController proves the check at the end of test/e2e TestFluxEndToEnd can fail: a
 // controller process that exits while the test runs is reported, before Stop.
 func TestExitedSeesAnExitedController(t *testing.T) {
 	g := NewWithT(t)
