@@ -10,13 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 )
 
 // cacheScopeObjects creates, before the manager starts, what assertCacheScope looks for: an
 // unrelated and an owned ConfigMap, and a user Secret with labels and annotations.
 func cacheScopeObjects(ctx context.Context, g Gomega, c client.Client) {
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scopeNS}})).To(Succeed())
-	owned := map[string]string{"app.kubernetes.io/managed-by": "kubeopera-operator"}
+	owned := controlplane.OwnedLabels()
 	for _, obj := range []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: scopeNS, Name: "unrelated"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: scopeNS, Name: "owned", Labels: owned}},
