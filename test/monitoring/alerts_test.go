@@ -117,7 +117,8 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 			assignLoadBalancerAddresses(t, env.Client, ns)
 		}
 		_, err := writer.Apply(ctx, gitops.Repo{URL: git.URL("apps"), Auth: badAuth},
-			gitops.Change{AppKey: "ns/web", Path: "apps/ns/web", Files: map[string][]byte{"a.yaml": []byte("a: 1\n")}})
+			gitops.Change{AppKey: "ns/web", Owner: gitops.Owner{ID: "uid-web", Name: "ns/web"}, Path: "apps/ns/web",
+				Files: map[string][]byte{"a.yaml": []byte("a: 1\n")}})
 		g.Expect(err).To(MatchError(gitops.ErrAuthFailed))
 
 		// One scrape per new pass of a ControlPlane's controller component.
