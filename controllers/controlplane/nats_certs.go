@@ -16,7 +16,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
-// ensureNatsCertificates makes the four NATS TLS Secrets exist (spec §6.6, steps 7–8): server
+// ensureNatsCertificates makes the four NATS TLS Secrets exist (docs/controlplane.md#nats-tls-secrets, steps 7–8): server
 // Secrets generated for another replica count are deleted first; then each missing CA is
 // generated, and each missing server certificate is signed by its CA (generated or brought).
 // Existing Secrets are never changed. A brought CA that does not parse is InvalidCertificate,
@@ -61,7 +61,7 @@ func ensureNatsCertificates(ctx context.Context, s *scope, externalAddress strin
 }
 
 // rotateNatsServerSecrets deletes the server Secrets whose replica annotation differs from
-// replicas, so they are regenerated with the new SANs (spec §6.6). Only Secrets carrying the
+// replicas, so they are regenerated with the new SANs (docs/controlplane.md#nats-tls-secrets). Only Secrets carrying the
 // annotation — those the operator generated — are rotated: a brought server certificate has
 // none and is kept. It returns the names it deleted, which a stale cache may still show.
 func rotateNatsServerSecrets(ctx context.Context, s *scope, replicas int32) (map[string]bool, error) {

@@ -20,7 +20,7 @@ import (
 // spec.ingresses.router.address (the API server's CEL rule V3 normally prevents it).
 var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy.Router data for non LoadBalancer Router service")
 
-// reconcileRouter is the Router component (spec §5): ServiceAccount → Role → RoleBinding →
+// reconcileRouter is the Router component (docs/controlplane.md#router-component): ServiceAccount → Role → RoleBinding →
 // Service → address → TLS Secrets → ConfigMap → Deployment.
 func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
@@ -55,7 +55,7 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	return proceed(), nil
 }
 
-// routerAddress is the router's external address (spec §5.2), from the defaulted Service type:
+// routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:
 // the LoadBalancer address of Service router (requeue while there is none), otherwise
 // spec.ingresses.router.address.
 func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (string, result, error) {
@@ -72,7 +72,7 @@ func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (str
 	return "", result{}, terminal(datasancev3.ReasonMissingRouterAddress, errMissingRouterAddress)
 }
 
-// applyRouterConfig writes skrouterd.json (spec §5.4): the rendered template on creation,
+// applyRouterConfig writes skrouterd.json (docs/controlplane.md#router-configuration): the rendered template on creation,
 // otherwise the merge of the existing document with it, so entries the Controller or an admin
 // added are kept. Nothing is written when the merge keeps the existing document and the labels
 // and owner are in place. An unreadable existing document is reported, not overwritten.
@@ -107,7 +107,7 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 
 // applyWorkloadIdentity makes the component's ServiceAccount (applied: it carries the image pull
 // Secret) and creates its Role and RoleBinding when absent; existing ones are left as they are
-// (spec §4.1, §8.3).
+// (docs/controlplane.md#iofog-controller-objects, docs/controlplane.md#create-once-objects).
 func applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta, rules []rbacv1.PolicyRule) error {
 	if _, err := applyIfChanged(ctx, s, resources.ServiceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 		return err

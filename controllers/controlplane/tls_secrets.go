@@ -13,7 +13,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
-// ensureTLSSecrets makes every Secret of specs exist (spec §5.3, §6.6) and returns the data of
+// ensureTLSSecrets makes every Secret of specs exist (docs/controlplane.md#router-tls-secrets, docs/controlplane.md#nats-tls-secrets) and returns the data of
 // all of them, by name. Existing Secrets are never changed: missing CAs are generated first, then
 // missing leaves signed by their CA as found in the cluster (brought by the user, or generated).
 // Existing CA Secrets are validated; one that does not hold a usable CA certificate and RSA key

@@ -10,7 +10,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Credential Secrets of the Controller (spec §4.4).
+// Credential Secrets of the Controller (docs/controlplane.md#controller-environment).
 const (
 	DbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
 	AuthSecretName  = "controller-auth-credentials"
@@ -41,7 +41,7 @@ var authSecretEnv = []secretEnv{
 
 const authSessionSecretKey = "auth-session-secret" //nolint:gosec // A Secret key name.
 
-// dbSecretData is the data of controller-db-credentials (spec §2.3). Every key is present, empty
+// dbSecretData is the data of controller-db-credentials (docs/controlplane.md#database). Every key is present, empty
 // when unset, so the env references always resolve; ca is copied verbatim.
 func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	port := ""
@@ -59,7 +59,7 @@ func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	}
 }
 
-// authSecretData is the data of controller-auth-credentials (spec §4.4); password is the resolved
+// authSecretData is the data of controller-auth-credentials (docs/controlplane.md#controller-environment); password is the resolved
 // bootstrap password (empty in external mode).
 func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	var username, clientID, clientSecret, sessionSecret string
@@ -83,14 +83,14 @@ func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	}
 }
 
-// vaultActive reports whether the vault integration is configured (spec §2.11): the block is set
+// vaultActive reports whether the vault integration is configured (docs/controlplane.md#vault): the block is set
 // and names a provider or holds a provider block.
 func vaultActive(v *datasancev3.Vault) bool {
 	return v != nil && (v.Provider != "" || v.Hashicorp != nil || v.AWS != nil || v.Azure != nil || v.Google != nil)
 }
 
 // vaultProviderEnv are the keys of controller-vault-credentials of the first provider block in
-// the order hashicorp, aws, azure, google (spec §2.11), with their env vars and values.
+// the order hashicorp, aws, azure, google (docs/controlplane.md#vault), with their env vars and values.
 func vaultProviderEnv(v *datasancev3.Vault) (provider string, keys []secretEnv, values map[string]string) {
 	switch {
 	case v == nil:

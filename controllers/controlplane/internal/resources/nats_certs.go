@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Common names of the NATS server certificates (spec §6.6); the CAs are named after their Secret.
+// Common names of the NATS server certificates (docs/controlplane.md#nats-tls-secrets); the CAs are named after their Secret.
 const (
 	natsSiteServerCN = "iofog-nats"
 	natsMQTTServerCN = "iofog-nats-mqtt"
@@ -21,7 +21,7 @@ var NatsServerCerts = []NatsCert{
 	{Secret: natsMQTTServerSecretName, CASecret: natsLocalCASecretName, CommonName: natsMQTTServerCN},
 }
 
-// NatsServerHosts are the SANs of both server certificates (spec §6.6): every pod's headless
+// NatsServerHosts are the SANs of both server certificates (docs/controlplane.md#nats-tls-secrets): every pod's headless
 // name, the headless wildcard, the two Service names and the external address when known.
 func NatsServerHosts(namespace string, replicas int32, externalAddress string) []string {
 	hosts := make([]string, 0, replicas+4)

@@ -11,19 +11,19 @@ import (
 )
 
 // NatsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
-// (spec §6.4). It is rewritten from each bootstrap answer.
+// (docs/controlplane.md#nats-bootstrap). It is rewritten from each bootstrap answer.
 func NatsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
 	return natsOpaqueSecret(cp, NatsOperatorSeedSecretName, map[string][]byte{NatsOperatorSeedKey: []byte(seed)})
 }
 
 // NatsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
-// file from the bootstrap (spec §6.4), mounted into the NATS pods.
+// file from the bootstrap (docs/controlplane.md#nats-bootstrap), mounted into the NATS pods.
 func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
 	return natsOpaqueSecret(cp, NatsSysCredsSecretName, map[string][]byte{NatsSysCredsKey: creds})
 }
 
 // NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
-// (spec §6.5). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like natsTLSSecret): a new key would make the stored
 // streams unreadable.
 func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
 	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))
@@ -45,7 +45,7 @@ func natsOpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string
 		WithData(data)
 }
 
-// NatsTLSSecret is one of the four NATS TLS Secrets (spec §6.6) with the data of pki.SecretData.
+// NatsTLSSecret is one of the four NATS TLS Secrets (docs/controlplane.md#nats-tls-secrets) with the data of pki.SecretData.
 // replicas > 0 marks a server Secret with the replica count its SANs cover.
 //
 // It is a typed object, not an apply configuration, because it is written with Create: a
