@@ -87,6 +87,18 @@ func RoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.Name).WithNamespace(m.Namespace))
 }
 
+// Secret is a component's Secret of type typ holding data, owned by the ControlPlane: the one
+// builder of the Secrets the operator applies (credentials, bootstrap material, router
+// certificates). Secrets written with Create are typed objects (NatsTLSSecret).
+func Secret(cp *datasancev3.ControlPlane, component, name string, typ corev1.SecretType, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := MetaFor(cp, component, name)
+	return corev1ac.Secret(m.Name, m.Namespace).
+		WithLabels(m.Labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(typ).
+		WithData(data)
+}
+
 // Verb sets of the operand Roles. Never "*": every verb is named.
 var (
 	verbsRead = []string{"get", "list", "watch"}
