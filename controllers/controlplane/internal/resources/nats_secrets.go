@@ -23,7 +23,7 @@ func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.Se
 }
 
 // NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
-// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like NatsTLSSecret): a new key would make the stored
 // streams unreadable.
 func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
 	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))

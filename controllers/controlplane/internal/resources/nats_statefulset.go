@@ -67,7 +67,7 @@ func (a NatsStorage) Equal(b NatsStorage) bool {
 type NatsWorkload struct {
 	// Image is the NATS image in force.
 	Image string
-	// Storage is the js-data template (desiredNatsStorage, or the live values).
+	// Storage is the js-data template (DesiredNatsStorage, or the live values).
 	Storage NatsStorage
 	// PodAnnotations are the pod template's annotations (restartedAt, docs/controlplane.md#nats-statefulset).
 	PodAnnotations map[string]string

@@ -175,7 +175,7 @@ func HashData(named map[string]map[string][]byte) string {
 	return hashWith(sha256.New(), named)
 }
 
-// KeyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
+// KeyedHashData is HashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
 // mostly visible in the ControlPlane, so an unkeyed hash would allow guessing offline the one
 // value that is not (a passwordSecretRef password).
 func KeyedHashData(key []byte, named map[string]map[string][]byte) string {
