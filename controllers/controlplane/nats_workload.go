@@ -19,7 +19,7 @@ import (
 // StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
 // are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
 // (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
-func applyNatsStatefulSet(ctx context.Context, s *scope) error {
+func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
 	var live appsv1.StatefulSet
 	exists, err := s.getExisting(ctx, natsStatefulSetName, &live)
 	if err != nil {
@@ -30,6 +30,11 @@ func applyNatsStatefulSet(ctx context.Context, s *scope) error {
 	var immutable error
 	if exists {
 		w.podAnnotations = natsPodAnnotations(&live, replicas, s.now)
+	}
+	if tlsHash != "" {
+		w.podAnnotations = mergeMaps(w.podAnnotations, map[string]string{annotationTLSHash: tlsHash})
+	}
+	if exists {
 		if current, ok := liveNatsStorage(&live); ok {
 			if !current.equal(w.storage) {
 				immutable = fmt.Errorf("spec.nats.jetStream storage %s can no longer change: StatefulSet %s keeps %s; "+

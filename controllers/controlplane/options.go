@@ -1,6 +1,10 @@
 package controlplane
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
 
 // Images are the default operand images, used when a ControlPlane's spec.images leaves one empty.
 // The manager fills them from RELATED_IMAGE_* variables (the OLM bundle's relatedImages).
@@ -55,6 +59,9 @@ type Options struct {
 	// ControllerVerifyInterval is how often a ready ControlPlane's Controller is checked for a
 	// restart with GET /status (0: default).
 	ControllerVerifyInterval time.Duration
+	// Clock is the reconciler's clock: certificate validity and renewal, verification intervals,
+	// restart stamps. nil means the real clock; tests inject a fake one.
+	Clock clock.PassiveClock
 }
 
 func (o Options) maxConcurrentReconciles() int {
@@ -90,5 +97,6 @@ func DefaultOptions() Options {
 		MaxConcurrentReconciles:  DefaultMaxConcurrentReconciles,
 		PassTimeout:              DefaultPassTimeout,
 		ControllerVerifyInterval: DefaultControllerVerifyInterval,
+		Clock:                    clock.RealClock{},
 	}
 }

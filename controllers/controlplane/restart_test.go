@@ -29,7 +29,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	g.Expect(h.api.Calls()).To(BeEmpty(), "no call before the verification is due")
 
 	later := natsClock.Add(controlplane.DefaultControllerVerifyInterval)
-	h.r.Now = func() time.Time { return later }
+	h.clock.SetTime(later)
 	h.writes.Store(0)
 	h.mustBeReady()
 	router, ok := h.api.Router()

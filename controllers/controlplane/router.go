@@ -37,7 +37,7 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		return res, err
 	}
 
-	secrets, err := ensureTLSSecrets(ctx, s, componentRouter, routerCertificates(s.namespace(), address))
+	secrets, err := ensureCertificates(ctx, s, componentRouter, routerCertificates(s.namespace(), address))
 	if err != nil {
 		return requeueIfStale(err)
 	}
