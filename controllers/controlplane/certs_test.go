@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -55,9 +56,9 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	g.Expect(local.Data["ca.crt"]).To(Equal(localCA.Data["tls.crt"]))
 
 	// A new router address renews the server certificates (their SANs), not the CAs.
-	versions := map[string]string{}
+	versions, uids := map[string]string{}, map[string]types.UID{}
 	for _, n := range []string{"router-site-ca", "default-router-local-ca", "router-site-server", "router-local-server"} {
-		versions[n] = h.secret(n).ResourceVersion
+		versions[n], uids[n] = h.secret(n).ResourceVersion, h.secret(n).UID
 	}
 	hash := h.deployment("router").Spec.Template.Annotations[controlplane.AnnotationTLSHash]
 	h.setServiceAddress("router", "192.0.2.77")
@@ -67,7 +68,8 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	}
 	for _, n := range []string{"router-site-server", "router-local-server"} {
 		renewed := h.secret(n)
-		g.Expect(renewed.UID).To(Equal(server.UID), "renewed in place")
+		g.Expect(renewed.UID).To(Equal(uids[n]), "renewed in place")
+		g.Expect(renewed.ResourceVersion).NotTo(Equal(versions[n]))
 		g.Expect(parseCert(g, renewed.Data["tls.crt"]).DNSNames).To(Equal([]string{"router." + h.ns + ".svc.cluster.local", "192.0.2.77"}), n)
 	}
 	g.Expect(h.secret("router-site-server").Data["ca.crt"]).To(Equal(byo.Data["tls.crt"]))
