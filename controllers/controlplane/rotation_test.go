@@ -204,9 +204,11 @@ func TestBadBroughtCertificates(t *testing.T) {
 		addressing func(h *harness)
 	}{
 		{name: "router", ca: "default-router-local-ca", leaf: "router-local-server",
-			harness:    func(t *testing.T) *harness { return newHarness(t) },
-			controlPl:  func(h *harness) *datasancev3.ControlPlane { return h.controlPlane() },
-			status:     func(cp *datasancev3.ControlPlane) datasancev3.ComponentStatus { return cp.Status.Router.ComponentStatus },
+			harness:   func(t *testing.T) *harness { return newHarness(t) },
+			controlPl: func(h *harness) *datasancev3.ControlPlane { return h.controlPlane() },
+			status: func(cp *datasancev3.ControlPlane) datasancev3.ComponentStatus {
+				return cp.Status.Router.ComponentStatus
+			},
 			addressing: func(h *harness) { h.assignAddresses() }},
 		{name: "NATS", ca: "nats-site-ca", leaf: "nats-site-server",
 			harness:    func(t *testing.T) *harness { h, _ := newNatsHarness(t); return h },
