@@ -15,7 +15,8 @@ import (
 )
 
 // applyNatsStatefulSet creates or updates StatefulSet nats (spec §6.3 step 11). A scale-down
-// restarts every pod (natsPodAnnotations). The js-data claim template cannot change once the
+// restarts every pod (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the
+// pod template rolls the pods when a certificate is renewed (NATS reads them at start). The js-data claim template cannot change once the
 // StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
 // are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
 // (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
