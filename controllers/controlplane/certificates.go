@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -42,60 +43,60 @@ func (e *notSignedError) Error() string {
 // Warning Event per cause (badCertificate). A stale cache never makes it overwrite a Secret:
 // creates are Create (AlreadyExists) and renewals carry the resourceVersion read (Conflict); both
 // wrap errCacheStale.
-func ensureCertificates(ctx context.Context, s *scope, component string, certs []tlsSecretSpec) (map[string]map[string][]byte, error) {
+func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(certs))
 	cas := make(map[string]*pki.KeyPair, 2)
 	for _, c := range certs {
 		live := &corev1.Secret{}
-		found, err := s.getExisting(ctx, c.name, live)
+		found, err := s.getExisting(ctx, c.Name, live)
 		if err != nil {
 			return nil, err
 		}
-		if c.isCA() {
+		if c.IsCA() {
 			ca, secretData, err := ensureCA(ctx, s, component, c, live, found)
 			if err != nil {
 				return nil, err
 			}
-			cas[c.name], data[c.name] = ca, secretData
+			cas[c.Name], data[c.Name] = ca, secretData
 			continue
 		}
-		ca, ok := cas[c.caName]
+		ca, ok := cas[c.CAName]
 		if !ok {
-			return nil, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.name, c.caName)
+			return nil, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
 		}
 		secretData, err := ensureLeaf(ctx, s, component, c, ca, live, found)
 		if err != nil {
 			return nil, err
 		}
-		data[c.name] = secretData
+		data[c.Name] = secretData
 	}
 	return data, nil
 }
 
-// ensureCA returns the CA of Secret c.name, generating and creating it when absent.
-func ensureCA(ctx context.Context, s *scope, component string, c tlsSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
+// ensureCA returns the CA of Secret c.Name, generating and creating it when absent.
+func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
 	if found {
 		ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 		if err != nil {
-			return nil, nil, s.badCertificate(component, c.name, true, err)
+			return nil, nil, s.badCertificate(component, c.Name, true, err)
 		}
 		return ca, live.Data, nil
 	}
-	ca, err := pki.GenerateCA(c.commonName, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
+	ca, err := pki.GenerateCA(c.CommonName, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate CA %s: %w", c.name, err)
+		return nil, nil, fmt.Errorf("generate CA %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(ca, nil)
-	if err := createOnce(ctx, s, tlsSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
+	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
 		return nil, nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Created CA", "secret", c.name)
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.name))
+	ctrl.LoggerFrom(ctx).Info("Created CA", "secret", c.Name)
+	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
 	return ca, secretData, nil
 }
 
-// ensureLeaf returns the data of leaf Secret c.name after issuing or renewing it as needed.
-func ensureLeaf(ctx context.Context, s *scope, component string, c tlsSecretSpec, ca *pki.KeyPair, live *corev1.Secret, found bool) (map[string][]byte, error) {
+// ensureLeaf returns the data of leaf Secret c.Name after issuing or renewing it as needed.
+func ensureLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, found bool) (map[string][]byte, error) {
 	if !found {
 		return issueLeaf(ctx, s, component, c, ca, nil, "created")
 	}
@@ -104,9 +105,9 @@ func ensureLeaf(ctx context.Context, s *scope, component string, c tlsSecretSpec
 		// Brought by the user: checked, never rewritten, not renewed (its expiry is a metric).
 		switch {
 		case parseErr != nil:
-			return nil, s.badCertificate(component, c.name, false, parseErr)
+			return nil, s.badCertificate(component, c.Name, false, parseErr)
 		case !pki.SignedBy(kp.Cert, ca.Cert):
-			return nil, s.badCertificate(component, c.name, false, &notSignedError{ca: c.caName})
+			return nil, s.badCertificate(component, c.Name, false, &notSignedError{ca: c.CAName})
 		}
 		return live.Data, nil
 	}
@@ -114,7 +115,7 @@ func ensureLeaf(ctx context.Context, s *scope, component string, c tlsSecretSpec
 		// Ours but damaged (edited by hand): issue it again rather than mount garbage.
 		return issueLeaf(ctx, s, component, c, ca, live, "unreadable")
 	}
-	renewal := pki.CheckLeaf(kp.Cert, ca.Cert, c.hosts, s.now)
+	renewal := pki.CheckLeaf(kp.Cert, ca.Cert, c.Hosts, s.now)
 	if renewal.Needed() {
 		return issueLeaf(ctx, s, component, c, ca, live, renewalCause(renewal.Reason))
 	}
@@ -126,31 +127,31 @@ func ensureLeaf(ctx context.Context, s *scope, component string, c tlsSecretSpec
 // server-side apply of the whole Secret under the resourceVersion read, so that a renewal based
 // on a stale read fails with a conflict instead of replacing a newer certificate. The new leaf's
 // renewal time is noted in the scope.
-func issueLeaf(ctx context.Context, s *scope, component string, c tlsSecretSpec, ca *pki.KeyPair, live *corev1.Secret, cause string) (map[string][]byte, error) {
-	leaf, err := pki.GenerateLeaf(ca, c.commonName, c.hosts, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
+func issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, cause string) (map[string][]byte, error) {
+	leaf, err := pki.GenerateLeaf(ca, c.CommonName, c.Hosts, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
 	if err != nil {
-		return nil, fmt.Errorf("issue certificate %s: %w", c.name, err)
+		return nil, fmt.Errorf("issue certificate %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(leaf, ca.CertPEM)
-	desired := tlsSecret(s.cp, component, c, secretData)
+	desired := resources.TLSSecret(s.cp, component, c, secretData)
 	if live == nil {
 		err = createOnce(ctx, s, desired, &corev1.Secret{})
 	} else {
 		err = s.r.Apply(ctx, desired.WithResourceVersion(live.ResourceVersion), client.FieldOwner(FieldOwner), client.ForceOwnership)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			err = fmt.Errorf("renew Secret %s: %w", c.name, errCacheStale)
+			err = fmt.Errorf("renew Secret %s: %w", c.Name, errCacheStale)
 		} else if err != nil {
-			err = withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("renew Secret %s: %w", c.name, err))
+			err = withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("renew Secret %s: %w", c.Name, err))
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	s.renewBy(pki.RenewalTime(leaf.Cert.NotBefore, leaf.Cert.NotAfter))
-	ctrl.LoggerFrom(ctx).Info("Issued certificate", "secret", c.name, "cause", cause, "notAfter", leaf.Cert.NotAfter)
+	ctrl.LoggerFrom(ctx).Info("Issued certificate", "secret", c.Name, "cause", cause, "notAfter", leaf.Cert.NotAfter)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued,
 		fmt.Sprintf("Issued the certificate in Secret %s (%s), signed by CA Secret %s, valid until %s.",
-			c.name, cause, c.caName, leaf.Cert.NotAfter.UTC().Format(time.RFC3339)))
+			c.Name, cause, c.CAName, leaf.Cert.NotAfter.UTC().Format(time.RFC3339)))
 	return secretData, nil
 }
 
@@ -232,11 +233,11 @@ func (s *scope) announce(msg string) {
 // it only after the component ran), or nil for an unknown component.
 func (s *scope) componentStatus(component string) *datasancev3.ComponentStatus {
 	switch component {
-	case componentRouter:
+	case resources.ComponentRouter:
 		return &s.cp.Status.Router.ComponentStatus
-	case componentNats:
+	case resources.ComponentNats:
 		return &s.cp.Status.Nats.ComponentStatus
-	case componentController:
+	case resources.ComponentController:
 		return &s.cp.Status.Controller.ComponentStatus
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -60,13 +61,13 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 // after the other (no goroutines: every step is one API call or less, see the package doc) and
 // their results are combined.
 var components = []component{
-	{name: componentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Router.ComponentStatus
 	}},
-	{name: componentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Nats.ComponentStatus
 	}},
-	{name: componentController, run: reconcileController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentController, run: reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Controller.ComponentStatus
 	}},
 }
@@ -272,7 +273,7 @@ func foreignAnnotationsChanged() predicate.Predicate {
 func withoutOwnAnnotations(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != annotationRegistration {
+		if k != resources.AnnotationRegistration {
 			out[k] = v
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
@@ -94,8 +95,8 @@ func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result,
 // differs (spec §6.4).
 func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 	for _, desired := range []*corev1ac.SecretApplyConfiguration{
-		natsOperatorSeedSecret(s.cp, b.operatorSeed),
-		natsSysCredsSecret(s.cp, b.creds),
+		resources.NatsOperatorSeedSecret(s.cp, b.operatorSeed),
+		resources.NatsSysCredsSecret(s.cp, b.creds),
 	} {
 		changed, err := applyIfChanged(ctx, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
 		if err != nil {
@@ -118,20 +119,20 @@ func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 		name string
 		obj  client.Object
 	}{
-		{natsOperatorSeedSecretName, &seed}, {natsSysCredsSecretName, &creds},
-		{natsConfigMapName, &conf}, {natsJWTBundleMapName, &bundle},
+		{resources.NatsOperatorSeedSecretName, &seed}, {resources.NatsSysCredsSecretName, &creds},
+		{resources.NatsConfigMapName, &conf}, {resources.NatsJWTBundleMapName, &bundle},
 	} {
 		if found, err := s.getExisting(ctx, o.name, o.obj); err != nil || !found {
 			return nil, err
 		}
 	}
-	operatorJWT, systemAccount := parseNatsBootstrapConf(conf.Data[natsConfigKey])
+	operatorJWT, systemAccount := resources.ParseNatsBootstrapConf(conf.Data[resources.NatsConfigKey])
 	b := &natsBootstrap{
 		operatorJWT:      operatorJWT,
-		operatorSeed:     string(seed.Data[natsOperatorSeedKey]),
+		operatorSeed:     string(seed.Data[resources.NatsOperatorSeedKey]),
 		systemAccount:    systemAccount,
-		systemAccountJWT: bundle.Data[natsJWTKey(systemAccount)],
-		creds:            creds.Data[natsSysCredsKey],
+		systemAccountJWT: bundle.Data[resources.NatsJWTKey(systemAccount)],
+		creds:            creds.Data[resources.NatsSysCredsKey],
 	}
 	if b.operatorJWT == "" || b.operatorSeed == "" || b.systemAccount == "" || b.systemAccountJWT == "" || len(b.creds) == 0 {
 		return nil, nil

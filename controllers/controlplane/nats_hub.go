@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
@@ -17,10 +18,10 @@ import (
 func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
 	if datasancev3.ServiceType(s.spec.Services.Nats) == corev1.ServiceTypeLoadBalancer {
 		var svc corev1.Service
-		if found, err := s.getExisting(ctx, natsServiceName, &svc); err != nil || !found {
+		if found, err := s.getExisting(ctx, resources.NatsServiceName, &svc); err != nil || !found {
 			return "", err == nil, err
 		}
-		address := loadBalancerAddress(svc.Status.LoadBalancer.Ingress)
+		address := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress)
 		return address, address == "", nil
 	}
 	if ing := s.spec.Ingresses.Nats; ing != nil {
@@ -62,18 +63,4 @@ func natsHub(spec *datasancev3.ControlPlaneSpec, host string) *iofog.NatsHub {
 		MqttPort:    port(ing.MqttPort, natsconf.MQTTPort),
 		HTTPPort:    port(ing.HTTPPort, natsconf.MonitorPort),
 	}
-}
-
-// natsCASecretNames are the NATS CA Secrets the Controller component imports into the
-// Controller's catalog when NATS is enabled (spec §6.10).
-func natsCASecretNames() []string { return append([]string(nil), natsCASecrets...) }
-
-// natsReferencedSecretNames are the NATS Secrets a ControlPlane may read without owning them —
-// the four TLS Secrets a user may bring (spec §6.6) — for the Secret watch. None when NATS is
-// disabled.
-func natsReferencedSecretNames(spec *datasancev3.ControlPlaneSpec) []string {
-	if !spec.NatsEnabled() {
-		return nil
-	}
-	return append([]string(nil), natsTLSSecretNames...)
 }

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
@@ -38,18 +39,18 @@ func (g registration) hash() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// registerWithController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
+// registerWithIoFogController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
 // login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
 // check. On a ready ControlPlane whose registration is unchanged it calls nothing, except a
 // GET /status once per Options.ControllerVerifyInterval: a Controller process that started since
 // the registration (it may have lost its database) is registered again.
-func registerWithController(ctx context.Context, s *scope, lbAddress string) (result, error) {
+func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) (result, error) {
 	reg, res, err := desiredRegistration(ctx, s)
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
 	hash := reg.hash()
-	if s.steady && s.cp.Annotations[annotationRegistration] == hash {
+	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
 			return reimportRotatedCAs(ctx, s, reg.CAs)
 		}
@@ -86,7 +87,7 @@ func registerWithController(ctx context.Context, s *scope, lbAddress string) (re
 	if s.cp.Annotations == nil {
 		s.cp.Annotations = map[string]string{}
 	}
-	s.cp.Annotations[annotationRegistration] = hash
+	s.cp.Annotations[resources.AnnotationRegistration] = hash
 	s.r.registered.record(s.cp, cs.status, s.now)
 	return proceed(), nil
 }
@@ -96,7 +97,7 @@ func registerWithController(ctx context.Context, s *scope, lbAddress string) (re
 // address, and fails when a non-LoadBalancer router has no ingress address.
 func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
 	svc := &corev1.Service{}
-	if _, err := s.getExisting(ctx, routerName, svc); err != nil {
+	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
 		return registration{}, result{}, err
 	}
 	host, res, err := routerAddress(s.spec, svc)
@@ -106,7 +107,7 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 	reg := registration{
 		BaseURL: internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp),
 		Router:  routerRegistration(s.spec, host),
-		CAs:     append([]string(nil), routerCASecretNames...),
+		CAs:     append([]string(nil), resources.RouterCASecretNames...),
 	}
 	if s.natsEnabled() {
 		hub, res, err := natsHubRegistration(ctx, s)
@@ -114,31 +115,9 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 			return registration{}, res, err
 		}
 		reg.Hub = hub
-		reg.CAs = append(reg.CAs, natsCASecretNames()...)
+		reg.CAs = append(reg.CAs, resources.NatsCASecretNames()...)
 	}
 	return reg, proceed(), nil
-}
-
-// routerRegistration is the PUT /router body (spec §5.6): the fixed listener ports on the
-// LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
-// (§9.17, ours).
-func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
-	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
-	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {
-		return r
-	}
-	in := spec.Ingresses.Router
-	r.MessagingPort = portOr(in.MessagePort, routerconf.AMQPSPort)
-	r.InterRouterPort = portOr(in.InteriorPort, routerconf.InterRouterPort)
-	r.EdgeRouterPort = portOr(in.EdgePort, routerconf.EdgePort)
-	return r
-}
-
-func portOr(p, def int32) int {
-	if p == 0 {
-		return int(def)
-	}
-	return int(p)
 }
 
 // login authenticates the client (spec §4.8): the bootstrap user at POST /user/login in embedded
@@ -216,7 +195,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 			return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 				"Waiting for a LoadBalancer address of Service controller."), nil
 		}
-		ep := ControllerEndpoint{BaseURL: controllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(controllerAPIPort))}
+		ep := ControllerEndpoint{BaseURL: resources.ControllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(resources.ControllerAPIPort))}
 		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
 			ep.ServerName = name
 		}
@@ -230,7 +209,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 	case s.spec.ControllerIngressMode():
 		ing := &networkingv1.Ingress{}
-		found, err := s.getExisting(ctx, controllerName, ing)
+		found, err := s.getExisting(ctx, resources.ControllerName, ing)
 		if err != nil {
 			return result{}, err
 		}
@@ -240,4 +219,26 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 	}
 	return proceed(), nil
+}
+
+// routerRegistration is the PUT /router body (spec §5.6): the fixed listener ports on the
+// LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
+// (§9.17, ours).
+func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
+	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
+	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {
+		return r
+	}
+	in := spec.Ingresses.Router
+	r.MessagingPort = portOr(in.MessagePort, routerconf.AMQPSPort)
+	r.InterRouterPort = portOr(in.InteriorPort, routerconf.InterRouterPort)
+	r.EdgeRouterPort = portOr(in.EdgePort, routerconf.EdgePort)
+	return r
+}
+
+func portOr(p, def int32) int {
+	if p == 0 {
+		return int(def)
+	}
+	return int(p)
 }

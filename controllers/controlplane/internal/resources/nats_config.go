@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"fmt"
@@ -13,29 +13,29 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// natsConfInputs are the inputs of server.conf beyond the spec.
-type natsConfInputs struct {
-	// operatorJWT and systemAccount come from the bootstrap.
-	operatorJWT, systemAccount string
-	// jetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
-	jetStreamKey string
-	// externalAddress is the external NATS address, "" when there is none (spec §6.7).
-	externalAddress string
-	// existing is the current server.conf ("" if none): its non-ordinal routes are kept.
-	existing string
+// NatsConfInputs are the inputs of server.conf beyond the spec.
+type NatsConfInputs struct {
+	// OperatorJWT and systemAccount come from the bootstrap.
+	OperatorJWT, SystemAccount string
+	// JetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
+	JetStreamKey string
+	// ExternalAddress is the external NATS address, "" when there is none (spec §6.7).
+	ExternalAddress string
+	// Existing is the current server.conf ("" if none): its non-ordinal routes are kept.
+	Existing string
 }
 
-// natsServerConf renders server.conf (spec §6.9) for cp. The error wraps
+// NatsServerConf renders server.conf (spec §6.9) for cp. The error wraps
 // natsconf.ErrInvalidParams when the inputs cannot make a valid file.
-func natsServerConf(cp *datasancev3.ControlPlane, in natsConfInputs) (string, error) {
+func NatsServerConf(cp *datasancev3.ControlPlane, in NatsConfInputs) (string, error) {
 	p := natsconf.Params{
 		Name:            cp.Name,
 		Namespace:       cp.Namespace,
 		Replicas:        int(cp.Spec.NatsReplicas()),
-		OperatorJWT:     in.operatorJWT,
-		SystemAccount:   in.systemAccount,
-		JetStreamKey:    in.jetStreamKey,
-		ExternalAddress: in.externalAddress,
+		OperatorJWT:     in.OperatorJWT,
+		SystemAccount:   in.SystemAccount,
+		JetStreamKey:    in.JetStreamKey,
+		ExternalAddress: in.ExternalAddress,
 	}
 	if js := natsJetStream(&cp.Spec); js != nil {
 		p.MemoryStore, p.FileStore = js.MemoryStoreSize, js.StorageSize
@@ -43,7 +43,7 @@ func natsServerConf(cp *datasancev3.ControlPlane, in natsConfInputs) (string, er
 	if ing := cp.Spec.Ingresses.Nats; ing != nil {
 		p.LeafPort = int(ing.LeafPort)
 	}
-	conf, err := natsconf.Render(p, in.existing)
+	conf, err := natsconf.Render(p, in.Existing)
 	if err != nil {
 		return "", fmt.Errorf("build NATS server.conf: %w", err)
 	}
@@ -58,32 +58,32 @@ func natsJetStream(spec *datasancev3.ControlPlaneSpec) *datasancev3.JetStream {
 	return spec.Nats.JetStream
 }
 
-// natsConfigMap is ConfigMap iofog-nats-config holding server.conf.
-func natsConfigMap(cp *datasancev3.ControlPlane, serverConf string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(natsConfigMapName, cp.Namespace).
-		WithLabels(standardLabels(cp.Name, componentNats)).
+// NatsConfigMap is ConfigMap iofog-nats-config holding server.conf.
+func NatsConfigMap(cp *datasancev3.ControlPlane, serverConf string) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(NatsConfigMapName, cp.Namespace).
+		WithLabels(StandardLabels(cp.Name, ComponentNats)).
 		WithOwnerReferences(ownerReference(cp)).
-		WithData(map[string]string{natsConfigKey: serverConf})
+		WithData(map[string]string{NatsConfigKey: serverConf})
 }
 
-// natsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: the system account JWT as
+// NatsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: the system account JWT as
 // <public key>.jwt, which the image copies into the resolver directory (spec §6.4). It is created
 // once, with Create (spec §8.3); the full resolver keeps later account JWTs itself.
-func natsJWTBundleConfigMap(cp *datasancev3.ControlPlane, systemAccount, systemAccountJWT string) *corev1.ConfigMap {
+func NatsJWTBundleConfigMap(cp *datasancev3.ControlPlane, systemAccount, systemAccountJWT string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: natsCreateOnceMeta(cp, natsJWTBundleMapName),
-		Data:       map[string]string{natsJWTKey(systemAccount): systemAccountJWT},
+		ObjectMeta: natsCreateOnceMeta(cp, NatsJWTBundleMapName),
+		Data:       map[string]string{NatsJWTKey(systemAccount): systemAccountJWT},
 	}
 }
 
-// natsJWTKey is the JWT bundle key of an account: <public key>.jwt.
-func natsJWTKey(account string) string { return account + ".jwt" }
+// NatsJWTKey is the JWT bundle key of an account: <public key>.jwt.
+func NatsJWTKey(account string) string { return account + ".jwt" }
 
-// parseNatsBootstrapConf returns the operator JWT and system account of a server.conf, or empty
+// ParseNatsBootstrapConf returns the operator JWT and system account of a server.conf, or empty
 // strings when it has none or does not parse. It reads the file with the NATS server's own
 // parser; variable references ($SELFNAME, resolved by the pod) are defined as placeholders first,
 // and a file with include directives is not read (the parser would open files).
-func parseNatsBootstrapConf(serverConf string) (operatorJWT, systemAccount string) {
+func ParseNatsBootstrapConf(serverConf string) (operatorJWT, systemAccount string) {
 	if strings.TrimSpace(serverConf) == "" || natsIncludeDirective.MatchString(serverConf) {
 		return "", ""
 	}

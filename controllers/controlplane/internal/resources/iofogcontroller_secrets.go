@@ -1,13 +1,9 @@
-package controlplane
+package resources
 
 import (
-	"context"
-	"crypto/rand"
-	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -16,9 +12,9 @@ import (
 
 // Credential Secrets of the Controller (spec §4.4).
 const (
-	dbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
-	authSecretName  = "controller-auth-credentials"
-	vaultSecretName = "controller-vault-credentials"
+	DbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
+	AuthSecretName  = "controller-auth-credentials"
+	VaultSecretName = "controller-vault-credentials"
 )
 
 // secretEnv maps one key of a credential Secret to the Controller env var reading it.
@@ -139,62 +135,31 @@ func vaultSecretData(v *datasancev3.Vault) map[string][]byte {
 	return data
 }
 
-// controllerCredentials is the data of the Controller's credential Secrets by name; the vault
+// ControllerCredentials is the data of the Controller's credential Secrets by name; the vault
 // Secret is there only when the vault is active.
-func controllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) map[string]map[string][]byte {
+func ControllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) map[string]map[string][]byte {
 	creds := map[string]map[string][]byte{
-		dbSecretName:   dbSecretData(&spec.Database),
-		authSecretName: authSecretData(&spec.Auth, password),
+		DbSecretName:   dbSecretData(&spec.Database),
+		AuthSecretName: authSecretData(&spec.Auth, password),
 	}
 	if vaultActive(spec.Vault) {
-		creds[vaultSecretName] = vaultSecretData(spec.Vault)
+		creds[VaultSecretName] = vaultSecretData(spec.Vault)
 	}
 	return creds
 }
 
-// opaqueSecret is an Opaque Secret of the controller component.
-func opaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := metaFor(cp, componentController, name)
-	return corev1ac.Secret(m.name, m.namespace).
-		WithLabels(m.labels).
+// OpaqueSecret is an Opaque Secret of the controller component.
+func OpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := MetaFor(cp, ComponentController, name)
+	return corev1ac.Secret(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
 }
 
-// rolloutKeySecretName holds the per-ControlPlane key of the credentials hash.
-const rolloutKeySecretName = "controller-rollout-key"
+// RolloutKeySecretName holds the per-ControlPlane key of the credentials hash.
+const RolloutKeySecretName = "controller-rollout-key"
 
-// rolloutKeyBytes is the size of that key.
-const rolloutKeyBytes = 32
-
-// rolloutKey returns the key of the credentials hash: Secret controller-rollout-key, created once
-// with random bytes (owned: a ControlPlane created again gets a new key, which rolls its pods
-// once). Readers of the Deployment see only the HMAC.
-func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
-	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, rolloutKeySecretName, sec)
-	if err != nil {
-		return nil, err
-	}
-	if key := sec.Data["key"]; found && len(key) >= rolloutKeyBytes {
-		return key, nil
-	}
-	if found {
-		return nil, withReason(datasancev3.ReasonInvalidConfiguration,
-			fmt.Errorf("secret %s holds no %d-byte key; delete it to have a new one generated", rolloutKeySecretName, rolloutKeyBytes))
-	}
-	key := make([]byte, rolloutKeyBytes)
-	_, _ = rand.Read(key) // crypto/rand.Read never fails since Go 1.24
-	m := metaFor(s.cp, componentController, rolloutKeySecretName)
-	obj := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.namespace, Labels: m.labels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s.cp, datasancev3.GroupVersion.WithKind("ControlPlane"))}},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{"key": key},
-	}
-	if err := createObject(ctx, s, obj); err != nil {
-		return nil, err
-	}
-	return key, nil
-}
+// RolloutKeyBytes is the size of that key.
+const RolloutKeyBytes = 32

@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"strconv"
@@ -15,9 +15,9 @@ const (
 	controllerCertVolume = "controller-cert"
 )
 
-// controllerURLs are the resolved external URLs and proxy trust of the Controller (spec §4.5).
-type controllerURLs struct {
-	publicURL, consoleURL string
+// ControllerURLs are the resolved external URLs and proxy trust of the Controller (spec §4.5).
+type ControllerURLs struct {
+	PublicURL, ConsoleURL string
 	// trustProxy is TRUST_PROXY; nil leaves it unset.
 	trustProxy *bool
 }
@@ -27,7 +27,7 @@ const imageSlots = 4
 
 // controllerEnv is the Controller container's environment (spec §4.4): literal values first,
 // then the Secret-backed ones. Optional tuning variables appear only when their field is set.
-func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerURLs) []*corev1ac.EnvVarApplyConfiguration {
+func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls ControllerURLs) []*corev1ac.EnvVarApplyConfiguration {
 	spec := &cp.Spec
 	env := []*corev1ac.EnvVarApplyConfiguration{
 		envValue("CONTROL_PLANE", "Kubernetes"),
@@ -48,8 +48,8 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerU
 		envValue("ECN_NAME", spec.Controller.Ecn),
 		envValue("PID_BASE", defaultIfEmpty(spec.Controller.PidBaseDir, datasancev3.DefaultPidBaseDir)),
 		envValue("LOG_LEVEL", defaultIfEmpty(spec.Controller.LogLevel, datasancev3.DefaultLogLevel)),
-		envValue("CONTROLLER_PUBLIC_URL", urls.publicURL),
-		envValue("CONSOLE_URL", urls.consoleURL),
+		envValue("CONTROLLER_PUBLIC_URL", urls.PublicURL),
+		envValue("CONSOLE_URL", urls.ConsoleURL),
 		envValue("CONSOLE_PORT", strconv.Itoa(int(spec.ConsolePortOrDefault()))),
 	)
 	if urls.trustProxy != nil {
@@ -68,18 +68,18 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerU
 	}
 
 	for _, e := range dbSecretEnv {
-		env = append(env, envSecret(e.env, dbSecretName, e.key))
+		env = append(env, envSecret(e.env, DbSecretName, e.key))
 	}
 	for _, e := range authSecretEnv {
-		env = append(env, envSecret(e.env, authSecretName, e.key))
+		env = append(env, envSecret(e.env, AuthSecretName, e.key))
 	}
 	if spec.Auth.SessionStore != nil && spec.Auth.SessionStore.Secret != "" {
-		env = append(env, envSecret("AUTH_SESSION_SECRET", authSecretName, authSessionSecretKey))
+		env = append(env, envSecret("AUTH_SESSION_SECRET", AuthSecretName, authSessionSecretKey))
 	}
 	if vaultActive(spec.Vault) {
 		_, keys, _ := vaultProviderEnv(spec.Vault)
 		for _, e := range keys {
-			env = append(env, envSecret(e.env, vaultSecretName, e.key))
+			env = append(env, envSecret(e.env, VaultSecretName, e.key))
 		}
 	}
 	return env

@@ -1,0 +1,55 @@
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// NatsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
+// (spec §6.4). It is rewritten from each bootstrap answer.
+func NatsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, NatsOperatorSeedSecretName, map[string][]byte{NatsOperatorSeedKey: []byte(seed)})
+}
+
+// NatsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
+// file from the bootstrap (spec §6.4), mounted into the NATS pods.
+func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, NatsSysCredsSecretName, map[string][]byte{NatsSysCredsKey: creds})
+}
+
+// NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
+// (spec §6.5). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// streams unreadable.
+func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
+	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))
+	// No owner reference: the key reads the retained JetStream PVCs (data policy in the
+	// package doc).
+	meta.OwnerReferences = nil
+	return &corev1.Secret{
+		ObjectMeta: meta,
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{NatsJetStreamKeyKey: []byte(jsk)},
+	}
+}
+
+func natsOpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(name, cp.Namespace).
+		WithLabels(StandardLabels(cp.Name, ComponentNats)).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}
+
+// natsCreateOnceMeta is the metadata of an object written with Create: standard labels and the
+// controller reference (the same as ownerReference).
+func natsCreateOnceMeta(cp *datasancev3.ControlPlane, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       cp.Namespace,
+		Labels:          StandardLabels(cp.Name, ComponentNats),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cp, datasancev3.GroupVersion.WithKind("ControlPlane"))},
+	}
+}
