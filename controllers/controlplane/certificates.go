@@ -28,7 +28,7 @@ func (e *notSignedError) Error() string {
 }
 
 // ensureCertificates is the one lookup-or-generate path of every TLS Secret the ControlPlane
-// issues (router and NATS, CAs and leaves; docs/controlplane.md, section TLS). certs lists CAs
+// issues (router and NATS, CAs and leaves; docs/controlplane.md#tls). certs lists CAs
 // before the leaves they sign. It returns the data of every Secret, by name.
 //
 //   - A CA Secret that exists, brought by the user or generated earlier, is parsed and never

@@ -8,7 +8,7 @@ const FieldOwner = "kubeopera-operator"
 // EventRecorderName is the reporting controller of the Events the reconciler emits.
 const EventRecorderName = "kubeopera-operator-controlplane"
 
-// Requeue delays (spec §4.6, §5.2). Waiting for something outside the operator's control is a
+// Requeue delays (docs/controlplane.md#controller-reconcile-steps, docs/controlplane.md#router-service-and-address). Waiting for something outside the operator's control is a
 // requeue with one of these delays, never a blocking wait.
 const (
 	// requeueLoadBalancer: a LoadBalancer Service (controller or router) or the controller Ingress

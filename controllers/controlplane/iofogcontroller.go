@@ -16,7 +16,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// reconcileIoFogController is the Controller component (spec §4.6): bootstrap password, RBAC,
+// reconcileIoFogController is the Controller component (docs/controlplane.md#controller-reconcile-steps): bootstrap password, RBAC,
 // credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, then the Controller
 // REST API (iofogcontroller_registration.go): health, login, router / NATS hub / CA registration and the
 // external reachability check. The credential restart of step 7 is the credentials hash in the
@@ -72,7 +72,7 @@ func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[
 			}
 			continue
 		}
-		if _, err := applyIfChanged(ctx, s, resources.OpaqueSecret(s.cp, name, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
+		if _, err := applyIfChanged(ctx, s, resources.Secret(s.cp, resources.ComponentController, name, corev1.SecretTypeOpaque, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
 			return err
 		}
 	}
@@ -130,7 +130,7 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 
 // ioFogControllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing
 // Secret is not an error: the pod waits for its volume, and the Secret watch rolls the pods when
-// it appears (spec §4.7).
+// it appears (docs/controlplane.md#controller-ingress).
 func ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
 	sec := &corev1.Secret{}
 	found, err := s.getExisting(ctx, s.spec.Controller.SecretName, sec)
@@ -140,7 +140,7 @@ func ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, e
 	return sec.Data, nil
 }
 
-// bootstrapPassword resolves the embedded-mode bootstrap password (spec §4.6 step 1):
+// bootstrapPassword resolves the embedded-mode bootstrap password (docs/controlplane.md#controller-reconcile-steps step 1):
 // passwordSecretRef (same namespace) wins over the inline password. A missing Secret or key fails
 // with reason SecretNotFound unless the reference is optional. External mode has none.
 func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
@@ -173,7 +173,7 @@ func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
 	}
 }
 
-// updateConsoleClientURLs calls the injectable console-client hook (spec §4.5). Its failure is
+// updateConsoleClientURLs calls the injectable console-client hook (docs/controlplane.md#url-resolution). Its failure is
 // logged only.
 func (s *scope) updateConsoleClientURLs(ctx context.Context, urls resources.ControllerURLs) {
 	if s.r.UpdateConsoleClientURLs == nil || urls.ConsoleURL == "" {

@@ -29,7 +29,7 @@ type registration struct {
 	CAs     []string       `json:"cas"`
 }
 
-// hash identifies the registration in annotationRegistration.
+// hash identifies the registration in resources.AnnotationRegistration.
 func (g registration) hash() string {
 	b, err := json.Marshal(g)
 	if err != nil {
@@ -39,7 +39,7 @@ func (g registration) hash() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// registerWithIoFogController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
+// registerWithIoFogController runs docs/controlplane.md#controller-reconcile-steps steps 4-6 against the Controller REST API: GET /status,
 // login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
 // check. On a ready ControlPlane whose registration is unchanged it calls nothing, except a
 // GET /status once per Options.ControllerVerifyInterval: a Controller process that started since
@@ -92,8 +92,8 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	return proceed(), nil
 }
 
-// desiredRegistration computes what to register: the default router (spec §5.6), the NATS hub
-// (NATS only, §6.10) and the CAs to import. It requeues while the router LoadBalancer has no
+// desiredRegistration computes what to register: the default router (docs/controlplane.md#router-registration), the NATS hub
+// (NATS only, docs/controlplane.md#hub-registration-and-ca-import) and the CAs to import. It requeues while the router LoadBalancer has no
 // address, and fails when a non-LoadBalancer router has no ingress address.
 func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
 	svc := &corev1.Service{}
@@ -120,9 +120,9 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 	return reg, proceed(), nil
 }
 
-// login authenticates the client (spec §4.8): the bootstrap user at POST /user/login in embedded
+// login authenticates the client (docs/controlplane.md#login): the bootstrap user at POST /user/login in embedded
 // mode, the OAuth2 client-credentials grant at the issuer's token endpoint in external mode.
-// Rejected credentials are tolerated (a first-boot race, spec §4.6 4b): rejected is true and the
+// Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): rejected is true and the
 // pass goes on without a token.
 func login(ctx context.Context, s *scope, api ControllerAPI, password string) (rejected bool, res result, err error) {
 	var token string
@@ -182,7 +182,7 @@ func registrationFailure(ctx context.Context, err error, loginRejected bool) (re
 	return result{}, withReason(datasancev3.ReasonRegistrationFailed, err)
 }
 
-// checkExternalReachability is spec §4.6 step 6: a LoadBalancer Controller must answer GET /status
+// checkExternalReachability is docs/controlplane.md#controller-reconcile-steps step 6: a LoadBalancer Controller must answer GET /status
 // on its LoadBalancer address; an Ingress-exposed one needs an Ingress with load-balancer status.
 // Other exposures are not checked. Over https the check dials the LoadBalancer address and
 // verifies the certificate, with the ControlPlane's trust, against the name external clients use:
@@ -221,9 +221,9 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 	return proceed(), nil
 }
 
-// routerRegistration is the PUT /router body (spec §5.6): the fixed listener ports on the
+// routerRegistration is the PUT /router body (docs/controlplane.md#router-registration): the fixed listener ports on the
 // LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
-// (§9.17, ours).
+// (docs/controlplane.md#router-ingress-ports-of-0, ours).
 func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
 	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
 	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// reconcileNats is the NATS component (spec §6), in the order of §6.3: bootstrap from the
+// reconcileNats is the NATS component (docs/controlplane.md#nats-component), in the order of docs/controlplane.md#nats-pass-order: bootstrap from the
 // Controller and its Secrets; the JetStream key; RBAC and the three Services; the external
 // address (waiting for a LoadBalancer's); the TLS Secrets; server.conf and the JWT bundle; the
 // StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
@@ -58,7 +58,7 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount, Role and RoleBinding nats (created
-// once, spec §8.3) and the three Services (applied every pass).
+// once, docs/controlplane.md#create-once-objects) and the three Services (applied every pass).
 func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 	if _, err := createIfAbsent(ctx, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // nats and the three Services — the pods and the load balancers. Everything that carries state
 // or identity stays, so that enabling NATS again resumes where it stopped: the js-data PVCs
 // (JetStream data), the JetStream key (without it that data is unreadable), the CA Secrets (the
-// Controller's catalog holds them; spec §8.3), the server certificates, the bootstrap Secrets,
+// Controller's catalog holds them; docs/controlplane.md#create-once-objects), the server certificates, the bootstrap Secrets,
 // the ConfigMaps (server.conf keeps the Controller's routes) and the RBAC objects. Only objects
 // controlled by this ControlPlane are deleted.
 func removeNats(ctx context.Context, s *scope) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// natsExternalAddress is the external NATS address (spec §6.7): the load-balancer address of
+// natsExternalAddress is the external NATS address (docs/controlplane.md#external-nats-address): the load-balancer address of
 // Service nats when its (defaulted) type is LoadBalancer — waiting reports that it has none
 // yet — else ingresses.nats.address, else "". It is used for the server certificates' SANs,
 // leafnodes.advertise and the hub registration.
@@ -30,8 +30,8 @@ func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting
 	return "", false, nil
 }
 
-// natsHubRegistration returns the NATS hub to register with the Controller (spec §6.10), or nil
-// to skip the registration when there is no external NATS address (§9.6; while a LoadBalancer
+// natsHubRegistration returns the NATS hub to register with the Controller (docs/controlplane.md#hub-registration-and-ca-import), or nil
+// to skip the registration when there is no external NATS address (docs/controlplane.md#hub-registration-without-an-address; while a LoadBalancer
 // address is pending, the NATS component requeues, and a later pass registers). The Controller
 // component calls it only when NATS is enabled.
 func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, result, error) {
@@ -43,7 +43,7 @@ func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, result,
 }
 
 // natsHub is the PUT /nats/hub body for host: the ingresses.nats ports, 0 meaning the NATS
-// defaults, on the LoadBalancer path as well (spec §6.10).
+// defaults, on the LoadBalancer path as well (docs/controlplane.md#hub-registration-and-ca-import).
 func natsHub(spec *datasancev3.ControlPlaneSpec, host string) *iofog.NatsHub {
 	var ing datasancev3.NatsIngress
 	if spec.Ingresses.Nats != nil {

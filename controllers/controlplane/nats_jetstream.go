@@ -14,10 +14,10 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (spec §6.5).
+// natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (docs/controlplane.md#jetstream-encryption-key).
 const natsJetStreamKeyBytes = 32
 
-// ensureNatsJetStreamKey returns the JetStream encryption key (spec §6.5, step 4): the jsk of
+// ensureNatsJetStreamKey returns the JetStream encryption key (docs/controlplane.md#jetstream-encryption-key, step 4): the jsk of
 // Secret nats-jetstream-key-<name> when it is non-empty, else a new random key, written to the
 // Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced.
 func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// applyNatsStatefulSet creates or updates StatefulSet nats (spec §6.3 step 11). A scale-down
+// applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11). A scale-down
 // restarts every pod (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the
 // pod template rolls the pods when a certificate is renewed (NATS reads them at start). The js-data claim template cannot change once the
 // StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
@@ -72,7 +72,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
 }
 
 // natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas
-// (spec §6.8): a new restartedAt (now, RFC 3339) on a scale-down, so that every pod restarts and
+// (docs/controlplane.md#nats-statefulset): a new restartedAt (now, RFC 3339) on a scale-down, so that every pod restarts and
 // forgets the removed routes; otherwise the live restartedAt, carried over so that a previous
 // restart does not roll the pods again (and a kubectl rollout restart or the Controller's own
 // restart is not undone). Scale-up never restarts. Other template annotations belong to whoever

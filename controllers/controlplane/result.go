@@ -70,7 +70,7 @@ func reasonOf(err error) string {
 // isTerminal reports whether err needs a user change rather than a retry.
 func isTerminal(err error) bool { return outcome.IsTerminal(err) }
 
-// passOutcome is the combination of every component's result for one pass (spec §3.3, seed):
+// passOutcome is the combination of every component's result for one pass (docs/controlplane.md#combining-component-results, seed):
 // any error wins and the errors are joined; otherwise the longest requested delay; otherwise
 // all components continued and the ControlPlane is ready.
 type passOutcome struct {

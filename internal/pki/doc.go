@@ -1,5 +1,6 @@
 // Package pki generates, parses and checks the X.509 material behind the
-// router and NATS TLS Secrets (docs/controlplane.md, section TLS).
+// router and NATS TLS Secrets (docs/controlplane.md#certificate-parameters,
+// docs/controlplane.md#tls).
 //
 // Everything here is a pure function of its arguments: the clock is passed in
 // as now, and the sources of randomness (RSA key generation and the serial

@@ -9,23 +9,23 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Controller TLS mount (spec §4.3, §4.4).
+// Controller TLS mount (docs/controlplane.md#controller-deployment, docs/controlplane.md#controller-environment).
 const (
 	controllerCertDir    = "/etc/iofog/controller-cert"
 	controllerCertVolume = "controller-cert"
 )
 
-// ControllerURLs are the resolved external URLs and proxy trust of the Controller (spec §4.5).
+// ControllerURLs are the resolved external URLs and proxy trust of the Controller (docs/controlplane.md#url-resolution).
 type ControllerURLs struct {
 	PublicURL, ConsoleURL string
 	// trustProxy is TRUST_PROXY; nil leaves it unset.
 	trustProxy *bool
 }
 
-// imageSlots is how many ROUTER_IMAGE_n / NATS_IMAGE_n variables carry the image (spec §4.4).
+// imageSlots is how many ROUTER_IMAGE_n / NATS_IMAGE_n variables carry the image (docs/controlplane.md#controller-environment).
 const imageSlots = 4
 
-// controllerEnv is the Controller container's environment (spec §4.4): literal values first,
+// controllerEnv is the Controller container's environment (docs/controlplane.md#controller-environment): literal values first,
 // then the Secret-backed ones. Optional tuning variables appear only when their field is set.
 func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls ControllerURLs) []*corev1ac.EnvVarApplyConfiguration {
 	spec := &cp.Spec
@@ -106,7 +106,7 @@ func (o *optionalEnv) string(name, v string) {
 	}
 }
 
-// authTuningEnv are the optional AUTH_* / OIDC_* variables of spec §2.2.
+// authTuningEnv are the optional AUTH_* / OIDC_* variables of docs/controlplane.md#authentication.
 func authTuningEnv(a *datasancev3.Auth) []*corev1ac.EnvVarApplyConfiguration {
 	var o optionalEnv
 	o.bool("AUTH_INSECURE_ALLOW_HTTP", a.InsecureAllowHTTP)
@@ -135,8 +135,8 @@ func authTuningEnv(a *datasancev3.Auth) []*corev1ac.EnvVarApplyConfiguration {
 	return o
 }
 
-// eventsEnv are the EVENT_* variables (spec §2.9): none unless a field is set;
-// EVENT_AUDIT_ENABLED is then always present (false when unset, §9.22).
+// eventsEnv are the EVENT_* variables (docs/controlplane.md#audit-events): none unless a field is set;
+// EVENT_AUDIT_ENABLED is then always present (false when unset, docs/controlplane.md#audit-flag-when-unset).
 func eventsEnv(e *datasancev3.Events) []*corev1ac.EnvVarApplyConfiguration {
 	if e.AuditEnabled == nil && e.RetentionDays == 0 && e.CleanupInterval == 0 && e.CaptureIPAddress == nil {
 		return nil
@@ -153,7 +153,7 @@ func eventsEnv(e *datasancev3.Events) []*corev1ac.EnvVarApplyConfiguration {
 	return o
 }
 
-// vaultEnv are VAULT_ENABLED, VAULT_PROVIDER and VAULT_BASE_PATH (spec §2.11) when the vault is
+// vaultEnv are VAULT_ENABLED, VAULT_PROVIDER and VAULT_BASE_PATH (docs/controlplane.md#vault) when the vault is
 // active. Without spec.vault.provider the provider of the block in use is named.
 func vaultEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration {
 	v := cp.Spec.Vault

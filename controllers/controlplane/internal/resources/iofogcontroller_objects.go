@@ -15,7 +15,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// Controller object names and ports (spec §4.1-§4.3).
+// Controller object names and ports (docs/controlplane.md#iofog-controller-objects to #controller-deployment).
 const (
 	ControllerName        = "controller"
 	ControllerAPIPort     = 51121
@@ -25,13 +25,13 @@ const (
 	sqlitePVCName         = "controller-sqlite"
 	sqliteVolume          = "sqlite"
 	sqliteSize            = "1Gi"
-	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, spec §4.3).
+	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, docs/controlplane.md#controller-deployment).
 	sqliteDataDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
 	// statusPath is the Controller's health endpoint.
 	statusPath = iofog.APIPath + "/status"
 )
 
-// ControllerRules are the Controller Role's rules (spec §4.1): it manages ConfigMaps and
+// ControllerRules are the Controller Role's rules (docs/controlplane.md#iofog-controller-objects): it manages ConfigMaps and
 // Services, reads Secrets and StatefulSets, and may update the StatefulSet nats.
 var ControllerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: verbsAll},
@@ -40,7 +40,7 @@ var ControllerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{ComponentNats}, Verbs: []string{"update", "patch"}},
 }
 
-// ControllerService is Service controller (spec §4.2).
+// ControllerService is Service controller (docs/controlplane.md#controller-service).
 func ControllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
 	svc := exposedService(cp, ComponentController, ControllerName, cp.Spec.Services.Controller,
 		servicePort(controllerAPIPortName, ControllerAPIPort, intstr.FromInt32(ControllerAPIPort)),
@@ -53,8 +53,8 @@ func ControllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfi
 	return svc
 }
 
-// ControllerIngress is Ingress controller (spec §4.7), built in Ingress mode only: / to the
-// console, /api/v3 to the API, TLS only with a secretName (§9.15).
+// ControllerIngress is Ingress controller (docs/controlplane.md#controller-ingress), built in Ingress mode only: / to the
+// console, /api/v3 to the API, TLS only with a secretName (docs/controlplane.md#ingress-tls-block).
 func ControllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressApplyConfiguration {
 	m := MetaFor(cp, ComponentController, ControllerName)
 	in := cp.Spec.Ingresses.Controller
@@ -88,7 +88,7 @@ func ControllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressAppl
 	return ing
 }
 
-// SqlitePVC is PVC controller-sqlite (spec §4.1): 1Gi ReadWriteOnce, created once.
+// SqlitePVC is PVC controller-sqlite (docs/controlplane.md#iofog-controller-objects): 1Gi ReadWriteOnce, created once.
 func SqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	m := MetaFor(cp, ComponentController, sqlitePVCName)
 	// No owner reference: the Controller's database outlives the ControlPlane (data policy in
@@ -109,7 +109,7 @@ type ControllerPodHashes struct {
 	TLS string
 }
 
-// ControllerDeployment is Deployment controller (spec §4.3).
+// ControllerDeployment is Deployment controller (docs/controlplane.md#controller-deployment).
 func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls ControllerURLs, hashes ControllerPodHashes) *appsv1ac.DeploymentApplyConfiguration {
 	spec := &cp.Spec
 	m := MetaFor(cp, ComponentController, ControllerName)

@@ -3,14 +3,12 @@ package resources
 import (
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Credential Secrets of the Controller (spec §4.4).
+// Credential Secrets of the Controller (docs/controlplane.md#controller-environment).
 const (
 	DbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
 	AuthSecretName  = "controller-auth-credentials"
@@ -41,7 +39,7 @@ var authSecretEnv = []secretEnv{
 
 const authSessionSecretKey = "auth-session-secret" //nolint:gosec // A Secret key name.
 
-// dbSecretData is the data of controller-db-credentials (spec §2.3). Every key is present, empty
+// dbSecretData is the data of controller-db-credentials (docs/controlplane.md#database). Every key is present, empty
 // when unset, so the env references always resolve; ca is copied verbatim.
 func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	port := ""
@@ -59,7 +57,7 @@ func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	}
 }
 
-// authSecretData is the data of controller-auth-credentials (spec §4.4); password is the resolved
+// authSecretData is the data of controller-auth-credentials (docs/controlplane.md#controller-environment); password is the resolved
 // bootstrap password (empty in external mode).
 func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	var username, clientID, clientSecret, sessionSecret string
@@ -83,14 +81,14 @@ func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	}
 }
 
-// vaultActive reports whether the vault integration is configured (spec §2.11): the block is set
+// vaultActive reports whether the vault integration is configured (docs/controlplane.md#vault): the block is set
 // and names a provider or holds a provider block.
 func vaultActive(v *datasancev3.Vault) bool {
 	return v != nil && (v.Provider != "" || v.Hashicorp != nil || v.AWS != nil || v.Azure != nil || v.Google != nil)
 }
 
 // vaultProviderEnv are the keys of controller-vault-credentials of the first provider block in
-// the order hashicorp, aws, azure, google (spec §2.11), with their env vars and values.
+// the order hashicorp, aws, azure, google (docs/controlplane.md#vault), with their env vars and values.
 func vaultProviderEnv(v *datasancev3.Vault) (provider string, keys []secretEnv, values map[string]string) {
 	switch {
 	case v == nil:
@@ -146,16 +144,6 @@ func ControllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) 
 		creds[VaultSecretName] = vaultSecretData(spec.Vault)
 	}
 	return creds
-}
-
-// OpaqueSecret is an Opaque Secret of the controller component.
-func OpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := MetaFor(cp, ComponentController, name)
-	return corev1ac.Secret(m.Name, m.Namespace).
-		WithLabels(m.Labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(data)
 }
 
 // RolloutKeySecretName holds the per-ControlPlane key of the credentials hash.

@@ -45,7 +45,7 @@ func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
 	return out
 }
 
-// The complete CR → env table of spec §4.4 for a fully configured ControlPlane.
+// The complete CR → env table of docs/controlplane.md#controller-environment for a fully configured ControlPlane.
 func TestControllerEnvFull(t *testing.T) {
 	g := NewWithT(t)
 	cp := testCP(func(cp *datasancev3.ControlPlane) {
@@ -151,7 +151,7 @@ func TestVault(t *testing.T) {
 	g.Expect(ControllerCredentials(&cp.Spec, "")).NotTo(HaveKey(VaultSecretName))
 }
 
-// URL resolution, spec §4.5.
+// URL resolution, docs/controlplane.md#url-resolution.
 func TestResolveControllerURLs(t *testing.T) {
 	ingress := func(secret string) func(*datasancev3.ControlPlane) {
 		return func(cp *datasancev3.ControlPlane) {
@@ -235,7 +235,7 @@ func TestControllerService(t *testing.T) {
 	g.Expect(clusterIP.Spec.LoadBalancerIP).To(BeNil(), "address is for LoadBalancers only")
 }
 
-// Without secretName or class, the Ingress has no TLS block and no class (spec §9.15).
+// Without secretName or class, the Ingress has no TLS block and no class (docs/controlplane.md#ingress-tls-block).
 func TestControllerIngressMinimal(t *testing.T) {
 	g := NewWithT(t)
 	ing := ControllerIngress(testCP(func(cp *datasancev3.ControlPlane) {
@@ -246,7 +246,7 @@ func TestControllerIngressMinimal(t *testing.T) {
 	g.Expect(ing.Annotations).To(BeNil())
 }
 
-// PUT /router payload, spec §5.6 and §9.17.
+// PUT /router payload, docs/controlplane.md#router-registration and docs/controlplane.md#router-ingress-ports-of-0.
 
 func TestDBSecretData(t *testing.T) {
 	g := NewWithT(t)
@@ -280,7 +280,7 @@ func TestPortNames(t *testing.T) {
 	}
 }
 
-// Deployment router (spec §5.5): one replica, the command, env, ports, probes and the mounts of
+// Deployment router (docs/controlplane.md#router-deployment): one replica, the command, env, ports, probes and the mounts of
 // the two server Secrets and skrouterd.json.
 func TestRouterDeployment(t *testing.T) {
 	g := NewWithT(t)
@@ -329,7 +329,7 @@ func TestRouterDeployment(t *testing.T) {
 	g.Expect(*tmpl.Spec.Volumes[2].ConfigMap.Items[0].Key).To(Equal("skrouterd.json"))
 }
 
-// Leaf certificates: CNs and SANs of spec §5.3.
+// Leaf certificates: CNs and SANs of docs/controlplane.md#router-tls-secrets.
 func TestRouterCertificateSpecs(t *testing.T) {
 	g := NewWithT(t)
 	specs := RouterCertificates("edge", "203.0.113.5")

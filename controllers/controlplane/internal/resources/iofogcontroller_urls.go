@@ -10,7 +10,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// ResolveControllerURLs fills CONTROLLER_PUBLIC_URL, CONSOLE_URL and TRUST_PROXY (spec §4.5).
+// ResolveControllerURLs fills CONTROLLER_PUBLIC_URL, CONSOLE_URL and TRUST_PROXY (docs/controlplane.md#url-resolution).
 // lbAddress is the controller Service's LoadBalancer address, if any. wait is true when the
 // Service is a LoadBalancer without an address and no publicUrl is set: the Deployment must not
 // be built yet.

@@ -42,7 +42,7 @@ const (
 	AnnotationRegistration = "kubeopera.io/controller-registration"
 )
 
-// StandardLabels are the labels of every object of a component (spec §4.1). They double as pod
+// StandardLabels are the labels of every object of a component (docs/controlplane.md#labels). They double as pod
 // selectors, so they must stay stable: Deployment selectors are immutable.
 func StandardLabels(instance, component string) map[string]string {
 	return map[string]string{

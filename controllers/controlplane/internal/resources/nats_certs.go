@@ -5,14 +5,14 @@ import (
 	"strconv"
 )
 
-// Common names of the NATS server certificates (docs/controlplane.md section TLS); the CAs are
+// Common names of the NATS server certificates (docs/controlplane.md#tls); the CAs are
 // named after their Secret.
 const (
 	natsSiteServerCN = "iofog-nats"
 	natsMQTTServerCN = "iofog-nats-mqtt"
 )
 
-// NatsServerHosts are the SANs of both server certificates (spec §6.6): every pod's headless
+// NatsServerHosts are the SANs of both server certificates (docs/controlplane.md#nats-tls-secrets): every pod's headless
 // name, the headless wildcard, the two Service names and the external address when known.
 func NatsServerHosts(namespace string, replicas int32, externalAddress string) []string {
 	hosts := make([]string, 0, replicas+4)

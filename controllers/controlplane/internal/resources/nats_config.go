@@ -19,13 +19,13 @@ type NatsConfInputs struct {
 	OperatorJWT, SystemAccount string
 	// JetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
 	JetStreamKey string
-	// ExternalAddress is the external NATS address, "" when there is none (spec §6.7).
+	// ExternalAddress is the external NATS address, "" when there is none (docs/controlplane.md#external-nats-address).
 	ExternalAddress string
 	// Existing is the current server.conf ("" if none): its non-ordinal routes are kept.
 	Existing string
 }
 
-// NatsServerConf renders server.conf (spec §6.9) for cp. The error wraps
+// NatsServerConf renders server.conf (docs/controlplane.md#nats-server-configuration) for cp. The error wraps
 // natsconf.ErrInvalidParams when the inputs cannot make a valid file.
 func NatsServerConf(cp *datasancev3.ControlPlane, in NatsConfInputs) (string, error) {
 	p := natsconf.Params{
@@ -67,8 +67,8 @@ func NatsConfigMap(cp *datasancev3.ControlPlane, serverConf string) *corev1ac.Co
 }
 
 // NatsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: the system account JWT as
-// <public key>.jwt, which the image copies into the resolver directory (spec §6.4). It is created
-// once, with Create (spec §8.3); the full resolver keeps later account JWTs itself.
+// <public key>.jwt, which the image copies into the resolver directory (docs/controlplane.md#nats-bootstrap). It is created
+// once, with Create (docs/controlplane.md#create-once-objects); the full resolver keeps later account JWTs itself.
 func NatsJWTBundleConfigMap(cp *datasancev3.ControlPlane, systemAccount, systemAccountJWT string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: natsCreateOnceMeta(cp, NatsJWTBundleMapName),

@@ -5,7 +5,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// Names of the NATS component's objects (spec §6.1). They align with the Controller's own NATS
+// Names of the NATS component's objects (docs/controlplane.md#nats-objects). They align with the Controller's own NATS
 // naming, so none of them may change.
 const (
 	NatsStatefulSetName     = natsconf.StatefulSetName
@@ -40,29 +40,29 @@ const (
 // Annotations of the NATS component.
 const (
 	// AnnotationNatsReplicas on the two NATS server Secrets records the replica count their SANs
-	// were made for; a different count regenerates them (spec §6.6).
+	// were made for; a different count regenerates them (docs/controlplane.md#nats-tls-secrets).
 	AnnotationNatsReplicas = "datasance.com/nats-replicas"
 	// AnnotationRestartedAt on the NATS pod template rolls every pod after a scale-down, so the
-	// remaining servers forget the removed routes (spec §6.8). kubectl rollout restart uses it too.
+	// remaining servers forget the removed routes (docs/controlplane.md#nats-statefulset). kubectl rollout restart uses it too.
 	AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
 )
 
-// NatsJetStreamKeySecretName is the JetStream encryption key Secret of a ControlPlane (spec §6.5).
+// NatsJetStreamKeySecretName is the JetStream encryption key Secret of a ControlPlane (docs/controlplane.md#jetstream-encryption-key).
 func NatsJetStreamKeySecretName(cpName string) string { return natsJetStreamKeyPrefix + cpName }
 
 // NatsCASecrets are the two NATS CA Secrets: generated once, imported into the Controller's CA
-// catalog, never updated or deleted by the operator (spec §6.6, §8.3).
+// catalog, never updated or deleted by the operator (docs/controlplane.md#nats-tls-secrets, docs/controlplane.md#create-once-objects).
 var NatsCASecrets = []string{natsSiteCASecretName, natsLocalCASecretName}
 
-// natsTLSSecretNames are the four NATS TLS Secrets, all of which a user may bring (spec §6.6).
+// natsTLSSecretNames are the four NATS TLS Secrets, all of which a user may bring (docs/controlplane.md#nats-tls-secrets).
 var natsTLSSecretNames = []string{natsSiteCASecretName, natsLocalCASecretName, natsSiteServerSecretName, natsMQTTServerSecretName}
 
 // NatsCASecretNames are the NATS CA Secrets the Controller component imports into the
-// Controller's catalog when NATS is enabled (spec §6.10).
+// Controller's catalog when NATS is enabled (docs/controlplane.md#hub-registration-and-ca-import).
 func NatsCASecretNames() []string { return append([]string(nil), NatsCASecrets...) }
 
 // NatsReferencedSecretNames are the NATS Secrets a ControlPlane may read without owning them —
-// the four TLS Secrets a user may bring (spec §6.6) — for the Secret watch. None when NATS is
+// the four TLS Secrets a user may bring (docs/controlplane.md#nats-tls-secrets) — for the Secret watch. None when NATS is
 // disabled.
 func NatsReferencedSecretNames(spec *datasancev3.ControlPlaneSpec) []string {
 	if !spec.NatsEnabled() {

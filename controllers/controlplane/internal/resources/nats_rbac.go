@@ -18,7 +18,7 @@ func NatsServiceAccount(cp *datasancev3.ControlPlane) *corev1ac.ServiceAccountAp
 	return ServiceAccount(natsAccessMeta(cp), cp.Spec.Images.PullSecret)
 }
 
-// NatsRole is Role nats: read ConfigMaps and Secrets (spec §6.1).
+// NatsRole is Role nats: read ConfigMaps and Secrets (docs/controlplane.md#nats-objects).
 func NatsRole(cp *datasancev3.ControlPlane) *rbacv1ac.RoleApplyConfiguration {
 	return Role(natsAccessMeta(cp), rbacv1.PolicyRule{
 		APIGroups: []string{""},

@@ -9,7 +9,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// natsPort is one NATS port (spec §6.2). The ports are fixed: ingresses.nats.*Port only tell the
+// natsPort is one NATS port (docs/controlplane.md#nats-ports). The ports are fixed: ingresses.nats.*Port only tell the
 // Controller what agents should dial.
 type natsPort struct {
 	name string
@@ -40,7 +40,7 @@ func NatsHeadlessService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyCon
 }
 
 // NatsService is Service nats: cluster, leaf and MQTT, typed by spec.services.nats. Its address
-// is the external NATS address (spec §6.7).
+// is the external NATS address (docs/controlplane.md#external-nats-address).
 func NatsService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
 	return natsExposedService(cp, NatsServiceName, cp.Spec.Services.Nats, natsClusterPort, natsLeafPort, natsMQTTPort)
 }

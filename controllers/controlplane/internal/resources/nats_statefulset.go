@@ -14,7 +14,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// Paths inside the NATS pod (spec §6.8). The image reads them from the env below.
+// Paths inside the NATS pod (docs/controlplane.md#nats-statefulset). The image reads them from the env below.
 const (
 	natsConfigDir       = "/etc/nats/config"
 	natsJWTMountDir     = "/tmp/nats/jwt"
@@ -37,7 +37,7 @@ const (
 )
 
 // NatsStorage is the js-data PVC template's size and class. Both are immutable once the
-// StatefulSet exists, so the reconciler passes the live values then (spec §8.3).
+// StatefulSet exists, so the reconciler passes the live values then (docs/controlplane.md#create-once-objects).
 type NatsStorage struct {
 	Size      resource.Quantity
 	ClassName string
@@ -67,13 +67,13 @@ func (a NatsStorage) Equal(b NatsStorage) bool {
 type NatsWorkload struct {
 	// Image is the NATS image in force.
 	Image string
-	// Storage is the js-data template (desiredNatsStorage, or the live values).
+	// Storage is the js-data template (DesiredNatsStorage, or the live values).
 	Storage NatsStorage
-	// PodAnnotations are the pod template's annotations (restartedAt, spec §6.8).
+	// PodAnnotations are the pod template's annotations (restartedAt, docs/controlplane.md#nats-statefulset).
 	PodAnnotations map[string]string
 }
 
-// NatsStatefulSet is StatefulSet nats (spec §6.8): max(replicas.nats, 2) servers behind
+// NatsStatefulSet is StatefulSet nats (docs/controlplane.md#nats-statefulset): max(replicas.nats, 2) servers behind
 // nats-headless, each with a js-data volume, server.conf, the JWT bundle, the hub creds, the
 // JetStream key and the two server certificates.
 func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.StatefulSetApplyConfiguration {
@@ -100,7 +100,7 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 			WithServiceName(NatsHeadlessServiceName).
 			WithSelector(metaLabelSelector(selectorLabels(cp.Name, ComponentNats))).
 			// JetStream data outlives the StatefulSet and the ControlPlane: a PVC is deleted by
-			// hand only (spec §8.2, ours).
+			// hand only (docs/controlplane.md#spec-changes, ours).
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
 				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
@@ -115,11 +115,11 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullAlways).
 		WithPorts(
-			natsContainerPort("client", natsconf.ClientPort),
-			natsContainerPort("cluster", natsconf.ClusterPort),
-			natsContainerPort("leaf", natsconf.LeafPort),
-			natsContainerPort("mqtt", natsconf.MQTTPort),
-			natsContainerPort("monitor", natsconf.MonitorPort),
+			containerPort("client", natsconf.ClientPort),
+			containerPort("cluster", natsconf.ClusterPort),
+			containerPort("leaf", natsconf.LeafPort),
+			containerPort("mqtt", natsconf.MQTTPort),
+			containerPort("monitor", natsconf.MonitorPort),
 		).
 		WithEnv(natsEnv(cp)...).
 		WithVolumeMounts(
@@ -136,12 +136,8 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 		WithSecurityContext(containerSecurityContext())
 }
 
-func natsContainerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
-	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
-}
-
 // natsProbe is the JetStream health check of the readiness (period 10 s) and liveness (30 s)
-// probes (spec §6.8).
+// probes (docs/controlplane.md#nats-statefulset).
 func natsProbe(periodSeconds int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
 		WithHTTPGet(corev1ac.HTTPGetAction().
@@ -153,7 +149,7 @@ func natsProbe(periodSeconds int32) *corev1ac.ProbeApplyConfiguration {
 		WithFailureThreshold(3)
 }
 
-// natsEnv is the container env (spec §6.8): fixed values, the JetStream key from its Secret and
+// natsEnv is the container env (docs/controlplane.md#nats-statefulset): fixed values, the JetStream key from its Secret and
 // the pod name, which the image substitutes for $SELFNAME in server.conf.
 func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration {
 	port := func(p int32) string { return strconv.Itoa(int(p)) }

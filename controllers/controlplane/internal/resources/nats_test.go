@@ -102,7 +102,7 @@ func TestNatsStatefulSetGolden(t *testing.T) {
 
 func TestNatsStatefulSet(t *testing.T) {
 	g := NewWithT(t)
-	cp := natsTestCP(withNatsReplicas(1)) // below the minimum: forced to 2 (spec §2.4)
+	cp := natsTestCP(withNatsReplicas(1)) // below the minimum: forced to 2 (docs/controlplane.md#replicas)
 	sts := NatsStatefulSet(cp, NatsWorkload{Image: "nats:x", Storage: DesiredNatsStorage(&cp.Spec)})
 
 	g.Expect(*sts.Spec.Replicas).To(Equal(int32(2)))

@@ -16,7 +16,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// operandUID is the UID, GID and fsGroup of every operand pod (spec §4.3, §6.8).
+// operandUID is the UID, GID and fsGroup of every operand pod (docs/controlplane.md#controller-deployment, docs/controlplane.md#nats-statefulset).
 const operandUID int64 = 10000
 
 // podSecurityContext is the restricted pod security context of every operand pod: non-root
@@ -52,7 +52,7 @@ func MetaFor(cp *datasancev3.ControlPlane, component, name string) ObjectMeta {
 }
 
 // ServiceAccount is a component's ServiceAccount; the image pull Secret, when set, is attached
-// to it (spec §2.5).
+// to it (docs/controlplane.md#image-pull-secret).
 func ServiceAccount(m ObjectMeta, pullSecret string) *corev1ac.ServiceAccountApplyConfiguration {
 	sa := corev1ac.ServiceAccount(m.Name, m.Namespace).
 		WithLabels(m.Labels).
@@ -87,16 +87,28 @@ func RoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.Name).WithNamespace(m.Namespace))
 }
 
+// Secret is a component's Secret of type typ holding data, owned by the ControlPlane: the one
+// builder of the Secrets the operator applies or creates from an apply configuration
+// (credentials, bootstrap material, the TLS Secrets through TLSSecret).
+func Secret(cp *datasancev3.ControlPlane, component, name string, typ corev1.SecretType, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := MetaFor(cp, component, name)
+	return corev1ac.Secret(m.Name, m.Namespace).
+		WithLabels(m.Labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(typ).
+		WithData(data)
+}
+
 // Verb sets of the operand Roles. Never "*": every verb is named.
 var (
 	verbsRead = []string{"get", "list", "watch"}
 	verbsAll  = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 )
 
-// serviceExposure applies a Service block's type, annotations and traffic policy (spec §2.6) to
+// serviceExposure applies a Service block's type, annotations and traffic policy (docs/controlplane.md#service-exposure) to
 // svc. The type is defaulted first (LoadBalancer), then every decision tests the defaulted type.
 // exposedService is a component's Service, exposed as its spec.services block says (type,
-// annotations, externalTrafficPolicy: spec §2.6), selecting the component's pods.
+// annotations, externalTrafficPolicy: docs/controlplane.md#service-exposure), selecting the component's pods.
 func exposedService(cp *datasancev3.ControlPlane, component, name string, block *datasancev3.ServiceSpec,
 	ports ...*corev1ac.ServicePortApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
 	svc := corev1ac.Service(name, cp.Namespace).
@@ -145,7 +157,7 @@ func defaultIfEmpty[T ~string](v, def T) T {
 }
 
 // LoadBalancerAddress is the first ingress point of a load balancer status: its IP, or its
-// hostname when it has no IP (spec §4.5, ours). Empty when none is published yet.
+// hostname when it has no IP (docs/controlplane.md#url-resolution, ours). Empty when none is published yet.
 func LoadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
 	if len(ingress) == 0 {
 		return ""
@@ -163,7 +175,7 @@ func HashData(named map[string]map[string][]byte) string {
 	return hashWith(sha256.New(), named)
 }
 
-// KeyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
+// KeyedHashData is HashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
 // mostly visible in the ControlPlane, so an unkeyed hash would allow guessing offline the one
 // value that is not (a passwordSecretRef password).
 func KeyedHashData(key []byte, named map[string]map[string][]byte) string {

@@ -11,7 +11,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
 
-// Router object names (spec §5.1, §5.3).
+// Router object names (docs/controlplane.md#router-objects, docs/controlplane.md#router-tls-secrets).
 //
 //nolint:gosec // G101: Secret names, not credentials.
 const (
@@ -25,20 +25,20 @@ const (
 	routerConfigVolume          = "router-config"
 )
 
-// RouterTLSSecretNames are the router's four TLS Secrets (spec §5.3).
+// RouterTLSSecretNames are the router's four TLS Secrets (docs/controlplane.md#router-tls-secrets).
 var RouterTLSSecretNames = []string{routerSiteCASecretName, routerLocalCASecretName, RouterSiteServerSecretName, RouterLocalServerSecretName}
 
-// RouterCASecretNames are imported into the Controller's CA catalog (spec §6.10).
+// RouterCASecretNames are imported into the Controller's CA catalog (docs/controlplane.md#hub-registration-and-ca-import).
 var RouterCASecretNames = []string{routerSiteCASecretName, routerLocalCASecretName}
 
-// RouterRules are the router Role's rules (spec §5.1).
+// RouterRules are the router Role's rules (docs/controlplane.md#router-objects).
 var RouterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "services"}, Verbs: verbsRead},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbsAll},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
 }
 
-// RouterService is Service router (spec §5.2).
+// RouterService is Service router (docs/controlplane.md#router-service-and-address).
 func RouterService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
 	return exposedService(cp, ComponentRouter, RouterName, cp.Spec.Services.Router,
 		servicePort("router-message", routerconf.AMQPSPort, intstr.FromString("amqps")),
@@ -47,17 +47,7 @@ func RouterService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfigura
 	)
 }
 
-// servicePort is a TCP Service port.
-func servicePort(name string, port int32, target intstr.IntOrString) *corev1ac.ServicePortApplyConfiguration {
-	return corev1ac.ServicePort().WithName(name).WithProtocol(corev1.ProtocolTCP).WithPort(port).WithTargetPort(target)
-}
-
-// containerPort is a TCP container port.
-func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
-	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
-}
-
-// routerServerHosts are the SANs of both router server certificates (spec §5.3).
+// routerServerHosts are the SANs of both router server certificates (docs/controlplane.md#router-tls-secrets).
 func routerServerHosts(namespace, address string) []string {
 	return []string{"router." + namespace + ".svc.cluster.local", address}
 }
@@ -73,7 +63,7 @@ func RouterCertificates(namespace, address string) []TLSSecretSpec {
 	}
 }
 
-// RouterConfigMap is ConfigMap iofog-router holding skrouterd.json (spec §5.4).
+// RouterConfigMap is ConfigMap iofog-router holding skrouterd.json (docs/controlplane.md#router-configuration).
 func RouterConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.ConfigMapApplyConfiguration {
 	m := MetaFor(cp, ComponentRouter, routerconf.ConfigMapName)
 	return corev1ac.ConfigMap(m.Name, m.Namespace).
@@ -82,7 +72,7 @@ func RouterConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.Conf
 		WithData(map[string]string{routerconf.ConfigKey: string(config)})
 }
 
-// RouterDeployment is Deployment router (spec §5.5). tlsHash is the hash of the two server
+// RouterDeployment is Deployment router (docs/controlplane.md#router-deployment). tlsHash is the hash of the two server
 // Secrets it mounts, so that a rotated certificate rolls the pod.
 func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *appsv1ac.DeploymentApplyConfiguration {
 	m := MetaFor(cp, ComponentRouter, RouterName)

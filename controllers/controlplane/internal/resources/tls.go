@@ -8,7 +8,7 @@ import (
 )
 
 // TLSSecretSpec describes one kubernetes.io/tls Secret the ControlPlane issues (router and NATS,
-// docs/controlplane.md section TLS): a self-signed CA when CAName is empty, otherwise a leaf
+// docs/controlplane.md#tls): a self-signed CA when CAName is empty, otherwise a leaf
 // signed by the CA Secret CAName for Hosts. Annotations go on the Secret (the NATS server Secrets
 // record their replica count).
 type TLSSecretSpec struct {
@@ -25,12 +25,7 @@ func (t TLSSecretSpec) IsCA() bool { return t.CAName == "" }
 // one builder of every CA and leaf Secret. It is created with Create (never overwriting a Secret
 // a stale cache did not show) and, for a renewed leaf, applied under the resourceVersion read.
 func TLSSecret(cp *datasancev3.ControlPlane, component string, spec TLSSecretSpec, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := MetaFor(cp, component, spec.Name)
-	secret := corev1ac.Secret(m.Name, m.Namespace).
-		WithLabels(m.Labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithType(corev1.SecretTypeTLS).
-		WithData(data)
+	secret := Secret(cp, component, spec.Name, corev1.SecretTypeTLS, data)
 	if len(spec.Annotations) > 0 {
 		secret.WithAnnotations(spec.Annotations)
 	}
