@@ -362,7 +362,7 @@ func TestParseNatsBootstrapConf(t *testing.T) {
 	}
 }
 
-func TestNatsTLSSecret(t *testing.T) {
+func TestNatsCertificates(t *testing.T) {
 	g := NewWithT(t)
 	cp := natsTestCP()
 	specs := NatsCertificates("edge", 3, "nats.example.com")
