@@ -21,8 +21,8 @@
 // (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
 // package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
-// ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go (every TLS Secret) and ca_import.go,
-// and the shared apply.go, status.go and result.go.
+// ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go
+// (every TLS Secret), ca_import.go, and the shared apply.go, status.go and result.go.
 //
 // # State machine and status
 //
