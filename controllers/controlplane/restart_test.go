@@ -50,7 +50,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	g.Expect(h.writes.Load()).To(BeZero(), "the registration is unchanged: nothing to write")
 
 	h.api.Reset()
-	later = later.Add(controlplane.DefaultControllerVerifyInterval)
+	h.clock.SetTime(later.Add(controlplane.DefaultControllerVerifyInterval))
 	h.mustBeReady()
 	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status"}), "same process: verified, nothing registered")
 }

@@ -178,7 +178,7 @@ func TestBadBroughtCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	type badCase struct {
-		name, secret, want string
+		name, want string
 		data               func(ca *pki.KeyPair) map[string][]byte
 	}
 	cases := []badCase{
