@@ -179,7 +179,7 @@ func TestBadBroughtCertificates(t *testing.T) {
 	}
 	type badCase struct {
 		name, want string
-		data               func(ca *pki.KeyPair) map[string][]byte
+		data       func(ca *pki.KeyPair) map[string][]byte
 	}
 	cases := []badCase{
 		{name: "CA not PEM", want: "does not hold a PEM certificate and private key",
