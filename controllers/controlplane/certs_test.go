@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,7 +21,8 @@ import (
 
 // Router certificates: a bring-your-own site CA signs the generated site server certificate and
 // is never touched; the other CA is generated; server certificates carry the CNs and SANs of the
-// spec; nothing is regenerated later, not even when the router address changes.
+// spec. A new router address renews both server certificates in place, under the same CAs, and
+// rolls the router pods; the CAs are not written.
 func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
@@ -53,16 +55,28 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	g.Expect(parseCert(g, local.Data["tls.crt"]).Subject.CommonName).To(Equal("iofog-router-local"))
 	g.Expect(local.Data["ca.crt"]).To(Equal(localCA.Data["tls.crt"]))
 
-	// A new router address does not regenerate anything.
-	versions := map[string]string{}
+	// A new router address renews the server certificates (their SANs), not the CAs.
+	versions, uids := map[string]string{}, map[string]types.UID{}
 	for _, n := range []string{"router-site-ca", "default-router-local-ca", "router-site-server", "router-local-server"} {
-		versions[n] = h.secret(n).ResourceVersion
+		versions[n], uids[n] = h.secret(n).ResourceVersion, h.secret(n).UID
 	}
+	hash := h.deployment("router").Spec.Template.Annotations[controlplane.AnnotationTLSHash]
 	h.setServiceAddress("router", "192.0.2.77")
 	h.mustBeReady()
-	for n, rv := range versions {
-		g.Expect(h.secret(n).ResourceVersion).To(Equal(rv), n)
+	for _, n := range []string{"router-site-ca", "default-router-local-ca"} {
+		g.Expect(h.secret(n).ResourceVersion).To(Equal(versions[n]), n)
 	}
+	for _, n := range []string{"router-site-server", "router-local-server"} {
+		renewed := h.secret(n)
+		g.Expect(renewed.UID).To(Equal(uids[n]), "renewed in place")
+		g.Expect(renewed.ResourceVersion).NotTo(Equal(versions[n]))
+		g.Expect(parseCert(g, renewed.Data["tls.crt"]).DNSNames).To(Equal([]string{"router." + h.ns + ".svc.cluster.local", "192.0.2.77"}), n)
+	}
+	g.Expect(h.secret("router-site-server").Data["ca.crt"]).To(Equal(byo.Data["tls.crt"]))
+	_, err = parseCert(g, h.secret("router-site-server").Data["tls.crt"]).Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	g.Expect(err).NotTo(HaveOccurred(), "renewed under the same BYO CA")
+	g.Expect(h.deployment("router").Spec.Template.Annotations[controlplane.AnnotationTLSHash]).NotTo(Equal(hash), "the router pods roll")
+	g.Expect(h.rec.list()).To(ContainElement(And(HavePrefix("Normal CertificateIssued"), ContainSubstring("router-site-server (its hosts changed)"))))
 
 	// A deleted server Secret is regenerated, signed by the CA in the cluster.
 	g.Expect(env.Client.Delete(h.ctx, server)).To(Succeed())

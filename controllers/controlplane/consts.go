@@ -33,7 +33,6 @@ const requeueNatsBootstrap = 10 * time.Second
 
 // Reasons of the Normal Events the NATS component emits (failures use the condition reasons).
 const (
-	eventNatsCertificateCreated = "NatsCertificateCreated"
-	eventNatsRestarted          = "NatsRestarted"
-	eventNatsRemoved            = "NatsRemoved"
+	eventNatsRestarted = "NatsRestarted"
+	eventNatsRemoved   = "NatsRemoved"
 )

@@ -38,8 +38,6 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// NewControllerClient builds Controller REST API clients (in-cluster and external checks).
 	NewControllerClient ControllerClientFactory
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
 	KeyGenerator pki.KeyGenerator
 	// UpdateConsoleClientURLs is told the resolved public and console URLs (docs/controlplane.md#url-resolution). nil is
@@ -136,12 +134,18 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
 		r.recordState(cp, datasancev3.ConditionReady, datasancev3.ReasonReconciled, "Every component is up to date.", corev1.EventTypeNormal)
-		// Come back to check that the Controller still holds the registration.
-		return ctrl.Result{RequeueAfter: r.Options.controllerVerifyInterval()}, nil
+		// Come back to check that the Controller still holds the registration, or earlier when a
+		// certificate falls due for renewal.
+		return ctrl.Result{RequeueAfter: s.untilRenewal(r.Options.controllerVerifyInterval())}, nil
 	}
 	eventType := corev1.EventTypeNormal
 	if o.err != nil {
 		eventType = corev1.EventTypeWarning
+	}
+	if s.announced[o.message] {
+		// The component emitted this failure's Event itself (once per cause).
+		setState(cp, state, o.reason, o.message)
+		return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
 	}
 	r.recordState(cp, state, o.reason, o.message, eventType)
 	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
@@ -167,8 +171,8 @@ func (r *Reconciler) event(cp *datasancev3.ControlPlane, eventType, reason, note
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Options.Clock != nil {
+		return r.Options.Clock.Now()
 	}
 	return time.Now()
 }

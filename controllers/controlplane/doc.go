@@ -21,8 +21,8 @@
 // (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
 // package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
-// ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, tls_secrets.go,
-// and the shared apply.go, status.go and result.go.
+// ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go
+// (every TLS Secret), ca_import.go, and the shared apply.go, status.go and result.go.
 //
 // # State machine and status
 //
@@ -96,8 +96,9 @@
 // with a reason; other Controller API failures and Kubernetes API failures are errors (backoff).
 // Input that the API server cannot reject is a reason plus an error: a missing referenced Secret
 // is SecretNotFound (retried: the Secret may be created later, and the Secret watch notices it);
-// invalid PEM in a bring-your-own CA Secret is InvalidCertificate with a Warning Event and a
-// reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is fixed).
+// a bring-your-own CA or leaf that cannot be used is InvalidCertificate with one Warning Event per
+// cause and a reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is
+// fixed; certificates.go, docs/controlplane.md#tls).
 //
 // Differences from the upstream steps (docs/controlplane.md#controller-reconcile-steps) worth knowing: what to register (router host and ports, NATS hub,
 // CA list) is computed before the first Controller API call, so while the router LoadBalancer
@@ -128,7 +129,8 @@
 // (--controller-verify-interval, default 5 min; the ready result requeues after it) with one
 // GET /status: timestamp minus uptimeSec identifies the Controller process. A process other than
 // the one registered with (a restart, perhaps on an empty database) is registered again — router,
-// hub, and the CAs through EnsureCA, which imports only what is missing. The record lives in the
+// hub, and the CAs through EnsureCA, which imports only what is missing (a CA whose Secret content
+// changed since its import is imported again, once per content: ca_import.go). The record lives in the
 // Reconciler's memory, so steady state writes nothing; after an operator restart the first
 // verification registers once more, idempotently.
 //
@@ -151,9 +153,11 @@
 //     not called, unless some of it is missing. Any bootstrap failure is a requeue
 //     (NatsBootstrapFailed, 10 s), as the docs say it retries until the API responds.
 //   - Create-once objects (the TLS Secrets, the JetStream key, the JWT bundle) are written with
-//     Create, not server-side apply, so that a stale cache can never overwrite a CA or key.
-//   - Only server Secrets carrying the replica annotation (the operator's own) are rotated on a
-//     replica change; a brought server certificate is kept. CAs are never changed or deleted.
+//     Create, not server-side apply, so that a stale cache can never overwrite a CA or key; a
+//     renewed leaf is applied under the resourceVersion read (certificates.go).
+//   - The operator's server Secrets are renewed in place when their SANs change with the replica
+//     count (or at two thirds of their lifetime); a brought server certificate is kept. CAs are
+//     never changed or deleted.
 //   - The js-data claim template is immutable: a changed jetStream.storageSize/storageClassName
 //     keeps the live template, applies everything else, and fails terminally with
 //     ImmutableFieldChanged and a Warning Event until the spec is reverted or the StatefulSet is

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,9 @@ type harness struct {
 	api *fake.Server
 	r   *controlplane.Reconciler
 	rec *recorder
+	// clock is the reconciler's clock (Options.Clock): the real time when the harness starts,
+	// moved only by the test.
+	clock *clocktesting.FakePassiveClock
 
 	writes atomic.Int64
 	// cpWrites counts the writes (status and metadata patches) of ControlPlane objects.
@@ -127,6 +131,8 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	// The operator's in-cluster endpoint is the fake's address: what an off-cluster operator is
 	// given with --controller-endpoint-template (a port-forward).
 	opts2 := controlplane.DefaultOptions()
+	h.clock = clocktesting.NewFakePassiveClock(time.Now())
+	opts2.Clock = h.clock
 	opts2.ControllerEndpointTemplate = strings.TrimPrefix(strings.TrimPrefix(h.api.URL(), "https://"), "http://")
 	h.r = &controlplane.Reconciler{
 		Client:              counting,

@@ -24,6 +24,8 @@ type ControllerAPI interface {
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
 	EnsureCA(ctx context.Context, name, secretName string) (created bool, err error)
+	// ReimportCA replaces the Controller's copy of a CA with its Secret's current content.
+	ReimportCA(ctx context.Context, name, secretName string) error
 	// CloseIdleConnections releases the client's keep-alive connections at the end of a pass.
 	CloseIdleConnections()
 }

@@ -52,14 +52,14 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
-			return proceed(), nil
+			return reimportRotatedCAs(ctx, s, reg.CAs)
 		}
 		cs, res, err := s.controllerStatus(ctx)
 		if err != nil || !res.isContinue() {
 			return res, err
 		}
 		if s.r.registered.sameBoot(s.cp, cs.status, s.now) {
-			return proceed(), nil
+			return reimportRotatedCAs(ctx, s, reg.CAs)
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller process started after the last registration (it may have lost its state); registering again",
 			"uptimeSec", cs.status.UptimeSec)
@@ -78,20 +78,8 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 			return registrationFailure(ctx, err, rejected)
 		}
 	}
-	for _, name := range reg.CAs {
-		// The Controller reads the CA from the Secret of that name: importing before the router
-		// or NATS component created it would only earn a 500 from the Controller.
-		if found, err := s.getExisting(ctx, name, &corev1.Secret{}); err != nil || !found {
-			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name)), err
-		}
-		created, err := api.EnsureCA(ctx, name, name)
-		if err != nil {
-			return registrationFailure(ctx, err, rejected)
-		}
-		if created {
-			ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "ca", name)
-		}
+	if res, err := importCAs(ctx, s, api, reg.CAs, rejected); err != nil || !res.isContinue() {
+		return res, err
 	}
 	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {
 		return res, err

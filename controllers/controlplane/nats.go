@@ -47,13 +47,14 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
 	}
-	if err := ensureNatsCertificates(ctx, s, address); err != nil {
+	certs, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	if err != nil {
 		return requeueIfStale(err)
 	}
 	if err := applyNatsConfig(ctx, s, boot, jsk, address); err != nil {
 		return requeueIfStale(err)
 	}
-	return proceed(), applyNatsStatefulSet(ctx, s)
+	return proceed(), applyNatsStatefulSet(ctx, s, resources.NatsServerTLSHash(certs))
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount, Role and RoleBinding nats (created

@@ -22,20 +22,25 @@ func (h *harness) updateAndRollOut(mutate func(*datasancev3.ControlPlane)) {
 	h.mustBeReady()
 }
 
-// Scale-up 2→3: both server Secrets are regenerated with the new SANs and annotation, the CAs
-// are kept, the routes follow, and no restart is stamped.
+// Scale-up 2→3: both server Secrets are renewed in place with the new SANs and annotation, the
+// CAs are kept, the routes follow, and no restart is stamped (the renewed certificates roll the
+// pods through the TLS hash).
 func TestNatsScaleUp(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(natsOn))
 	siteCA, localCA := h.secret("nats-site-ca"), h.secret("default-nats-local-ca")
 	siteServer := h.secret("nats-site-server")
+	tlsHash := h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationTLSHash]
+	g.Expect(tlsHash).NotTo(BeEmpty())
 
 	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(int32(3)) })
 
 	g.Expect(h.secret("nats-site-ca").ResourceVersion).To(Equal(siteCA.ResourceVersion), "CAs are never rewritten")
 	g.Expect(h.secret("default-nats-local-ca").ResourceVersion).To(Equal(localCA.ResourceVersion))
-	g.Expect(h.secret("nats-site-server").UID).NotTo(Equal(siteServer.UID), "regenerated")
+	g.Expect(h.secret("nats-site-server").UID).To(Equal(siteServer.UID), "renewed in place")
+	g.Expect(h.secret("nats-site-server").Data["tls.crt"]).NotTo(Equal(siteServer.Data["tls.crt"]), "renewed")
+	g.Expect(h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationTLSHash]).NotTo(Equal(tlsHash), "the pods load the new certificates")
 	for _, name := range []string{"nats-site-server", "nats-mqtt-server"} {
 		g.Expect(h.secret(name).Annotations).To(HaveKeyWithValue(controlplane.AnnotationNatsReplicas, "3"))
 		g.Expect(h.certificate(name).DNSNames).To(Equal(natsSANs(h.ns, 3, natsLBIP)))
@@ -67,7 +72,7 @@ func TestNatsScaleDown(t *testing.T) {
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Normal NatsRestarted")))
 
 	// Later: another spec change on another clock reading keeps the stamp (no second rollout).
-	h.r.Now = func() time.Time { return natsClock.Add(time.Hour) }
+	h.clock.SetTime(natsClock.Add(time.Hour))
 	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Images.Nats = "registry.example.com/nats:2" })
 	sts = h.statefulSet()
 	g.Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue(controlplane.AnnotationRestartedAt, stamp))

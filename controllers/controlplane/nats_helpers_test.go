@@ -90,7 +90,7 @@ func newNatsHarness(t *testing.T) (*harness, natsMaterial) {
 	h := newHarness(t)
 	m := newNatsMaterial(t)
 	h.api.SetBootstrap(m.bootstrap)
-	h.r.Now = func() time.Time { return natsClock }
+	h.clock.SetTime(natsClock)
 	return h, m
 }
 

@@ -16,11 +16,12 @@ import (
 )
 
 // applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11). A scale-down
-// restarts every pod (natsPodAnnotations). The js-data claim template cannot change once the
+// restarts every pod (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the
+// pod template rolls the pods when a certificate is renewed (NATS reads them at start). The js-data claim template cannot change once the
 // StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
 // are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
 // (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
-func applyNatsStatefulSet(ctx context.Context, s *scope) error {
+func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
 	var live appsv1.StatefulSet
 	exists, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
 	if err != nil {
@@ -31,6 +32,14 @@ func applyNatsStatefulSet(ctx context.Context, s *scope) error {
 	var immutable error
 	if exists {
 		w.PodAnnotations = natsPodAnnotations(&live, replicas, s.now)
+	}
+	if tlsHash != "" {
+		if w.PodAnnotations == nil {
+			w.PodAnnotations = map[string]string{}
+		}
+		w.PodAnnotations[resources.AnnotationTLSHash] = tlsHash
+	}
+	if exists {
 		if current, ok := liveNatsStorage(&live); ok {
 			if !current.Equal(w.Storage) {
 				immutable = fmt.Errorf("spec.nats.jetStream storage %s can no longer change: StatefulSet %s keeps %s; "+

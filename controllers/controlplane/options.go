@@ -3,6 +3,8 @@ package controlplane
 import (
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
@@ -52,6 +54,9 @@ type Options struct {
 	// ControllerVerifyInterval is how often a ready ControlPlane's Controller is checked for a
 	// restart with GET /status (0: default).
 	ControllerVerifyInterval time.Duration
+	// Clock is the reconciler's clock: certificate validity and renewal, verification intervals,
+	// restart stamps. nil means the real clock; tests inject a fake one.
+	Clock clock.PassiveClock
 }
 
 func (o Options) maxConcurrentReconciles() int {
@@ -87,5 +92,6 @@ func DefaultOptions() Options {
 		MaxConcurrentReconciles:  DefaultMaxConcurrentReconciles,
 		PassTimeout:              DefaultPassTimeout,
 		ControllerVerifyInterval: DefaultControllerVerifyInterval,
+		Clock:                    clock.RealClock{},
 	}
 }

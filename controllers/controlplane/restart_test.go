@@ -29,7 +29,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	g.Expect(h.api.Calls()).To(BeEmpty(), "no call before the verification is due")
 
 	later := natsClock.Add(controlplane.DefaultControllerVerifyInterval)
-	h.r.Now = func() time.Time { return later }
+	h.clock.SetTime(later)
 	h.writes.Store(0)
 	h.mustBeReady()
 	router, ok := h.api.Router()
@@ -50,7 +50,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	g.Expect(h.writes.Load()).To(BeZero(), "the registration is unchanged: nothing to write")
 
 	h.api.Reset()
-	later = later.Add(controlplane.DefaultControllerVerifyInterval)
+	h.clock.SetTime(later.Add(controlplane.DefaultControllerVerifyInterval))
 	h.mustBeReady()
 	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status"}), "same process: verified, nothing registered")
 }

@@ -39,7 +39,7 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		return res, err
 	}
 
-	secrets, err := ensureTLSSecrets(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
+	secrets, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
 	if err != nil {
 		return requeueIfStale(err)
 	}

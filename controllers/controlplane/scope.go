@@ -30,6 +30,12 @@ type scope struct {
 	recorder events.EventRecorder
 	// session is the pass's one Controller API session (iofogcontroller_session.go).
 	session controllerSession
+	// renewAt is the earliest renewal time of the leaf certificates the pass kept (zero: none);
+	// a ready pass requeues for it (certificates.go).
+	renewAt time.Time
+	// announced holds the messages of failures whose Warning Event a component emitted itself
+	// (or, unchanged since the last pass, already had), so the state change does not repeat it.
+	announced map[string]bool
 }
 
 // newScope builds the scope of one pass.

@@ -57,6 +57,32 @@ func (c *Client) EnsureCA(ctx context.Context, name, secretName string) (created
 	}
 }
 
+// DeleteCA removes a CA from the Controller's catalog with
+// DELETE /certificates/ca/{name}. A missing CA is an error matching
+// ErrNotFound.
+func (c *Client) DeleteCA(ctx context.Context, name string) error {
+	if err := checkCAName(name); err != nil {
+		return fmt.Errorf("delete CA: %w", err)
+	}
+	cl := call{method: http.MethodDelete, url: c.endpoint("certificates", "ca", name), authorize: true}
+	if err := c.doJSON(ctx, cl, nil, nil); err != nil {
+		return fmt.Errorf("delete CA %q: %w", name, err)
+	}
+	return nil
+}
+
+// ReimportCA replaces the Controller's copy of CA name with the current
+// content of the Kubernetes Secret secretName: DELETE /certificates/ca/{name}
+// (a CA already gone is fine), then the import POST. The Controller has no
+// update route for a CA, and a second POST for an existing name is a
+// conflict, so a rotated CA needs both calls.
+func (c *Client) ReimportCA(ctx context.Context, name, secretName string) error {
+	if err := c.DeleteCA(ctx, name); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return c.CreateCA(ctx, CARequest{Name: name, Type: CATypeK8sSecret, SecretName: secretName})
+}
+
 // checkCAName rejects names that cannot be one path segment.
 func checkCAName(name string) error {
 	if name == "" || name == "." || name == ".." {

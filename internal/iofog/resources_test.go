@@ -385,6 +385,50 @@ func TestEnsureCA(t *testing.T) {
 	}
 }
 
+func TestReimportCA(t *testing.T) {
+	const ca = "router-site-ca"
+	const deleteCA = "DELETE /api/v3/certificates/ca/" + ca
+	const postCA = "POST /api/v3/certificates/ca"
+
+	t.Run("replaces an imported CA", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		g.Expect(srv.ImportCA(ca)).To(Succeed())
+		c, _ := loggedIn(t, srv)
+
+		g.Expect(c.ReimportCA(context.Background(), ca, ca)).To(Succeed())
+
+		g.Expect(srv.Calls()).To(Equal([]string{deleteCA, postCA}))
+		g.Expect(srv.Requests()[1].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
+	})
+
+	t.Run("imports a CA the Controller does not have", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		c, _ := loggedIn(t, srv)
+
+		g.Expect(c.ReimportCA(context.Background(), ca, ca)).To(Succeed())
+
+		g.Expect(srv.Calls()).To(Equal([]string{deleteCA, postCA}))
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
+	})
+
+	t.Run("a failed delete imports nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		g.Expect(srv.ImportCA(ca)).To(Succeed())
+		c, _ := loggedIn(t, srv)
+		srv.FailNext(deleteCA, fake.Failure{Status: http.StatusInternalServerError})
+
+		err := c.ReimportCA(context.Background(), ca, ca)
+
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(iofog.IsRetryable(err)).To(BeTrue())
+		g.Expect(srv.Calls()).To(Equal([]string{deleteCA}))
+	})
+}
+
 func TestGetCA(t *testing.T) {
 	t.Run("imported CA", func(t *testing.T) {
 		g := NewWithT(t)

@@ -227,8 +227,10 @@ func TestCSVMetadata(t *testing.T) {
 	_, err = time.Parse(time.RFC3339, ann["createdAt"])
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// Only the first level is claimed: nothing yet upgrades operands or migrates their data.
-	g.Expect(ann).To(HaveKeyWithValue("capabilities", "Basic Install"))
+	// Level 2 is claimed, as the base CSV's comment argues with its tests; level 3 (Full
+	// Lifecycle) is not demonstrated, so no higher level can be.
+	g.Expect(ann).To(HaveKeyWithValue("capabilities", "Seamless Upgrades"))
+	g.Expect(ann["capabilities"]).To(Equal(base.GetAnnotations()["capabilities"]))
 	for _, k := range []string{"categories", "description", "repository", "support"} {
 		g.Expect(ann[k]).NotTo(BeEmpty(), "annotation %s", k)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -64,6 +65,23 @@ func (s *Server) handleGetCA(w http.ResponseWriter, name string) {
 		ValidFrom: jsTime(rec.validFrom), ValidTo: jsTime(rec.validTo), SerialNumber: rec.serial,
 		Data: caViewData{Certificate: rec.certPEM, PrivateKey: rec.keyPEM},
 	})
+}
+
+// handleDeleteCA is DELETE /certificates/ca/{name} (src/routes/certificate.js
+// of the Controller, not in the contract page): 200 with an empty body, or 404
+// NotFoundError when there is no such CA. A later POST imports the Secret's
+// current content again.
+func (s *Server) handleDeleteCA(w http.ResponseWriter, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, rec := range s.cas {
+		if rec.name == name {
+			s.cas = append(s.cas[:i], s.cas[i+1:]...)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("CA with name %s not found", name))
 }
 
 // caCreateFields are the properties schema caCreate allows.
@@ -196,6 +214,22 @@ func (s *Server) ImportedCAs() []string {
 		names[i] = rec.name
 	}
 	return names
+}
+
+// CAImports returns the recorded POST /certificates/ca requests whose body
+// names CA name (schema-valid or not), in arrival order: what a test counts to
+// check that a CA was imported exactly once per content.
+func (s *Server) CAImports(name string) []Request {
+	var out []Request
+	for _, r := range s.RequestsTo(http.MethodPost, "/api/v3/certificates/ca") {
+		var body struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.Body, &body) == nil && body.Name == name {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ImportCA adds a CA as if it had been imported earlier, without recording

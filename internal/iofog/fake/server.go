@@ -14,7 +14,7 @@
 //	PUT  /api/v3/router, GET /api/v3/router
 //	PUT  /api/v3/nats/hub, GET /api/v3/nats/hub
 //	GET  /api/v3/nats/bootstrap
-//	GET  /api/v3/certificates/ca/{name}
+//	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
 //
 // Everything else answers Express' HTML 404 "Cannot METHOD /path". Bearer
@@ -328,9 +328,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 	case "POST /api/v3/certificates/ca":
 		s.protect(w, r, func() { s.handleCreateCA(w, r, body) })
 	default:
-		if name, ok := caName(r, caPrefix); ok && r.Method == http.MethodGet {
-			s.protect(w, r, func() { s.handleGetCA(w, name) })
-			return
+		if name, ok := caName(r, caPrefix); ok {
+			switch r.Method {
+			case http.MethodGet:
+				s.protect(w, r, func() { s.handleGetCA(w, name) })
+				return
+			case http.MethodDelete:
+				s.protect(w, r, func() { s.handleDeleteCA(w, name) })
+				return
+			}
 		}
 		writeRouteNotFound(w, r)
 	}

@@ -391,6 +391,27 @@ func TestCAContract(t *testing.T) {
 		g.Expect(srv.ImportedCAs()).To(Equal([]string{"router-site-ca"}))
 	})
 
+	t.Run("DELETE removes the CA; a POST imports it again", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		token := srv.IssueToken()
+		g.Expect(srv.ImportCA("router-site-ca")).To(Succeed())
+
+		a := do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
+		g.Expect(a.status).To(Equal(http.StatusOK))
+		g.Expect(srv.ImportedCAs()).To(BeEmpty())
+		a = do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
+		expectJSON(g, a, http.StatusNotFound, `{"name":"NotFoundError","message":"CA with name router-site-ca not found"}`)
+		a = do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", "")
+		g.Expect(a.status).To(Equal(http.StatusUnauthorized), "DELETE is protected")
+
+		a = doJSON(t, srv, http.MethodPost, path, `{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`, token)
+		g.Expect(a.status).To(Equal(http.StatusCreated))
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{"router-site-ca"}))
+		g.Expect(srv.CAImports("router-site-ca")).To(HaveLen(1))
+		g.Expect(srv.CAImports("nats-site-ca")).To(BeEmpty())
+	})
+
 	t.Run("duplicate is a 500 ConflictError with stack", func(t *testing.T) {
 		g := NewWithT(t)
 		srv := newFake(t)

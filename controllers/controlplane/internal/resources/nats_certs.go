@@ -2,24 +2,15 @@ package resources
 
 import (
 	"fmt"
+	"strconv"
 )
 
-// Common names of the NATS server certificates (docs/controlplane.md#nats-tls-secrets); the CAs are named after their Secret.
+// Common names of the NATS server certificates (docs/controlplane.md#tls); the CAs are
+// named after their Secret.
 const (
 	natsSiteServerCN = "iofog-nats"
 	natsMQTTServerCN = "iofog-nats-mqtt"
 )
-
-// NatsCert is one server certificate and the CA Secret that signs it.
-type NatsCert struct {
-	Secret, CASecret, CommonName string
-}
-
-// NatsServerCerts are the two NATS server certificates, each with the CA that signs it.
-var NatsServerCerts = []NatsCert{
-	{Secret: natsSiteServerSecretName, CASecret: natsSiteCASecretName, CommonName: natsSiteServerCN},
-	{Secret: natsMQTTServerSecretName, CASecret: natsLocalCASecretName, CommonName: natsMQTTServerCN},
-}
 
 // NatsServerHosts are the SANs of both server certificates (docs/controlplane.md#nats-tls-secrets): every pod's headless
 // name, the headless wildcard, the two Service names and the external address when known.
@@ -37,4 +28,27 @@ func NatsServerHosts(namespace string, replicas int32, externalAddress string) [
 		hosts = append(hosts, externalAddress)
 	}
 	return hosts
+}
+
+// NatsCertificates are the four NATS TLS Secrets in generation order, CAs first. The server
+// Secrets record the replica count their SANs were made for (AnnotationNatsReplicas); another
+// count changes the hosts, which renews them.
+func NatsCertificates(namespace string, replicas int32, externalAddress string) []TLSSecretSpec {
+	hosts := NatsServerHosts(namespace, replicas, externalAddress)
+	server := map[string]string{AnnotationNatsReplicas: strconv.Itoa(int(replicas))}
+	return []TLSSecretSpec{
+		{Name: natsSiteCASecretName, CommonName: natsSiteCASecretName},
+		{Name: natsLocalCASecretName, CommonName: natsLocalCASecretName},
+		{Name: natsSiteServerSecretName, CommonName: natsSiteServerCN, CAName: natsSiteCASecretName, Hosts: hosts, Annotations: server},
+		{Name: natsMQTTServerSecretName, CommonName: natsMQTTServerCN, CAName: natsLocalCASecretName, Hosts: hosts, Annotations: server},
+	}
+}
+
+// NatsServerTLSHash is the hash of the two NATS server Secrets (by name, from secrets), stamped
+// on the pod template so that a renewed certificate rolls the pods (NATS reads them at start).
+func NatsServerTLSHash(secrets map[string]map[string][]byte) string {
+	return HashData(map[string]map[string][]byte{
+		natsSiteServerSecretName: secrets[natsSiteServerSecretName],
+		natsMQTTServerSecretName: secrets[natsMQTTServerSecretName],
+	})
 }

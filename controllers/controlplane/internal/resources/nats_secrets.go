@@ -1,8 +1,6 @@
 package resources
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -23,7 +21,7 @@ func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.Se
 }
 
 // NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
-// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like NatsTLSSecret): a new key would make the stored
+// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like the TLS Secrets): a new key would make the stored
 // streams unreadable.
 func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
 	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))
@@ -35,24 +33,6 @@ func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Se
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{NatsJetStreamKeyKey: []byte(jsk)},
 	}
-}
-
-// NatsTLSSecret is one of the four NATS TLS Secrets (docs/controlplane.md#nats-tls-secrets) with the data of pki.SecretData.
-// replicas > 0 marks a server Secret with the replica count its SANs cover.
-//
-// It is a typed object, not an apply configuration, because it is written with Create: a
-// certificate is created once and an existing one (a bring-your-own CA, or one a stale cache did
-// not show yet) must never be overwritten, which a server-side apply would do.
-func NatsTLSSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte, replicas int32) *corev1.Secret {
-	s := &corev1.Secret{
-		ObjectMeta: natsCreateOnceMeta(cp, name),
-		Type:       corev1.SecretTypeTLS,
-		Data:       data,
-	}
-	if replicas > 0 {
-		s.Annotations = map[string]string{AnnotationNatsReplicas: strconv.Itoa(int(replicas))}
-	}
-	return s
 }
 
 // natsCreateOnceMeta is the metadata of an object written with Create: standard labels and the

@@ -362,15 +362,23 @@ func TestParseNatsBootstrapConf(t *testing.T) {
 	}
 }
 
-func TestNatsTLSSecret(t *testing.T) {
+func TestNatsCertificates(t *testing.T) {
 	g := NewWithT(t)
 	cp := natsTestCP()
-	server := NatsTLSSecret(cp, "nats-site-server", map[string][]byte{"tls.crt": []byte("c")}, 3)
-	g.Expect(server.Type).To(Equal(corev1.SecretTypeTLS))
+	specs := NatsCertificates("edge", 3, "nats.example.com")
+	g.Expect(specs).To(HaveLen(4))
+	g.Expect(specs[0].IsCA() && specs[1].IsCA()).To(BeTrue(), "CAs first")
+	g.Expect(specs[2]).To(Equal(TLSSecretSpec{Name: "nats-site-server", CommonName: "iofog-nats", CAName: "nats-site-ca",
+		Hosts: NatsServerHosts("edge", 3, "nats.example.com"), Annotations: map[string]string{AnnotationNatsReplicas: "3"}}))
+	g.Expect(specs[3].CAName).To(Equal("default-nats-local-ca"))
+	server := TLSSecret(cp, ComponentNats, specs[2], map[string][]byte{"tls.crt": []byte("c")})
+	g.Expect(*server.Type).To(Equal(corev1.SecretTypeTLS))
 	g.Expect(server.Annotations).To(Equal(map[string]string{AnnotationNatsReplicas: "3"}))
 	g.Expect(server.OwnerReferences).To(HaveLen(1))
 	g.Expect(*server.OwnerReferences[0].Controller).To(BeTrue())
-	g.Expect(server.OwnerReferences[0].UID).To(Equal(cp.UID))
-	g.Expect(NatsTLSSecret(cp, "nats-site-ca", nil, 0).Annotations).To(BeEmpty())
+	g.Expect(*server.OwnerReferences[0].UID).To(Equal(cp.UID))
+	g.Expect(TLSSecret(cp, ComponentNats, specs[0], nil).Annotations).To(BeEmpty())
+	g.Expect(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("a")}})).
+		NotTo(Equal(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("b")}})))
 	g.Expect(NatsJWTBundleConfigMap(cp, "AKEY", "jwt").Data).To(Equal(map[string]string{"AKEY.jwt": "jwt"}))
 }

@@ -88,8 +88,8 @@ func RoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
 }
 
 // Secret is a component's Secret of type typ holding data, owned by the ControlPlane: the one
-// builder of the Secrets the operator applies (credentials, bootstrap material, router
-// certificates). Secrets written with Create are typed objects (NatsTLSSecret).
+// builder of the Secrets the operator applies or creates from an apply configuration
+// (credentials, bootstrap material, the TLS Secrets through TLSSecret).
 func Secret(cp *datasancev3.ControlPlane, component, name string, typ corev1.SecretType, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
 	m := MetaFor(cp, component, name)
 	return corev1ac.Secret(m.Name, m.Namespace).
