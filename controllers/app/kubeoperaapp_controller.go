@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,8 +55,8 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	newClient := opts.NewVClusterClient
 	if newClient == nil {
 		scheme := mgr.GetScheme()
-		newClient = func(cfg *rest.Config) (client.Client, error) {
-			return client.New(cfg, client.Options{Scheme: scheme})
+		newClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+			return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 		}
 	}
 	gitOpts := []gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		apiReader: host,
 		recorder:  rec,
 		writer:    gitops.NewWriter(opts.GitCacheDir),
-		clients: tenant.NewClients(func(cfg *rest.Config) (client.Client, error) {
+		clients: tenant.NewClients(func(cfg *rest.Config, _ *http.Client) (client.Client, error) {
 			tr.configs = append(tr.configs, cfg)
 			return vc, nil
 		}),

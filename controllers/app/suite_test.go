@@ -180,10 +180,9 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
 	scheme := mgr.GetScheme()
-	opts.NewVClusterClient = func(cfg *rest.Config) (client.Client, error) {
-		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(vclusterRequests.wrap)
-		return client.New(cfg, client.Options{Scheme: scheme})
+	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+		hc.Transport = vclusterRequests.wrap(hc.Transport)
+		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 	}
 	opts.GitOptions = []gitops.Option{
 		gitops.WithBeforePush(func() {
