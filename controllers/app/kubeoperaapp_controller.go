@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -125,9 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if ready := findCondition(s.app, kubeoperav1alpha1.ConditionReady); ready == nil {
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
-	}
+	r.startPass(s.app)
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
 		r.recordPlacement,
@@ -140,7 +137,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return r.failed(ctx, s, err)
 		}
 	}
-	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
+	r.setReady(s)
 	return r.observeSync(ctx, s)
 }

@@ -109,8 +109,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.vc = vc
-	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
+	r.stepSucceeded(s.app, cond, fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
 	return nil
 }
 
