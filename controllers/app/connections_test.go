@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -24,13 +23,8 @@ func (f *fixture) proxiedTenant(name string) *apptest.ConnProxy {
 	proxy, err := apptest.StartConnProxy(target.Host)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.t.Cleanup(proxy.Stop)
-	cfg, err := clientcmd.Load(vclusterKubeconfig)
-	f.g.Expect(err).NotTo(HaveOccurred())
-	for _, c := range cfg.Clusters {
-		c.Server = "https://" + proxy.Addr() // the API server's certificate names 127.0.0.1
-	}
-	kubeconfig, err := clientcmd.Write(*cfg)
-	f.g.Expect(err).NotTo(HaveOccurred())
+	// The API server's certificate names 127.0.0.1, so it verifies through the proxy.
+	kubeconfig := kubeconfigWithServer(f, "https://"+proxy.Addr())
 	_, err = apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, time.Now().Add(-time.Minute))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, kubeconfig))

@@ -75,7 +75,7 @@ func deleteFailed(what string, err error) error {
 // Kustomization still exists (Flux is pruning).
 func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error) {
 	ref := s.app.Status.Tenant
-	if ref == nil {
+	if ref == nil || !placed(s.app) {
 		return true, nil // never placed: nothing in any vCluster
 	}
 	reader, err := r.tenantReader()
@@ -194,8 +194,8 @@ func (r *Reconciler) deleteRegistryCopy(ctx context.Context, s *scope, vc client
 // cleanupGit removes the app's folder from the repository with a commit: at the recorded
 // placement and, when it differs, at the spec's.
 func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
-	if s.app.Status.Tenant == nil && s.app.Status.Path == "" {
-		return nil // never placed: the placement is recorded before anything is written
+	if !placed(s.app) {
+		return nil // never placed: nothing in Git
 	}
 	if annotated(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup) {
 		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
@@ -218,6 +218,15 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// placed reports whether anything of the app may have been written to Git or to the vCluster.
+// recordPlacement persists status.path right before the first write of the first pass that
+// gets that far, so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
+// vCluster that does not answer) has none and its deletion contacts nothing. status.tenant alone
+// is not enough: it is pinned as soon as the Tenant is found.
+func placed(app *kubeoperav1alpha1.KubeOperaApp) bool {
+	return app.Status.Path != ""
 }
 
 // annotated reports whether the app carries the annotation with value "true".

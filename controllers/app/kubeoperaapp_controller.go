@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,6 +89,10 @@ type scope struct {
 	// tenant and vc are set once the Tenant is resolved.
 	tenant *tenantv1alpha1.Tenant
 	vc     client.Client
+	// registrySecret is the host's pull Secret the app names (checkRegistrySecret).
+	registrySecret *corev1.Secret
+	// namespaceExists: the app namespace exists in the vCluster (checkInputs).
+	namespaceExists bool
 	// head is the branch head that holds the app's current manifests (this pass's write).
 	head string
 	// kustomization is the applied Kustomization, with the status the vCluster returned.
@@ -97,6 +102,9 @@ type scope struct {
 // Reconcile is the entry point for one KubeOperaApp.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	app := &kubeoperav1alpha1.KubeOperaApp{}
+	if r.Options.OnPass != nil {
+		defer r.Options.OnPass(req.NamespacedName)
+	}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -127,9 +135,14 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	r.startPass(s.app)
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
+		// Inputs read before any write: a bad one leaves nothing behind.
+		r.checkInputs,
+		// The placement is recorded before the first write (see placed).
 		r.recordPlacement,
-		r.prepareVCluster,
 		r.commitManifests,
+		// The app namespace and the pull Secret after the commit, so that a Git failure (bad
+		// credentials, a folder of another app) leaves nothing in the vCluster either.
+		r.prepareVCluster,
 		r.configureFlux,
 	}
 	for _, step := range steps {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -184,6 +185,7 @@ func startManager(ctx context.Context) (<-chan error, error) {
 		hc.Transport = vclusterRequests.wrap(hc.Transport)
 		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 	}
+	opts.OnPass = passes.add
 	opts.GitOptions = []gitops.Option{
 		gitops.WithBeforePush(func() {
 			if f := beforePush.Load(); f != nil {
@@ -234,6 +236,29 @@ func (s hookedStatus) Patch(ctx context.Context, obj client.Object, patch client
 		}
 	}
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// passes counts the reconciler's passes per app.
+var passes = &passCounter{}
+
+type passCounter struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+func (c *passCounter) add(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[types.NamespacedName]int{}
+	}
+	c.n[key]++
+}
+
+func (c *passCounter) of(ns, name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[types.NamespacedName{Namespace: ns, Name: name}]
 }
 
 // requestCounter counts requests by "<METHOD> <path>".
