@@ -377,3 +377,70 @@ users:
 - name: vc
   user: {token: t0ken}
 `
+
+// The annotations the controller honours are escapes for a deletion that cannot finish; only
+// the value "true" applies. Any other value is ignored, and the condition that keeps the app
+// says so, naming the value: the deletion goes on waiting (no Flux or Git step is skipped by
+// mistake) and writes nothing for the same state. The same value set to "true" then lets the
+// deletion finish.
+func TestBadInputMatrixAnnotations(t *testing.T) {
+	cases := []struct {
+		name, annotation, value string
+		// block makes the deletion wait for what the annotation would skip.
+		block  func(f *fixture, app, fluxName string)
+		reason string
+	}{
+		{name: "abandon-kustomization not true", annotation: kubeoperav1alpha1.AnnotationAbandonKustomization, value: "yes",
+			block: func(f *fixture, _, fluxName string) {
+				// Flux's finalizer stands in: the Kustomization stays until "Flux" prunes.
+				ks := &kustomizev1.Kustomization{}
+				f.g.Expect(f.vc(ks, "flux-system", fluxName)).To(BeTrue())
+				ks.Finalizers = append(ks.Finalizers, "test/hold")
+				f.g.Expect(vcluster.Client.Update(f.ctx, ks)).To(Succeed())
+				f.t.Cleanup(func() {
+					_ = vcluster.Client.Get(f.ctx, client.ObjectKeyFromObject(ks), ks)
+					ks.Finalizers = nil
+					_ = vcluster.Client.Update(f.ctx, ks)
+				})
+			}, reason: kubeoperav1alpha1.ReasonKustomizationStuck},
+		{name: "skip-git-cleanup not true", annotation: kubeoperav1alpha1.AnnotationSkipGitCleanup, value: "True",
+			block: func(f *fixture, _, _ string) {
+				// The Git server refuses the credentials from now on.
+				creds := &corev1.Secret{}
+				f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: gitSecret}, creds)).To(Succeed())
+				creds.Data["password"] = []byte("revoked-p4ss")
+				f.g.Expect(host.Client.Update(f.ctx, creds)).To(Succeed())
+			}, reason: kubeoperav1alpha1.ReasonDeleteFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			fluxName := deployedApp(f, "escape")
+			tc.block(f, "escape", fluxName)
+			f.update("escape", func(a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Annotations = map[string]string{tc.annotation: tc.value}
+			})
+			f.deleteApp("escape")
+			a := f.waitCondition("escape", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, tc.reason)
+			f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring(fmt.Sprintf("%s is %q, which is ignored", tc.annotation, tc.value)))
+			f.waitEvent("escape", corev1.EventTypeWarning, tc.reason)
+			f.g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+
+			// No hot loop: the next passes find the same and write no status and no Event.
+			start := passes.of(f.ns, "escape")
+			statusWrites := hostRequests.writes("/kubeoperaapps/escape")
+			warnings := countWarnings(f, "escape")
+			f.poke("escape")
+			f.g.Eventually(func() int { return passes.of(f.ns, "escape") }).Should(BeNumerically(">=", start+1))
+			f.g.Expect(hostRequests.writes("/kubeoperaapps/escape")).To(Equal(statusWrites))
+			f.g.Expect(countWarnings(f, "escape")).To(Equal(warnings))
+			f.g.Expect(f.get("escape").Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+
+			// "true" applies.
+			f.update("escape", func(a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Annotations = map[string]string{tc.annotation: "true"}
+			})
+			f.waitGone("escape")
+		})
+	}
+}

@@ -214,7 +214,7 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 			return nil
 		}
 		if err != nil {
-			return deleteFailed("remove folder "+loc.path+" from Git", err)
+			return deleteFailed("remove folder "+loc.path+" from Git"+annotationNotTrue(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup), err)
 		}
 	}
 	return nil

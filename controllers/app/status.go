@@ -102,12 +102,23 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 func (r *Reconciler) setKustomizationDeleting(app *kubeoperav1alpha1.KubeOperaApp, ks *kustomizev1.Kustomization) {
 	if r.stuck(ks) {
 		r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationStuck,
-			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; the app is kept until Flux finishes (set annotation %s=true to go on without it)",
-				ks.Namespace, ks.Name, r.Options.KustomizationDeleteTimeout, kubeoperav1alpha1.AnnotationAbandonKustomization))
+			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; the app is kept until Flux finishes (set annotation %s=true to go on without it)%s",
+				ks.Namespace, ks.Name, r.Options.KustomizationDeleteTimeout, kubeoperav1alpha1.AnnotationAbandonKustomization,
+				annotationNotTrue(app, kubeoperav1alpha1.AnnotationAbandonKustomization)))
 		return
 	}
 	r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting,
 		fmt.Sprintf("Waiting for Kustomization %s/%s to be deleted (Flux prunes what it applied)", ks.Namespace, ks.Name))
+}
+
+// annotationNotTrue explains, for a condition message, why an escape annotation the
+// administrator set did not apply: only the value "true" does. "" when it is absent or "true".
+func annotationNotTrue(app *kubeoperav1alpha1.KubeOperaApp, key string) string {
+	v, ok := app.Annotations[key]
+	if !ok || v == "true" {
+		return ""
+	}
+	return fmt.Sprintf(`; annotation %s is %q, which is ignored: only "true" applies`, key, v)
 }
 
 // stuck reports whether the Kustomization has been deleting for longer than the timeout.
