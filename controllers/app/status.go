@@ -169,6 +169,15 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alph
 	}
 	app.Status.ObservedGeneration = app.Generation
 	app.Status.ShortCommit = shortCommit(app.Status.Commit)
+	// A condition one step set True and a later step False (TenantResolved: the Tenant is found,
+	// then its vCluster does not answer) ends the pass as stored: its transition time is the
+	// stored one, so a failure that repeats writes nothing (found by TestBadInputMatrix).
+	for i := range app.Status.Conditions {
+		c := &app.Status.Conditions[i]
+		if o := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); o != nil && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
 	if equality.Semantic.DeepEqual(orig.Status, app.Status) {
 		return nil
 	}
