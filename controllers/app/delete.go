@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -47,11 +46,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return r.failed(ctx, s, err)
 	}
 	if !done {
-		after := r.Options.DeletePollInterval
-		if c := findCondition(s.app, kubeoperav1alpha1.ConditionReady); c != nil && c.Reason == kubeoperav1alpha1.ReasonKustomizationStuck {
-			after = r.Options.SyncPollInterval
-		}
-		return ctrl.Result{RequeueAfter: after}, nil
+		return r.deleteWait(s.app), nil
 	}
 	if err := r.cleanupGit(ctx, s); err != nil {
 		return r.failed(ctx, s, err)
@@ -80,7 +75,7 @@ func deleteFailed(what string, err error) error {
 // Kustomization still exists (Flux is pruning).
 func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error) {
 	ref := s.app.Status.Tenant
-	if ref == nil {
+	if ref == nil || !placed(s.app) {
 		return true, nil // never placed: nothing in any vCluster
 	}
 	reader, err := r.tenantReader()
@@ -127,16 +122,8 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		r.event(s.app, corev1.EventTypeWarning, "KustomizationAbandoned", actionDelete,
 			fmt.Sprintf("Not waiting for Kustomization %s/%s any more (annotation %s): what it applied runs until Flux prunes it",
 				fluxNS, name, kubeoperav1alpha1.AnnotationAbandonKustomization))
-	case err == nil && r.stuck(ks):
-		// Flux is not finishing the deletion (not running, or its finalizer cannot complete).
-		// The workload may still run: keep the app, say so, and poll slowly.
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationStuck,
-			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; the app is kept until Flux finishes (set annotation %s=true to go on without it)",
-				fluxNS, name, r.Options.KustomizationDeleteTimeout, kubeoperav1alpha1.AnnotationAbandonKustomization))
-		return false, nil
 	case err == nil:
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting,
-			fmt.Sprintf("Waiting for Kustomization %s/%s to be deleted (Flux prunes what it applied)", fluxNS, name))
+		r.setKustomizationDeleting(s.app, ks)
 		return false, nil
 	case ignoreGone(err) != nil:
 		return false, deleteFailed("read Kustomization "+fluxNS+"/"+name, err)
@@ -153,11 +140,6 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		return false, err
 	}
 	return true, nil
-}
-
-// stuck reports whether the Kustomization has been deleting for longer than the timeout.
-func (r *Reconciler) stuck(ks *kustomizev1.Kustomization) bool {
-	return ks.DeletionTimestamp != nil && time.Since(ks.DeletionTimestamp.Time) > r.Options.KustomizationDeleteTimeout
 }
 
 // deleteRegistrySecret deletes the copies of pull Secrets the app made (spec.registry and
@@ -212,8 +194,8 @@ func (r *Reconciler) deleteRegistryCopy(ctx context.Context, s *scope, vc client
 // cleanupGit removes the app's folder from the repository with a commit: at the recorded
 // placement and, when it differs, at the spec's.
 func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
-	if s.app.Status.Tenant == nil && s.app.Status.Path == "" {
-		return nil // never placed: the placement is recorded before anything is written
+	if !placed(s.app) {
+		return nil // never placed: nothing in Git
 	}
 	if annotated(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup) {
 		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
@@ -232,10 +214,19 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 			return nil
 		}
 		if err != nil {
-			return deleteFailed("remove folder "+loc.path+" from Git", err)
+			return deleteFailed("remove folder "+loc.path+" from Git"+annotationNotTrue(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup), err)
 		}
 	}
 	return nil
+}
+
+// placed reports whether anything of the app may have been written to Git or to the vCluster.
+// recordPlacement persists status.path right before the first write of the first pass that
+// gets that far, so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
+// vCluster that does not answer) has none and its deletion contacts nothing. status.tenant alone
+// is not enough: it is pinned as soon as the Tenant is found.
+func placed(app *kubeoperav1alpha1.KubeOperaApp) bool {
+	return app.Status.Path != ""
 }
 
 // annotated reports whether the app carries the annotation with value "true".

@@ -17,16 +17,15 @@
 //     written. Credentials must be inline (exec plugins, auth providers and file references are
 //     refused: KubeconfigInvalid). Clients are cached per Tenant, keyed by the Secret's UID,
 //     resourceVersion and key: a pass reuses the client, a rotated kubeconfig replaces it.
-//     The first placement (Tenant and Git folder: status.tenant, path, repository, branch) is
-//     patched into status before any side effect (recordPlacement), so a pass that dies before
-//     its deferred status patch still leaves what deletion needs.
-//  3. vCluster preparation (vcluster.go): the app namespace is created directly (never through
-//     Git, so Flux can never prune it); the registry pull Secret named by spec.registry, read
-//     from the app's own namespace only, must be a kubernetes.io/dockerconfigjson or dockercfg
-//     Secret (else RegistrySecretInvalid: it is never copied), and is copied by name, type and
-//     contents into it and kept in sync (RegistrySecretNotFound while it is missing). The copy
-//     is recorded in status.registrySecret; a copy no longer referenced is deleted unless
-//     another app of that vCluster namespace references it.
+//  3. Inputs (checkInputs, vcluster.go), read before anything is written: the registry pull
+//     Secret named by spec.registry, read from the app's own namespace only, must be a
+//     kubernetes.io/dockerconfigjson or dockercfg Secret (else RegistrySecretInvalid: it is
+//     never copied; RegistrySecretNotFound while it is missing), and the app namespace is read
+//     from the vCluster, which proves the vCluster answers (VClusterUnreachable). Then the
+//     placement (Tenant and Git folder: status.tenant, path, repository, branch) is patched into
+//     status right before the first write (recordPlacement), so a pass that dies before its
+//     deferred status patch still leaves what deletion needs, and an app refused before it
+//     (status.path empty) was never written anywhere: its deletion contacts nothing.
 //  4. Git (git.go): the manifests are rendered deterministically (internal/render) into
 //     <path>/{deployment,service,ingress,kustomization}.yaml, path defaulting to
 //     apps/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one
@@ -44,19 +43,24 @@
 //     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed. A changed
 //     path, URL or branch writes the new folder, then removes the old one from the old
 //     repository and branch.
-//  5. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the Git
-//     credentials in Flux's format, only the keys Flux reads for the transport) and a Kustomization (path, prune: true, wait: false,
+//  5. vCluster (vcluster.go), after the commit, so that a Git failure leaves nothing in the
+//     vCluster either: the app namespace is created directly (never through Git, so Flux can
+//     never prune it) and the pull Secret is copied by name, type and contents into it and kept
+//     in sync. The copy is recorded in status.registrySecret; a copy no longer referenced is
+//     deleted unless another app of that vCluster namespace references it.
+//  6. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the Git
+//     credentials in Flux's format, only the keys Flux reads for the transport) and a Kustomization (path, prune: true, wait: true,
 //     targetNamespace = the app namespace, interval), both named <namespace>-<name> (cut and
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
 //     API, only when the fields the operator's field manager owns differ (a Synced app in steady
 //     state writes nothing to either API server and pushes nothing). The GitRepository carries reconcile.fluxcd.io/requestedAt = the app's commit, so Flux
 //     fetches a new commit at once instead of at its next interval.
-//  6. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
+//  7. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
 //     when that is <branch>@sha1:<commit> of the app's commit (or of the current head, which
 //     holds the same files) and the Kustomization is Ready for its current generation
 //     (KustomizationNotReady / RevisionNotApplied otherwise).
 //
-// Ready means the operator's part is done (steps 1 to 5); it does not wait for Flux: Synced
+// Ready means the operator's part is done (steps 1 to 6); it does not wait for Flux: Synced
 // does. status.commit is the commit that last changed the app's folder (a later commit of
 // another app in the same repository does not replace it); status.url is set when an Ingress
 // is rendered. Events are recorded when Ready or Synced change status or reason (the failing
@@ -104,6 +108,11 @@
 // credentials Secret skips the Git cleanup with a GitCleanupSkipped Event. The app namespace
 // stays in the vCluster: it may hold objects the tenant created there, and it is empty of
 // everything the operator and Flux put in it.
+//
+// Every status decision (conditions, Events, the requeue that follows from them) is made in
+// status.go; the steps only report what they found. Every field a user writes has a row in the
+// bad-input matrix (TestBadInputMatrix): refused at admission, or a specific reason and a
+// Warning Event, with no partial write and no hot loop.
 //
 // The design, with the reasons for each choice, is docs/app-controller.md.
 package app

@@ -63,8 +63,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 		return fluxError("apply Kustomization", err)
 	}
 	s.kustomization = ks
-	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("GitRepository and Kustomization %s/%s applied", ks.Namespace, ks.Name))
+	r.stepSucceeded(s.app, cond, fmt.Sprintf("GitRepository and Kustomization %s/%s applied", ks.Namespace, ks.Name))
 	return nil
 }
 
@@ -140,44 +139,14 @@ func fluxError(what string, err error) error {
 	}
 }
 
-// observeSync reads the Kustomization's status back: Synced is True when Flux applied the
-// pushed commit (or the current head, which holds the same files) and the Kustomization is
-// Ready (with wait: true, the applied objects are healthy). The Deployment's available replicas
-// are reported in status. Until then the app is polled every SyncPollInterval; once Synced, every ResyncInterval.
+// observeSync reads the Kustomization's status and the Deployment's available replicas back
+// from the vCluster; setSynced decides what they mean.
 func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, error) {
-	const cond = kubeoperav1alpha1.ConditionSynced
-	ks := s.kustomization
-	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
 	available, err := availableReplicas(ctx, s)
 	if err != nil {
-		return r.failed(ctx, s, vclusterError(cond, "read the Deployment", err))
+		return r.failed(ctx, s, vclusterError(kubeoperav1alpha1.ConditionSynced, "read the Deployment", err))
 	}
-	s.app.Status.AvailableReplicas = available
-	s.app.Status.URL = render.URL(s.app)
-
-	branch := render.Branch(s.app)
-	applied := appliedCommit(ks.Status.LastAppliedRevision, branch)
-	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
-	current := ks.Status.ObservedGeneration == ks.Generation
-	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
-
-	switch {
-	case matches && current && ready != nil && ready.Status == metav1.ConditionTrue:
-		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-			fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
-		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}, nil
-	case ready != nil && ready.Status == metav1.ConditionFalse:
-		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
-			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))
-	default:
-		applied := ks.Status.LastAppliedRevision
-		if applied == "" {
-			applied = "nothing yet"
-		}
-		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied,
-			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
-	}
-	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}, nil
+	return r.setSynced(s, s.kustomization, available), nil
 }
 
 // availableReplicas reads the available replicas of the app's Deployment in the vCluster (0

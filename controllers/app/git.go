@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -76,8 +75,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile,
 			fmt.Sprintf("Committed %s to branch %s at %s", shortCommit(res.Commit), repo.Branch, here.path))
 	}
-	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
+	r.stepSucceeded(s.app, cond, fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
 	return nil
 }
 

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,8 +49,8 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	newClient := opts.NewVClusterClient
 	if newClient == nil {
 		scheme := mgr.GetScheme()
-		newClient = func(cfg *rest.Config) (client.Client, error) {
-			return client.New(cfg, client.Options{Scheme: scheme})
+		newClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+			return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 		}
 	}
 	// Commits carry gitops.DefaultAuthorName and DefaultAuthorEmail, the App Controller's identity.
@@ -83,6 +84,10 @@ type scope struct {
 	// tenant and vc are set once the Tenant is resolved.
 	tenant *tenantv1alpha1.Tenant
 	vc     client.Client
+	// registrySecret is the host's pull Secret the app names (checkRegistrySecret).
+	registrySecret *corev1.Secret
+	// namespaceExists: the app namespace exists in the vCluster (checkInputs).
+	namespaceExists bool
 	// head is the branch head that holds the app's current manifests (this pass's write).
 	head string
 	// kustomization is the applied Kustomization, with the status the vCluster returned.
@@ -92,6 +97,9 @@ type scope struct {
 // Reconcile is the entry point for one KubeOperaApp.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	app := &kubeoperav1alpha1.KubeOperaApp{}
+	if r.Options.OnPass != nil {
+		defer r.Options.OnPass(req.NamespacedName)
+	}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -119,14 +127,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if ready := findCondition(s.app, kubeoperav1alpha1.ConditionReady); ready == nil {
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
-	}
+	r.startPass(s.app)
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
+		// Inputs read before any write: a bad one leaves nothing behind.
+		r.checkInputs,
+		// The placement is recorded before the first write (see placed).
 		r.recordPlacement,
-		r.prepareVCluster,
 		r.commitManifests,
+		// The app namespace and the pull Secret after the commit, so that a Git failure (bad
+		// credentials, a folder of another app) leaves nothing in the vCluster either.
+		r.prepareVCluster,
 		r.configureFlux,
 	}
 	for _, step := range steps {
@@ -134,7 +145,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return r.failed(ctx, s, err)
 		}
 	}
-	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
+	r.setReady(s)
 	return r.observeSync(ctx, s)
 }

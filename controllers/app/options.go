@@ -3,6 +3,7 @@ package app
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -96,6 +97,10 @@ type Options struct {
 
 	// GitOptions are passed to the Git writer after the reconciler's own (author).
 	GitOptions []gitops.Option
+
+	// OnPass, when set, is called at the end of every pass with the app's key. Tests count
+	// passes with it (a bad input must not cause a hot loop); production code has no use for it.
+	OnPass func(types.NamespacedName)
 }
 
 func (o Options) withDefaults() Options {

@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	certutil "k8s.io/client-go/util/cert"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -41,12 +44,19 @@ import (
 
 func testScheme() *runtime.Scheme { return scheme.New() }
 
-const testKubeconfig = `apiVersion: v1
+// testKubeconfig is an exported vcluster kubeconfig (server https://localhost:8443) with a real
+// CA certificate: the vCluster client's transport is built from it.
+var testKubeconfig = func() string {
+	caPEM, _, err := certutil.GenerateSelfSignedCertKey("vcluster-ca", nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	return `apiVersion: v1
 kind: Config
 current-context: vc
 clusters:
 - name: vc
-  cluster: {server: "https://localhost:8443", certificate-authority-data: Y2E=}
+  cluster: {server: "https://localhost:8443", certificate-authority-data: ` + base64.StdEncoding.EncodeToString(caPEM) + `}
 contexts:
 - name: vc
   context: {cluster: vc, user: vc}
@@ -54,6 +64,7 @@ users:
 - name: vc
   user: {token: t0ken}
 `
+}()
 
 type testReconciler struct {
 	*Reconciler
@@ -79,7 +90,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		apiReader: host,
 		recorder:  rec,
 		writer:    gitops.NewWriter(opts.GitCacheDir),
-		clients: tenant.NewClients(func(cfg *rest.Config) (client.Client, error) {
+		clients: tenant.NewClients(func(cfg *rest.Config, _ *http.Client) (client.Client, error) {
 			tr.configs = append(tr.configs, cfg)
 			return vc, nil
 		}),

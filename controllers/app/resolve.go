@@ -81,6 +81,10 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 	case errors.Is(err, tenant.ErrPinned):
 		return stop(cond, kubeoperav1alpha1.ReasonTenantPinned, err)
 	case errors.Is(err, tenant.ErrNotFound):
+		// The Tenant the app was placed in is gone: so is its vCluster; drop its client.
+		if pinned := s.app.Status.Tenant; pinned != nil {
+			r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
+		}
 		return retry(cond, kubeoperav1alpha1.ReasonTenantNotFound, err)
 	case errors.Is(err, tenant.ErrNotReady):
 		return retry(cond, kubeoperav1alpha1.ReasonTenantNotReady, err)
@@ -105,8 +109,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.vc = vc
-	r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
+	r.stepSucceeded(s.app, cond, fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
 	return nil
 }
 

@@ -1,13 +1,21 @@
 package app
 
-// Every decision about the app's status lives here: how a failed step becomes conditions and a
-// retry (failed), when and how the status is written (patchStatus, recordPlacement), and how
-// conditions change and become Events (setCondition). The steps only report what they found.
+// Every decision about the app's status lives here, as the ControlPlane reconciler keeps its
+// state machine in its status.go: how a pass starts (startPass), how a step that succeeded
+// (stepSucceeded) or failed (failed: conditions and the retry) is reported, when the app is
+// Ready (setReady) and Synced (setSynced, with the resync or poll requeue), how a deletion that
+// waits for Flux is reported and requeued (setKustomizationDeleting, deleteWait), when and how
+// the status is written (patchStatus, recordPlacement), and how conditions change and become
+// Events (setCondition). The steps only report what they found (objects read, errors).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +37,103 @@ const (
 	actionReconcile = "Reconcile"
 	actionDelete    = "Delete"
 )
+
+// startPass marks an app seen for the first time as being reconciled.
+func (r *Reconciler) startPass(app *kubeoperav1alpha1.KubeOperaApp) {
+	if findCondition(app, kubeoperav1alpha1.ConditionReady) == nil {
+		r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
+	}
+}
+
+// stepSucceeded reports a step that did its part (TenantResolved, ManifestsCommitted,
+// FluxConfigured).
+func (r *Reconciler) stepSucceeded(app *kubeoperav1alpha1.KubeOperaApp, condType, message string) {
+	r.setCondition(app, condType, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, message)
+}
+
+// setReady reports that every step of the pass succeeded: the operator's part is done (Synced
+// says whether Flux did its part).
+func (r *Reconciler) setReady(s *scope) {
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
+}
+
+// setSynced decides Synced from what the vCluster reported: True when Flux applied the pushed
+// commit (or the current head, which holds the same files) and the Kustomization is Ready for
+// its current generation (with wait: true, the applied objects are healthy); False with
+// KustomizationNotReady when Flux says it is not Ready, RevisionNotApplied otherwise. It records
+// the applied revision, the available replicas and the URL, and returns the requeue: every
+// ResyncInterval once Synced, every SyncPollInterval until then (the vCluster is not watched).
+func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32) ctrl.Result {
+	const cond = kubeoperav1alpha1.ConditionSynced
+	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
+	s.app.Status.AvailableReplicas = available
+	s.app.Status.URL = render.URL(s.app)
+
+	branch := render.Branch(s.app)
+	applied := appliedCommit(ks.Status.LastAppliedRevision, branch)
+	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	current := ks.Status.ObservedGeneration == ks.Generation
+	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
+
+	switch {
+	case matches && current && ready != nil && ready.Status == metav1.ConditionTrue:
+		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
+			fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
+		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}
+	case ready != nil && ready.Status == metav1.ConditionFalse:
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
+			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))
+	default:
+		applied := ks.Status.LastAppliedRevision
+		if applied == "" {
+			applied = "nothing yet"
+		}
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied,
+			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
+	}
+	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
+}
+
+// setKustomizationDeleting reports a deletion that waits for Flux to delete the Kustomization
+// (Flux prunes what it applied): Deleting, or KustomizationStuck once it takes longer than
+// KustomizationDeleteTimeout (Flux is not running, or its finalizer cannot complete). The
+// workload may still run, so the app is kept either way.
+func (r *Reconciler) setKustomizationDeleting(app *kubeoperav1alpha1.KubeOperaApp, ks *kustomizev1.Kustomization) {
+	if r.stuck(ks) {
+		r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationStuck,
+			fmt.Sprintf("Kustomization %s/%s is still being deleted after %s; the app is kept until Flux finishes (set annotation %s=true to go on without it)%s",
+				ks.Namespace, ks.Name, r.Options.KustomizationDeleteTimeout, kubeoperav1alpha1.AnnotationAbandonKustomization,
+				annotationNotTrue(app, kubeoperav1alpha1.AnnotationAbandonKustomization)))
+		return
+	}
+	r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleting,
+		fmt.Sprintf("Waiting for Kustomization %s/%s to be deleted (Flux prunes what it applied)", ks.Namespace, ks.Name))
+}
+
+// annotationNotTrue explains, for a condition message, why an escape annotation the
+// administrator set did not apply: only the value "true" does. "" when it is absent or "true".
+func annotationNotTrue(app *kubeoperav1alpha1.KubeOperaApp, key string) string {
+	v, ok := app.Annotations[key]
+	if !ok || v == "true" {
+		return ""
+	}
+	return fmt.Sprintf(`; annotation %s is %q, which is ignored: only "true" applies`, key, v)
+}
+
+// stuck reports whether the Kustomization has been deleting for longer than the timeout.
+func (r *Reconciler) stuck(ks *kustomizev1.Kustomization) bool {
+	return ks.DeletionTimestamp != nil && time.Since(ks.DeletionTimestamp.Time) > r.Options.KustomizationDeleteTimeout
+}
+
+// deleteWait is the requeue of a deletion waiting for the Kustomization: DeletePollInterval,
+// slowed to SyncPollInterval once it is stuck.
+func (r *Reconciler) deleteWait(app *kubeoperav1alpha1.KubeOperaApp) ctrl.Result {
+	if c := findCondition(app, kubeoperav1alpha1.ConditionReady); c != nil && c.Reason == kubeoperav1alpha1.ReasonKustomizationStuck {
+		return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
+	}
+	return ctrl.Result{RequeueAfter: r.Options.DeletePollInterval}
+}
 
 // failed reports a failed step on its condition and on Ready, and decides the requeue. Errors
 // that are not step errors (host API failures) are returned, for controller-runtime's retry.
@@ -64,6 +169,15 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alph
 	}
 	app.Status.ObservedGeneration = app.Generation
 	app.Status.ShortCommit = shortCommit(app.Status.Commit)
+	// A condition one step set True and a later step False (TenantResolved: the Tenant is found,
+	// then its vCluster does not answer) ends the pass as stored: its transition time is the
+	// stored one, so a failure that repeats writes nothing (found by TestBadInputMatrix).
+	for i := range app.Status.Conditions {
+		c := &app.Status.Conditions[i]
+		if o := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); o != nil && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
 	if equality.Semantic.DeepEqual(orig.Status, app.Status) {
 		return nil
 	}

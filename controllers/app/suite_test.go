@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,11 +181,11 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
 	scheme := mgr.GetScheme()
-	opts.NewVClusterClient = func(cfg *rest.Config) (client.Client, error) {
-		cfg = rest.CopyConfig(cfg)
-		cfg.Wrap(vclusterRequests.wrap)
-		return client.New(cfg, client.Options{Scheme: scheme})
+	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+		hc.Transport = vclusterRequests.wrap(hc.Transport)
+		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 	}
+	opts.OnPass = passes.add
 	opts.GitOptions = []gitops.Option{
 		gitops.WithBeforePush(func() {
 			if f := beforePush.Load(); f != nil {
@@ -235,6 +236,29 @@ func (s hookedStatus) Patch(ctx context.Context, obj client.Object, patch client
 		}
 	}
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// passes counts the reconciler's passes per app.
+var passes = &passCounter{}
+
+type passCounter struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+func (c *passCounter) add(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[types.NamespacedName]int{}
+	}
+	c.n[key]++
+}
+
+func (c *passCounter) of(ns, name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[types.NamespacedName{Namespace: ns, Name: name}]
 }
 
 // requestCounter counts requests by "<METHOD> <path>".

@@ -18,18 +18,18 @@ import (
 
 // prepareVCluster creates the app namespace directly in the vCluster (not through Git: Flux's
 // Kustomization targets it, and a Namespace in a pruned path could be deleted by Flux) and copies
-// the registry pull Secret into it.
+// the registry pull Secret (read and checked by checkRegistrySecret) into it.
 func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
-	if err := ensureNamespace(ctx, s.vc, render.AppNamespace(s.app)); err != nil {
-		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "create app namespace", err)
+	if !s.namespaceExists {
+		if err := s.vc.Create(ctx, render.AppNamespace(s.app)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "create app namespace", err)
+		}
 	}
 	want := ""
-	if s.app.Spec.Registry != nil {
-		want = s.app.Spec.Registry.SecretRef.Name
-	}
-	if want != "" {
-		if err := r.copyRegistrySecret(ctx, s, want); err != nil {
-			return err
+	if s.registrySecret != nil {
+		want = s.registrySecret.Name
+		if err := syncSecret(ctx, s.vc, render.RegistrySecret(s.app, s.registrySecret)); err != nil {
+			return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "copy registry Secret", err)
 		}
 	}
 	// A copy the app no longer references goes (unless another app of the namespace uses it).
@@ -42,10 +42,36 @@ func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// copyRegistrySecret copies the pull Secret name of the app's namespace into the app namespace
-// of the vCluster. Only image pull Secrets cross: any other type (a kubeconfig, database
-// credentials, a TLS key) is refused and never read beyond its type.
-func (r *Reconciler) copyRegistrySecret(ctx context.Context, s *scope, name string) error {
+// checkInputs reads, before anything is written, what the pass needs from the host and the
+// vCluster: the registry pull Secret (checkRegistrySecret) and the app namespace, which also
+// proves the vCluster answers. A bad input found here (a refused Secret, a Tenant whose
+// kubeconfig points nowhere) leaves nothing in Git or in the vCluster.
+func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
+	if err := r.checkRegistrySecret(ctx, s); err != nil {
+		return err
+	}
+	ns := render.AppNamespace(s.app)
+	err := s.vc.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	switch {
+	case err == nil:
+		s.namespaceExists = true
+	case apierrors.IsNotFound(err):
+		s.namespaceExists = false
+	default:
+		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "read app namespace", fmt.Errorf("get namespace %s: %w", ns.Name, err))
+	}
+	return nil
+}
+
+// checkRegistrySecret reads the pull Secret spec.registry.secretRef names, before anything is
+// written to Git or the vCluster: a missing or refused Secret leaves no partial write. Only image
+// pull Secrets cross into the vCluster: any other type (a kubeconfig, database credentials, a TLS
+// key) is refused and never used beyond its type.
+func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
+	if s.app.Spec.Registry == nil || s.app.Spec.Registry.SecretRef.Name == "" {
+		return nil
+	}
+	name := s.app.Spec.Registry.SecretRef.Name
 	hostSecret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: s.app.Namespace, Name: name}
 	if err := r.apiReader.Get(ctx, key, hostSecret); err != nil {
@@ -63,9 +89,7 @@ func (r *Reconciler) copyRegistrySecret(ctx context.Context, s *scope, name stri
 			fmt.Errorf("registry Secret %q is of type %q: only %s and %s Secrets are copied into the vCluster",
 				key.Name, t, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg))
 	}
-	if err := syncSecret(ctx, s.vc, render.RegistrySecret(s.app, hostSecret)); err != nil {
-		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "copy registry Secret", err)
-	}
+	s.registrySecret = hostSecret
 	return nil
 }
 

@@ -70,7 +70,7 @@ func (w *Writer) write(ctx context.Context, st *repoState, auth Auth, batch []*r
 			return "", fmt.Errorf("wait to retry push: %w", err)
 		}
 		delay = min(2*delay, w.opts.backoff.Max)
-		if base, err = syncBranch(ctx, repo, auth, st.branch); err != nil {
+		if base, err = w.sync(ctx, st, repo, auth); err != nil {
 			return "", err
 		}
 	}

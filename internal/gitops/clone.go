@@ -50,22 +50,71 @@ func (w *Writer) openAndSync(ctx context.Context, st *repoState, auth Auth) (*gi
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
-	head, err := syncBranch(ctx, repo, auth, st.branch)
+	head, err := w.sync(ctx, st, repo, auth)
 	if err != nil {
-		return nil, plumbing.ZeroHash, err
-	}
-	if err := w.checkSize(st); err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
 	return repo, head, nil
 }
 
-// checkSize enforces WithMaxRepositorySize on the clone's object store, and
-// deletes a clone over the limit.
+// sync fetches the branch into the clone within the size limit and resets
+// the worktree to it (syncBranch). A clone over the limit, or a fetch cut
+// off at it, is deleted: the cache never holds a partial clone.
+func (w *Writer) sync(ctx context.Context, st *repoState, repo *git.Repository, auth Auth) (plumbing.Hash, error) {
+	budget, err := w.fetchBudget(st)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	head, err := syncBranch(ctx, repo, auth, st.branch, budget)
+	if errors.Is(err, ErrRepositoryTooLarge) {
+		if rmErr := os.RemoveAll(st.dir); rmErr != nil {
+			return plumbing.ZeroHash, fmt.Errorf("remove oversized clone: %w", rmErr)
+		}
+		return plumbing.ZeroHash, fmt.Errorf("branch %s of %s, limit %d bytes: %w",
+			st.branch, redactURL(st.url), w.opts.maxRepoSize, err)
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return head, w.checkSize(st)
+}
+
+// fetchBudget is how many pack bytes the next fetch may bring: the room the
+// clone's object store has left under WithMaxRepositorySize (unlimited: -1).
+func (w *Writer) fetchBudget(st *repoState) (int64, error) {
+	if w.opts.maxRepoSize <= 0 {
+		return -1, nil
+	}
+	size, err := objectStoreSize(st)
+	if err != nil {
+		return 0, err
+	}
+	return max(w.opts.maxRepoSize-size, 0), nil
+}
+
+// checkSize enforces WithMaxRepositorySize on the clone's object store after
+// a fetch (the fetch itself is bounded by fetchBudget; the pack index and
+// loose objects come on top), and deletes a clone over the limit.
 func (w *Writer) checkSize(st *repoState) error {
 	if w.opts.maxRepoSize <= 0 {
 		return nil
 	}
+	size, err := objectStoreSize(st)
+	if err != nil {
+		return err
+	}
+	if size <= w.opts.maxRepoSize {
+		return nil
+	}
+	if err := os.RemoveAll(st.dir); err != nil {
+		return fmt.Errorf("remove oversized clone: %w", err)
+	}
+	return fmt.Errorf("%w: branch %s of %s needs %d bytes, the limit is %d",
+		ErrRepositoryTooLarge, st.branch, redactURL(st.url), size, w.opts.maxRepoSize)
+}
+
+// objectStoreSize is the size of the clone's object store in bytes.
+func objectStoreSize(st *repoState) (int64, error) {
 	var size int64
 	err := filepath.WalkDir(filepath.Join(st.dir, git.GitDirName, "objects"), func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -79,16 +128,9 @@ func (w *Writer) checkSize(st *repoState) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("measure clone: %w", err)
+		return 0, fmt.Errorf("measure clone: %w", err)
 	}
-	if size <= w.opts.maxRepoSize {
-		return nil
-	}
-	if err := os.RemoveAll(st.dir); err != nil {
-		return fmt.Errorf("remove oversized clone: %w", err)
-	}
-	return fmt.Errorf("%w: branch %s of %s needs %d bytes, the limit is %d",
-		ErrRepositoryTooLarge, st.branch, redactURL(st.url), size, w.opts.maxRepoSize)
+	return size, nil
 }
 
 // open opens the clone of st, or initialises an empty one with the remote
@@ -159,8 +201,16 @@ func fetchRefSpec(branch string) config.RefSpec {
 // and whatever a failed attempt left locally, the next change starts from
 // exactly what the remote has. It returns the remote head, zero when the
 // remote has no such branch (then the worktree is emptied).
-func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string) (plumbing.Hash, error) {
-	err := repo.FetchContext(ctx, &git.FetchOptions{
+//
+// budget bounds the pack bytes the fetch may bring (negative: no bound); a
+// pack that would exceed it is cut off while it arrives (see limitedStorage)
+// and the fetch fails with ErrRepositoryTooLarge.
+func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, budget int64) (plumbing.Hash, error) {
+	fetcher, err := fetchRemote(repo, budget)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	err = fetcher.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []config.RefSpec{fetchRefSpec(branch)},
 		Auth:       auth.method,

@@ -36,7 +36,8 @@
 //
 // Before every batch the branch is fetched (forced refspec, depth 1: clones
 // are shallow and hold no history; WithMaxRepositorySize bounds what they
-// hold) and the worktree
+// hold, and a fetch is cut off as soon as its pack would exceed the room
+// left, so a huge repository is never downloaded in full) and the worktree
 // is hard-reset to origin/<branch> and cleaned, so commits made outside the
 // controller, force pushes and leftovers of a failed attempt can never leave
 // the clone stale. A change whose files are byte-identical to the branch is

@@ -34,9 +34,10 @@ var (
 	// exist (HTTP 404 on the smart-HTTP discovery).
 	ErrRepositoryNotFound = errors.New("git repository not found")
 
-	// ErrRepositoryTooLarge means the local clone of the branch, after a
-	// (shallow) fetch, holds more than the Writer's size limit
-	// (WithMaxRepositorySize). The clone is deleted again.
+	// ErrRepositoryTooLarge means a (shallow) fetch of the branch would
+	// bring more than the Writer's size limit (WithMaxRepositorySize): the
+	// fetch is cut off while the pack arrives, or the clone measured after it
+	// is over the limit. The clone is deleted again.
 	ErrRepositoryTooLarge = errors.New("git repository too large")
 
 	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose

@@ -101,10 +101,10 @@ func WithBeforePush(f func()) Option {
 }
 
 // WithMaxRepositorySize bounds what the clone of one branch may hold on
-// disk, in bytes: a fetch that brings more fails with ErrRepositoryTooLarge
-// and the clone is deleted. Clones are shallow (depth 1), so the bound is
-// on the branch's current tree plus the changes fetched since. 0 means no
-// limit.
+// disk, in bytes: a fetch that would bring more is cut off while the pack
+// arrives, fails with ErrRepositoryTooLarge, and the clone is deleted (see
+// fetchRemote). Clones are shallow (depth 1), so the bound is on the
+// branch's current tree plus the changes fetched since. 0 means no limit.
 func WithMaxRepositorySize(bytes int64) Option {
 	return func(o *options) { o.maxRepoSize = bytes }
 }

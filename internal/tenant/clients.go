@@ -2,9 +2,13 @@ package tenant
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,12 +24,22 @@ type SecretVersion struct {
 	Key string
 }
 
-// NewClientFunc builds a client for a vCluster.
-type NewClientFunc func(cfg *rest.Config) (client.Client, error)
+// NewClientFunc builds a client for a vCluster from its REST config and the HTTP client built
+// for it (rest.HTTPClientFor). The client must send every request through httpClient (e.g.
+// client.Options.HTTPClient), so that the cache can close its connections when it drops the
+// client; it may wrap httpClient.Transport.
+type NewClientFunc func(cfg *rest.Config, httpClient *http.Client) (client.Client, error)
 
 // Clients caches one vCluster client per Tenant, keyed by the version of its kubeconfig Secret,
 // so a reconcile does not rebuild REST clients and discovery each time, and a rotated or
 // replaced kubeconfig is picked up at once. Safe for concurrent use.
+//
+// Each client has an HTTP transport of its own (never shared through client-go's TLS cache, see
+// Get), with client-go's dial timeout and keep-alive. A dropped client (Forget, or replaced by a new
+// Secret version) has its transport's idle connections closed at once: a vCluster that is gone
+// or unused keeps no connection of the operator open, instead of waiting for the transport's
+// idle timeout. A request still in flight on a dropped client finishes normally; its connection
+// is closed by the transport's idle timeout (client-go's: 90s).
 type Clients struct {
 	newClient NewClientFunc
 
@@ -37,6 +51,13 @@ type Clients struct {
 type clientEntry struct {
 	version SecretVersion
 	client  client.Client
+	// transport is the client's own transport, as built (before newClient may wrap it).
+	transport http.RoundTripper
+}
+
+// close drops the entry's idle connections.
+func (e *clientEntry) close() {
+	utilnet.CloseIdleConnectionsFor(e.transport)
 }
 
 // NewClients returns an empty cache that builds clients with newClient.
@@ -59,23 +80,41 @@ func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load f
 	if err != nil {
 		return nil, err
 	}
-	cl, err := c.newClient(cfg)
+	// A dialer of its own gives the client a transport of its own: client-go shares one
+	// transport between configs with equal TLS settings (its TLS cache), and closing the idle
+	// connections of a shared transport would close those of other clients.
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
+		return nil, fmt.Errorf("%w: build HTTP client: %w", ErrKubeconfigInvalid, err)
+	}
+	transport := hc.Transport
+	cl, err := c.newClient(cfg, hc)
+	if err != nil {
+		utilnet.CloseIdleConnectionsFor(transport)
 		return nil, fmt.Errorf("%w: build client: %w", ErrKubeconfigInvalid, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[tenant] = &clientEntry{version: version, client: cl}
+	if old, ok := c.entries[tenant]; ok {
+		old.close()
+	}
+	c.entries[tenant] = &clientEntry{version: version, client: cl, transport: transport}
 	metrics.SetTenantClients(len(c.entries))
 	c.builds++
 	return cl, nil
 }
 
-// Forget drops the Tenant's client (the Tenant or its Secret is gone).
+// Forget drops the Tenant's client (the Tenant or its Secret is gone, or no app uses it) and
+// closes its idle connections.
 func (c *Clients) Forget(tenant types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, tenant)
+	if e, ok := c.entries[tenant]; ok {
+		e.close()
+		delete(c.entries, tenant)
+	}
 	metrics.SetTenantClients(len(c.entries))
 }
 

@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -211,7 +212,7 @@ func TestRESTConfig(t *testing.T) {
 func TestClientsCache(t *testing.T) {
 	g := NewWithT(t)
 	built := 0
-	clients := NewClients(func(*rest.Config) (client.Client, error) {
+	clients := NewClients(func(*rest.Config, *http.Client) (client.Client, error) {
 		built++
 		return fake.NewClientBuilder().Build(), nil
 	})
