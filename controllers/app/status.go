@@ -17,15 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
-
-// maxMessageLength keeps condition messages and event notes within the API's limits (an
-// events.k8s.io note holds at most 1 kB).
-const maxMessageLength = 1000
 
 // Event actions (events.k8s.io "action": what the controller was doing).
 const (
@@ -40,30 +37,24 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 	if !errors.As(err, &se) {
 		return ctrl.Result{}, err
 	}
-	msg := se.err.Error()
-	if se.condition != kubeoperav1alpha1.ConditionReady {
-		r.setCondition(s.app, se.condition, metav1.ConditionFalse, se.reason, msg)
+	msg := se.Err.Error()
+	if se.Condition != kubeoperav1alpha1.ConditionReady {
+		r.setCondition(s.app, se.Condition, metav1.ConditionFalse, se.Reason, msg)
 	}
-	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.reason, msg)
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.Reason, msg)
 	if synced := findCondition(s.app, kubeoperav1alpha1.ConditionSynced); synced != nil &&
 		synced.Status == metav1.ConditionTrue && s.app.DeletionTimestamp.IsZero() {
 		// The pass did not get to read the Kustomization back: a Synced=True from an earlier
 		// pass (perhaps of an older generation) must not stay green.
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.reason, "Not verified: "+msg)
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.Reason, "Not verified: "+msg)
 	}
-	log := ctrl.LoggerFrom(ctx)
-	switch se.next {
-	case retryAfter:
-		log.V(1).Info("Waiting", "reason", se.reason, "requeueAfter", se.after, "message", msg)
-		return ctrl.Result{RequeueAfter: se.after}, nil
-	case waitForChange:
-		// Nothing a retry fixes: a terminal error is counted but never retried; a change of
-		// the app or of what it references brings it back.
-		return ctrl.Result{}, reconcile.TerminalError(se)
-	default:
-		// The workqueue's per-app rate limiter schedules the retry (see newRateLimiter).
-		return ctrl.Result{}, se
+	if se.Next == retryAfter {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting", "reason", se.Reason, "requeueAfter", se.After, "message", msg)
 	}
+	// Backoff: the error is returned and the workqueue's per-app rate limiter schedules the
+	// retry (see newRateLimiter). WaitForChange: a terminal error is counted but never retried;
+	// a change of the app or of what it references brings it back.
+	return outcome.Result(se)
 }
 
 // patchStatus writes the status when this pass changed it.
@@ -116,7 +107,7 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 // step's reason and message), so they add no Events of their own. Messages come from this
 // operator's own errors, which never carry secret values.
 func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string, status metav1.ConditionStatus, reason, message string) {
-	message = truncate(message)
+	message = eventnote.Truncate(message)
 	// Copy: SetStatusCondition updates the found element in place.
 	var prev *metav1.Condition
 	if c := apimeta.FindStatusCondition(app.Status.Conditions, condType); c != nil {
@@ -139,7 +130,7 @@ func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType 
 	if status == metav1.ConditionTrue || reason == kubeoperav1alpha1.ReasonProgressing || reason == kubeoperav1alpha1.ReasonDeleting {
 		eventType = corev1.EventTypeNormal
 	}
-	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
+	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", eventnote.Truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
 }
 
 // actionFor is the Event action of a pass over app.
@@ -152,14 +143,7 @@ func actionFor(app *kubeoperav1alpha1.KubeOperaApp) string {
 
 // event records an Event that is not a condition transition.
 func (r *Reconciler) event(app *kubeoperav1alpha1.KubeOperaApp, eventType, reason, action, message string) {
-	r.recorder.Eventf(app, nil, eventType, reason, action, "%s", truncate(message))
-}
-
-func truncate(s string) string {
-	if len(s) <= maxMessageLength {
-		return s
-	}
-	return s[:maxMessageLength-3] + "..."
+	r.recorder.Eventf(app, nil, eventType, reason, action, "%s", eventnote.Truncate(message))
 }
 
 // shortCommit is what the Commit printer column shows.

@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -40,7 +42,7 @@ type Reconciler struct {
 	Now func() time.Time
 	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
 	KeyGenerator pki.KeyGenerator
-	// UpdateConsoleClientURLs is told the resolved public and console URLs (spec §4.5). nil is
+	// UpdateConsoleClientURLs is told the resolved public and console URLs (docs/controlplane.md#url-resolution). nil is
 	// the upstream default, a no-op; a failure is logged and never fails the pass.
 	UpdateConsoleClientURLs func(ctx context.Context, cp *datasancev3.ControlPlane, publicURL, consoleURL string) error
 
@@ -62,13 +64,13 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 // after the other (no goroutines: every step is one API call or less, see the package doc) and
 // their results are combined.
 var components = []component{
-	{name: componentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Router.ComponentStatus
 	}},
-	{name: componentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Nats.ComponentStatus
 	}},
-	{name: componentController, run: reconcileController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentController, run: reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Controller.ComponentStatus
 	}},
 }
@@ -105,12 +107,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return r.reconcile(passCtx, cp)
 }
 
-// reconcile runs one pass of the state machine (spec §3) over cp, changing only cp in memory.
+// reconcile runs one pass of the state machine (docs/controlplane.md#state-machine) over cp, changing only cp in memory.
 func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	state := effectiveState(cp)
 	if state != datasancev3.ConditionReady && needsTransition(cp, state) {
-		// Make the new state visible before doing the work (spec §3.2, ours).
+		// Make the new state visible before doing the work (docs/controlplane.md#effective-state, ours).
 		setState(cp, state, datasancev3.ReasonProgressing, progressingMessage(state))
 		r.event(cp, corev1.EventTypeNormal, stateEventReason(state), progressingMessage(state))
 		log.Info("ControlPlane state changed", "state", state, "generation", cp.Generation)
@@ -156,18 +158,12 @@ func (r *Reconciler) recordState(cp *datasancev3.ControlPlane, state, reason, me
 	}
 }
 
-// maxEventNote is the longest note events.k8s.io/v1 accepts (1 KiB), with room to spare.
-const maxEventNote = 1000
-
 // event emits a Kubernetes Event on cp. The note is a plain sentence; it never holds secrets.
 func (r *Reconciler) event(cp *datasancev3.ControlPlane, eventType, reason, note string) {
 	if r.Recorder == nil {
 		return
 	}
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
-	}
-	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", note)
+	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", eventnote.Truncate(note))
 }
 
 func (r *Reconciler) now() time.Time {
@@ -268,7 +264,7 @@ func foreignAnnotationsChanged() predicate.Predicate {
 func withoutOwnAnnotations(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != annotationRegistration {
+		if k != resources.AnnotationRegistration {
 			out[k] = v
 		}
 	}
