@@ -6,12 +6,13 @@ package resources_test
 // drawn by a seeded generator from ordinary values, the edges of what the CRD allows, and values
 // the Service, Ingress, PVC and pod validation refuse.
 //
-//	CP_DRYRUN_ITERATIONS (default 40, make test) and CP_DRYRUN_SEED (default: a fixed seed)
+//	CP_DRYRUN_ITERATIONS (default 60, make test) and CP_DRYRUN_SEED (default: a fixed seed)
 //	choose the run; `make dryrun-long` runs DRYRUN_ITERATIONS (2000) specs from a time-based seed.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -51,13 +52,14 @@ func TestRenderedOperandsPassServerDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	sample := loadSample(t)
-	n := envInt("CP_DRYRUN_ITERATIONS", 40)
+	n := envInt("CP_DRYRUN_ITERATIONS", 60)
 	seed := uint64(envInt("CP_DRYRUN_SEED", 20261201)) //nolint:gosec // G115: a seed
 	t.Logf("seed %d, %d specs (CP_DRYRUN_SEED=%d reproduces)", seed, n, seed)
 	rng := rand.New(rand.NewPCG(seed, 0)) //nolint:gosec // G404: reproducible test input
 	dry := client.NewDryRunClient(env.Client)
 
 	var admitted, refused, objects int
+	refusedBy := map[string]int{}
 	for i := range n {
 		cp := genControlPlane(rng, sample, i)
 		cp.Namespace = ns
@@ -67,6 +69,7 @@ func TestRenderedOperandsPassServerDryRun(t *testing.T) {
 			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
 				t.Fatalf("spec %d: create: unexpected error %v", i, err)
 			}
+			refusedBy[admissionField(err)]++
 			refused++
 			continue
 		}
@@ -81,10 +84,20 @@ func TestRenderedOperandsPassServerDryRun(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d specs: %d admitted, %d refused at admission; %d rendered objects sent with dryRun=All", n, admitted, refused, objects)
+	t.Logf("%d specs: %d admitted, %d refused at admission (by field: %v); %d rendered objects sent with dryRun=All",
+		n, admitted, refused, refusedBy, objects)
 	if admitted < n/5 || refused == 0 {
 		t.Errorf("generator out of balance: %d admitted, %d refused of %d", admitted, refused, n)
 	}
+}
+
+// admissionField is the first field an admission refusal names.
+func admissionField(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
+		return status.Status().Details.Causes[0].Field
+	}
+	return "other"
 }
 
 // renderOperands is every object the builders make for a ControlPlane, by name. The inputs the
@@ -157,38 +170,48 @@ func loadSample(t *testing.T) *datasancev3.ControlPlane {
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
 
+// odd returns one of the odd values one time in forty, else one of the ordinary ones.
+func odd[T any](r *rand.Rand, ordinary []T, odd ...T) T {
+	if len(odd) > 0 && r.IntN(40) == 0 {
+		return pick(r, odd...)
+	}
+	return pick(r, ordinary...)
+}
+
 func genService(r *rand.Rand) *datasancev3.ServiceSpec {
 	return pick(r, nil, &datasancev3.ServiceSpec{
 		Type:                  pick(r, corev1.ServiceType(""), corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer),
-		Address:               pick(r, "", "", "192.0.2.7", "not-an-ip"),
-		Annotations:           pick(r, nil, map[string]string{"service.beta.kubernetes.io/x": "y"}, map[string]string{"bad key": "v"}),
+		Address:               odd(r, []string{"", "", "192.0.2.7"}, "not-an-ip"),
+		Annotations:           odd(r, []map[string]string{nil, {"service.beta.kubernetes.io/x": "y"}, {"a_b.c": "1"}}, map[string]string{"bad key": "v"}),
 		ExternalTrafficPolicy: pick(r, corev1.ServiceExternalTrafficPolicy(""), corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster),
 	})
 }
 
 func genControlPlane(r *rand.Rand, sample *datasancev3.ControlPlane, i int) *datasancev3.ControlPlane {
 	cp := sample.DeepCopy()
-	cp.Name = pick(r, "pot", "iofog", "cp-"+strconv.Itoa(i), "a"+strings.Repeat("b", 40), "Pot")
+	cp.Name = odd(r, []string{"pot", "iofog", "cp-" + strconv.Itoa(i), "a" + strings.Repeat("b", 40)}, "Pot")
 	s := &cp.Spec
 	s.Services = datasancev3.Services{Controller: genService(r), Router: genService(r), Nats: genService(r), NatsServer: genService(r)}
-	s.Ingresses.Controller = pick(r, nil, s.Ingresses.Controller,
+	s.Ingresses.Controller = odd(r, []*datasancev3.ControllerIngress{nil, s.Ingresses.Controller,
+		{Host: "c.example.com", SecretName: "controller-tls", Annotations: map[string]string{"nginx.ingress.kubernetes.io/x": "1"}},
+		{Host: "*.example.com", IngressClassName: "nginx"}},
 		&datasancev3.ControllerIngress{Host: "*.example.com", IngressClassName: "Nginx_Class", SecretName: "controller-tls"},
-		&datasancev3.ControllerIngress{Host: "c.example.com", SecretName: "Bad_Secret", Annotations: map[string]string{"nginx.ingress.kubernetes.io/x": "1"}},
+		&datasancev3.ControllerIngress{Host: "c.example.com", SecretName: "Bad_Secret"},
 		&datasancev3.ControllerIngress{Host: "c.example.com", Annotations: map[string]string{"bad key": "1"}})
 	if s.Ingresses.Router != nil && r.IntN(2) == 0 {
 		s.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: pick[int32](r, 0, 1, 5671, 65535), InteriorPort: pick[int32](r, 0, 5671, 55671), EdgePort: pick[int32](r, 0, 45671)}
 	}
 	s.Ingresses.Nats = pick(r, nil, &datasancev3.NatsIngress{ServerPort: pick[int32](r, 0, 4222, 65535), LeafPort: pick[int32](r, 0, 4222, 7422), MqttPort: pick[int32](r, 0, 1883)})
-	s.Replicas = datasancev3.Replicas{Controller: pick[int32](r, 0, 1, 2, 5), Nats: pick(r, nil, ptr.To[int32](2), ptr.To[int32](3), ptr.To[int32](1))}
+	s.Replicas = datasancev3.Replicas{Controller: pick[int32](r, 0, 1, 2, 5), Nats: odd(r, []*int32{nil, ptr.To[int32](2), ptr.To[int32](3)}, ptr.To[int32](1))}
 	s.Images = datasancev3.Images{
-		PullSecret: pick(r, "", "regcred", "Bad_Name"),
-		Controller: pick(r, "", "ghcr.io/x/controller:1", " ghcr.io/x/c:1", "Registry/UPPER:1"),
+		PullSecret: odd(r, []string{"", "regcred"}, "Bad_Name"),
+		Controller: odd(r, []string{"", "ghcr.io/x/controller:1"}, " ghcr.io/x/c:1", "Registry/UPPER:1"),
 		Router:     pick(r, "", "ghcr.io/x/router:1"),
-		Nats:       pick(r, "", "nats:2", "nats:bad tag"),
+		Nats:       odd(r, []string{"", "nats:2"}, "nats:bad tag"),
 	}
-	s.Controller.ConsolePort = pick[int32](r, 0, 8008, 1, 51121, 65535, 80)
+	s.Controller.ConsolePort = odd(r, []int32{0, 8008, 1, 65535, 80}, 51121)
 	s.Controller.LogLevel = pick(r, "", "info", "trace")
-	s.Controller.PublicURL = pick(r, "", "https://controller.example.com", "ftp://x")
+	s.Controller.PublicURL = odd(r, []string{"", "https://controller.example.com"}, "ftp://x")
 	if r.IntN(3) == 0 {
 		s.Database = datasancev3.Database{} // SQLite: the PVC
 	}
@@ -199,9 +222,9 @@ func genControlPlane(r *rand.Rand, sample *datasancev3.ControlPlane, i int) *dat
 		s.Nats = &datasancev3.Nats{Enabled: ptr.To(false)}
 	default:
 		s.Nats = &datasancev3.Nats{Enabled: ptr.To(true), JetStream: &datasancev3.JetStream{
-			StorageSize:      pick(r, "", "10Gi", "0", "1k", "5G"),
+			StorageSize:      odd(r, []string{"", "10Gi", "1k", "5G"}, "0", "1.5Gi"),
 			MemoryStoreSize:  pick(r, "", "1G", "512Mi"),
-			StorageClassName: pick(r, "", "fast", "Bad_Class"),
+			StorageClassName: odd(r, []string{"", "fast", "ssd.example.com"}, "Bad_Class"),
 		}}
 	}
 	return cp
