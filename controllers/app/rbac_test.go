@@ -12,7 +12,7 @@ var rbacUnusedHere = map[string]string{
 	"list kubeopera.io/kubeoperaapps": watchListFallback,
 	"list kubeopera.io/tenants":       watchListFallback,
 	"list /secrets":                   watchListFallback,
-	"patch events.k8s.io/events": "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
+	"patch events.k8s.io/events":      "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 	"get kubeopera.io/tenants": "Tenants are read from the API server, not the cache, when the Tenant CRD appears after " +
 		"the manager started (tenantReader); tenantapi_test covers that case on its own API server",
 }

@@ -45,7 +45,7 @@ var rbacUnusedHere = map[string]string{
 	"patch coordination.k8s.io/leases":            escalation,
 	"update coordination.k8s.io/leases":           escalation,
 	"watch coordination.k8s.io/leases":            escalation,
-	"patch events.k8s.io/events": "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
+	"patch events.k8s.io/events":                  "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 	"delete networking.k8s.io/ingresses": "deleteOwned removes the Controller Ingress when the ControlPlane leaves " +
 		"Ingress mode; no test of this suite switches it off",
 }

@@ -48,7 +48,7 @@ func TestManagerConfigNamespaced(t *testing.T) {
 		"create a KubeOperaApp": c.Create(ctx, &kubeoperav1alpha1.KubeOperaApp{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "x"},
 		}),
-		"get a Namespace": c.Get(ctx, client.ObjectKey{Name: "watched"}, &corev1.Namespace{}),
+		"get a Namespace":      c.Get(ctx, client.ObjectKey{Name: "watched"}, &corev1.Namespace{}),
 		"create a ClusterRole": c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "escalate"}}),
 		"list Nodes":           c.List(ctx, &corev1.NodeList{}),
 	}
