@@ -58,9 +58,9 @@ func TestRenderedObjectsPassServerDryRun(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	n := envInt("RENDER_DRYRUN_ITERATIONS", 60)
-	seed := uint64(envInt("RENDER_DRYRUN_SEED", defaultDryRunSeed)) //nolint:gosec // G115: a seed
+	seed := uint64(envInt("RENDER_DRYRUN_SEED", defaultDryRunSeed))
 	t.Logf("seed %d, %d specs (RENDER_DRYRUN_SEED=%d reproduces)", seed, n, seed)
-	rng := rand.New(rand.NewPCG(seed, 0)) //nolint:gosec // G404: reproducible test input
+	rng := rand.New(rand.NewPCG(seed, 0))
 
 	namespaces := map[string]bool{}
 	ensureNS := func(name string) {

@@ -53,9 +53,9 @@ func TestRenderedOperandsPassServerDryRun(t *testing.T) {
 	}
 	sample := loadSample(t)
 	n := envInt("CP_DRYRUN_ITERATIONS", 60)
-	seed := uint64(envInt("CP_DRYRUN_SEED", 20261201)) //nolint:gosec // G115: a seed
+	seed := uint64(envInt("CP_DRYRUN_SEED", 20261201))
 	t.Logf("seed %d, %d specs (CP_DRYRUN_SEED=%d reproduces)", seed, n, seed)
-	rng := rand.New(rand.NewPCG(seed, 0)) //nolint:gosec // G404: reproducible test input
+	rng := rand.New(rand.NewPCG(seed, 0))
 	dry := client.NewDryRunClient(env.Client)
 
 	var admitted, refused, objects int
