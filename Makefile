@@ -96,6 +96,15 @@ FUZZTIME ?= 10s
 fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
+# Specs per run of the rendered-objects dry-run properties (internal/render, controlplane resources).
+DRYRUN_ITERATIONS ?= 2000
+
+.PHONY: dryrun-long
+dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side dry run, DRYRUN_ITERATIONS specs from a time-based seed.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" RENDER_DRYRUN_ITERATIONS=$(DRYRUN_ITERATIONS) \
+		CP_DRYRUN_ITERATIONS=$(DRYRUN_ITERATIONS) RENDER_DRYRUN_SEED=$$(date +%s) CP_DRYRUN_SEED=$$(date +%s) \
+		go test ./internal/render/ ./controllers/controlplane/internal/resources/ -run 'PassServerDryRun' -count=1 -v -timeout 30m
+
 .PHONY: vulncheck
 vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).
 	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...

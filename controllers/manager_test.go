@@ -44,7 +44,7 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = probe
 	opts.Apps.GitCacheDir = t.TempDir()
-	mgr, err := controllers.New(env.Config, opts)
+	mgr, err := controllers.New(env.MustManagerConfig(t, "manager"), opts) // the bundle's RBAC, AllNamespaces
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -39,9 +39,11 @@ export GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 # Names used by config/manifests/rbac/role_binding.yaml.
 readonly NAMESPACED_ROLE=kubeopera-operator-manager-namespaced-role
 readonly CLUSTER_ROLE=kubeopera-operator-manager-cluster-role
-# Namespaced resources granted cluster-wide anyway (issue #6: Tenant reads are cluster permissions;
-# the Tenant CRD belongs to the tenant-controller and is not shipped in the bundle).
-readonly CLUSTER_WIDE=(kubeopera.io/tenants)
+# Namespaced resources granted cluster-wide anyway: none. Tenants are namespaced (test/crds holds
+# the tenant-controller's CRD, not shipped in the bundle) and the manager reads them only in the
+# app's namespace, so Tenant reads are `permissions`, namespaced in Single/MultiNamespace installs
+# (issue 13; issue 6 had them in clusterPermissions). Add group/resource here to grant one.
+readonly CLUSTER_WIDE=()
 # Generated paths, relative to the repository root.
 readonly OUTPUTS=(bundle bundle.Dockerfile config/manifests/rbac/role.yaml)
 

@@ -153,6 +153,7 @@ func tearDown(code int) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
 	}
+	code = host.CheckRBACUse(code, "controllers/app/rbac.go", rbacUnusedHere)
 	for i := len(suiteCleanup) - 1; i >= 0; i-- {
 		suiteCleanup[i]()
 	}
@@ -160,7 +161,11 @@ func tearDown(code int) int {
 }
 
 func startManager(ctx context.Context) (<-chan error, error) {
-	cfg := rest.CopyConfig(host.Config)
+	// The manager holds exactly the bundle's RBAC of an AllNamespaces install, not admin.
+	cfg, err := host.ManagerConfig(ctx, "app-suite-manager")
+	if err != nil {
+		return nil, err
+	}
 	cfg.Wrap(hostRequests.wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 apptest.Scheme(),

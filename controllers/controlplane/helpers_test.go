@@ -124,7 +124,8 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h.ns = "cp-" + randomSuffix()
 	h.g.Expect(env.Client.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
 
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	// The reconciler holds exactly the bundle's RBAC of a SingleNamespace install of h.ns.
+	c, err := client.NewWithWatch(env.MustManagerConfig(t, "cp-"+h.ns, h.ns), client.Options{Scheme: scheme.New()})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	counting := interceptor.NewClient(c, h.countWrites())
 

@@ -42,10 +42,12 @@ func timeToReady(t *testing.T, hanging bool) time.Duration {
 		harnesses = append(harnesses, stuck)
 	}
 	namespaces := map[string]cache.Config{}
+	var watched []string
 	for _, h := range harnesses {
 		namespaces[h.ns] = cache.Config{}
+		watched = append(watched, h.ns)
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(env.MustManagerConfig(t, "cp-iso-"+healthy.ns, watched...), ctrl.Options{ // the bundle's RBAC, MultiNamespace
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -80,7 +80,7 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 // harness's fake Controller; it stops with the test.
 func (h *harness) startManager() {
 	h.t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(env.MustManagerConfig(h.t, "cp-manager-"+h.ns, h.ns), ctrl.Options{ // the bundle's RBAC, SingleNamespace
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

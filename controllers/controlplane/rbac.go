@@ -1,16 +1,33 @@
 package controlplane
 
-// RBAC of the ControlPlane reconciler. The operator creates Roles for the operand workloads, so it
-// must itself hold every permission those Roles grant (Kubernetes refuses privilege escalation);
-// that is why pods and leases appear here although the operator never touches them itself.
+// RBAC of the ControlPlane reconciler, no more than the suite sees it use (testenv.CheckRBACUse
+// fails controllers/controlplane's suite on a granted permission it never used; rbac_test.go lists
+// the exceptions with their reasons; docs/olm.md, "Least privilege, proven"), plus what Kubernetes
+// requires besides:
 //
-// +kubebuilder:rbac:groups=datasance.com,resources=controlplanes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=services;secrets;configmaps;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+//   - The operator creates Roles for the operand workloads (resources.ControllerRules,
+//     resources.RouterRules, NatsRole), so it must itself hold every permission those Roles grant
+//     (Kubernetes refuses privilege escalation): that is why pods and leases appear here although
+//     the operator never touches them itself, and why ConfigMaps, Services and StatefulSets carry
+//     verbs the reconciler does not send.
+//   - Objects written by server-side apply need create as well as patch: the API server
+//     authorizes the create inside the PATCH that makes a new object.
+//   - ControlPlanes and their status are written by patch only; Roles and RoleBindings are
+//     created once and never changed; nothing deletes a Deployment, PVC, ServiceAccount or RBAC
+//     object (deleteOwned removes the NATS StatefulSet and Services, the Controller Ingress and
+//     vault Secrets only).
+//   - Events through events.k8s.io (the manager's GetEventRecorder); the core Events that
+//     announce a new leader are granted by the leader-election Role.
+//
+// +kubebuilder:rbac:groups=datasance.com,resources=controlplanes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		env = e
 	}
 	code := m.Run()
+	code = env.CheckRBACUse(code, "controllers/controlplane/rbac.go", rbacUnusedHere)
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop envtest:", err)
 	}

@@ -226,7 +226,7 @@ func TestFluxEndToEnd(t *testing.T) {
 func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-chan error {
 	t.Helper()
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(host.MustManagerConfig(t, "e2e-manager"), ctrl.Options{ // the bundle's RBAC, AllNamespaces
 		Scheme:                 apptest.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -67,6 +67,10 @@ type Env struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Client client.Client
+	// AuditLog is the API server's audit log of the manager users' requests (see rbac_audit.go);
+	// empty when Options.APIServerFlags configure an audit log of their own.
+	AuditLog string
+	auditDir string
 }
 
 // Options select what is installed.
@@ -106,6 +110,12 @@ func Start(opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
+	e := &Env{Env: env}
+	if _, own := opts.APIServerFlags["audit-policy-file"]; !own {
+		if err := e.configureAudit(); err != nil {
+			return nil, err
+		}
+	}
 	for k, v := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
@@ -113,15 +123,16 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		// A failed start (e.g. a CRD the API server rejects) can leave etcd and the API server
 		// running: stop whatever did start.
-		_ = env.Stop()
+		_ = e.Stop()
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
-		_ = env.Stop()
+		_ = e.Stop()
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	return &Env{Env: env, Config: cfg, Client: c}, nil
+	e.Config, e.Client = cfg, c
+	return e, nil
 }
 
 // Stop stops the API server.
@@ -129,7 +140,11 @@ func (e *Env) Stop() error {
 	if e == nil || e.Env == nil {
 		return nil
 	}
-	return e.Env.Stop()
+	err := e.Env.Stop()
+	if e.auditDir != "" {
+		_ = os.RemoveAll(e.auditDir)
+	}
+	return err
 }
 
 // Kubeconfig returns a kubeconfig of a new cluster-admin user with inline credentials, as a

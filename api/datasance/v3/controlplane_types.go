@@ -321,6 +321,8 @@ type ServiceSpec struct {
 	Address string `json:"address,omitempty"`
 	// Annotations added to the Service.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))`,message="annotation keys must be qualified names ([prefix/]name)"
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// ExternalTrafficPolicy for LoadBalancer and NodePort Services; omitted means Local for
 	// LoadBalancer and Cluster for NodePort. Ignored for ClusterIP.
@@ -359,6 +361,8 @@ type ControllerIngress struct {
 	IngressClassName string `json:"ingressClassName,omitempty"`
 	// Annotations added to the Ingress (e.g. cert-manager or nginx settings).
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))`,message="annotation keys must be qualified names ([prefix/]name)"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
@@ -516,6 +520,8 @@ type JetStream struct {
 	// StorageClassName of the js-data volumes; default the cluster default. Fixed once the
 	// StatefulSet exists.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	StorageClassName string `json:"storageClassName,omitempty"`
 }
 

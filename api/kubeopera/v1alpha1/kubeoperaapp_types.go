@@ -85,6 +85,10 @@ type AppSpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 	// +optional
+	// What the pod validation would refuse in the rendered Deployment is refused here (docs/reliability.md,
+	// "Rendered objects vs the API server").
+	// +kubebuilder:validation:XValidation:rule=`self.all(e, !has(e.valueFrom) || !has(e.value) || e.value == '')`,message="spec.app.env: value and valueFrom are exclusive"
+	// +kubebuilder:validation:XValidation:rule=`self.all(e, !has(e.valueFrom) || [has(e.valueFrom.configMapKeyRef), has(e.valueFrom.secretKeyRef), has(e.valueFrom.fieldRef), has(e.valueFrom.resourceFieldRef), has(e.valueFrom.fileKeyRef)].exists_one(x, x))`,message="spec.app.env: valueFrom must name exactly one source"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
 	// Command overrides the image entrypoint.
@@ -99,14 +103,21 @@ type AppSpec struct {
 
 	// Resources of the container.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule=`[self.?limits.orValue({}), self.?requests.orValue({})].all(m, m.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && !k.startsWith('kubernetes.io/'))))`,message="spec.app.resources names must be cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// LivenessProbe of the container.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule=`[has(self.exec), has(self.httpGet), has(self.tcpSocket), has(self.grpc)].exists_one(x, x)`,message="a probe must set exactly one of exec, httpGet, tcpSocket and grpc"
+	// +kubebuilder:validation:XValidation:rule=`[self.?initialDelaySeconds.orValue(0), self.?timeoutSeconds.orValue(0), self.?periodSeconds.orValue(0), self.?successThreshold.orValue(0), self.?failureThreshold.orValue(0)].all(x, x >= 0)`,message="probe delays, timeouts, periods and thresholds must not be negative"
+	// +kubebuilder:validation:XValidation:rule=`[self.?httpGet.port, self.?tcpSocket.port].all(o, !o.hasValue() || type(o.value()) != int || (o.value() >= 1 && o.value() <= 65535))`,message="a probe's port number must be between 1 and 65535"
 	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
 
 	// ReadinessProbe of the container.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule=`[has(self.exec), has(self.httpGet), has(self.tcpSocket), has(self.grpc)].exists_one(x, x)`,message="a probe must set exactly one of exec, httpGet, tcpSocket and grpc"
+	// +kubebuilder:validation:XValidation:rule=`[self.?initialDelaySeconds.orValue(0), self.?timeoutSeconds.orValue(0), self.?periodSeconds.orValue(0), self.?successThreshold.orValue(0), self.?failureThreshold.orValue(0)].all(x, x >= 0)`,message="probe delays, timeouts, periods and thresholds must not be negative"
+	// +kubebuilder:validation:XValidation:rule=`[self.?httpGet.port, self.?tcpSocket.port].all(o, !o.hasValue() || type(o.value()) != int || (o.value() >= 1 && o.value() <= 65535))`,message="a probe's port number must be between 1 and 65535"
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 
 	// Security relaxes, within the Kubernetes "restricted" Pod Security Standard, what the app's
@@ -258,6 +269,7 @@ type IngressSpec struct {
 type FluxSpec struct {
 	// Interval of the GitRepository and Kustomization; default 1m.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule=`!self.matches('^([0]+([.][0]+)?(ms|s|m|h))+$')`,message="spec.flux.interval must be positive"
 	// +kubebuilder:default="1m"
 	// +optional
 	Interval string `json:"interval,omitempty"`
