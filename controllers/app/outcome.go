@@ -6,44 +6,44 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
-// next says what happens after a step failed.
-type next int
+// A failed step is an internal/outcome Failure, the vocabulary the ControlPlane reconciler
+// shares: the condition and reason to report and what happens next. retry, waitThenRetry and
+// stop name the three outcomes as the app's steps use them.
+
+// stepError is a failed step.
+type stepError = outcome.Failure
 
 const (
 	// retryWithBackoff: a failure that depends on the vCluster or Git; the pass returns the
 	// error and the workqueue's rate limiter retries (30s, doubling, capped).
-	retryWithBackoff next = iota
-	// retryAfter: not a failure, something to wait for; requeue after stepError.after.
-	retryAfter
+	retryWithBackoff = outcome.Backoff
+	// retryAfter: not a failure, something to wait for; requeue after stepError.After.
+	retryAfter = outcome.RequeueAfter
 	// waitForChange: nothing a retry can fix (the app or another object must change, and a
 	// watch brings the app back then): a reconcile.TerminalError, never retried.
-	waitForChange
+	waitForChange = outcome.WaitForChange
 )
 
-// stepError is a failed step: the condition and reason to report and what to do next.
-type stepError struct {
-	condition string
-	reason    string
-	next      next
-	after     time.Duration
-	err       error
-}
-
-func (e *stepError) Error() string { return e.err.Error() }
-func (e *stepError) Unwrap() error { return e.err }
-
 func retry(condition, reason string, err error) *stepError {
-	return &stepError{condition: condition, reason: reason, next: retryWithBackoff, err: err}
+	return onCondition(condition, outcome.Retry(reason, err))
 }
 
 func waitThenRetry(condition, reason string, after time.Duration, err error) *stepError {
-	return &stepError{condition: condition, reason: reason, next: retryAfter, after: after, err: err}
+	return onCondition(condition, outcome.Wait(reason, after, err))
 }
 
 func stop(condition, reason string, err error) *stepError {
-	return &stepError{condition: condition, reason: reason, next: waitForChange, err: err}
+	return onCondition(condition, outcome.Stop(reason, err))
+}
+
+// onCondition reports f on the app condition named condition (and on Ready).
+func onCondition(condition string, f *stepError) *stepError {
+	f.Condition = condition
+	return f
 }
 
 // unreachable reports whether err from a vCluster request means the vCluster did not answer

@@ -320,21 +320,21 @@ func TestErrorClassification(t *testing.T) {
 
 	var se *stepError
 	g.Expect(errors.As(gitError("c", gitops.ErrAuthFailed), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidAuth), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
 	g.Expect(errors.As(gitError("c", gitops.ErrPushConflict), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidPath), &se)).To(BeTrue())
-	g.Expect(se.next).To(Equal(waitForChange))
+	g.Expect(se.Next).To(Equal(waitForChange))
 	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrRepositoryTooLarge)), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonRepositoryTooLarge))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonRepositoryTooLarge))
 	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrPathConflict)), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict))
-	g.Expect(se.next).To(Equal(retryWithBackoff))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict))
+	g.Expect(se.Next).To(Equal(retryWithBackoff))
 	g.Expect(errors.As(gitError("c", errors.New("network")), &se)).To(BeTrue())
-	g.Expect(se.reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
-	g.Expect(se.next).To(Equal(retryWithBackoff))
+	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
+	g.Expect(se.Next).To(Equal(retryWithBackoff))
 }
 
 func connectionRefused() error {

@@ -17,9 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -40,30 +40,24 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 	if !errors.As(err, &se) {
 		return ctrl.Result{}, err
 	}
-	msg := se.err.Error()
-	if se.condition != kubeoperav1alpha1.ConditionReady {
-		r.setCondition(s.app, se.condition, metav1.ConditionFalse, se.reason, msg)
+	msg := se.Err.Error()
+	if se.Condition != kubeoperav1alpha1.ConditionReady {
+		r.setCondition(s.app, se.Condition, metav1.ConditionFalse, se.Reason, msg)
 	}
-	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.reason, msg)
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, se.Reason, msg)
 	if synced := findCondition(s.app, kubeoperav1alpha1.ConditionSynced); synced != nil &&
 		synced.Status == metav1.ConditionTrue && s.app.DeletionTimestamp.IsZero() {
 		// The pass did not get to read the Kustomization back: a Synced=True from an earlier
 		// pass (perhaps of an older generation) must not stay green.
-		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.reason, "Not verified: "+msg)
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.Reason, "Not verified: "+msg)
 	}
-	log := ctrl.LoggerFrom(ctx)
-	switch se.next {
-	case retryAfter:
-		log.V(1).Info("Waiting", "reason", se.reason, "requeueAfter", se.after, "message", msg)
-		return ctrl.Result{RequeueAfter: se.after}, nil
-	case waitForChange:
-		// Nothing a retry fixes: a terminal error is counted but never retried; a change of
-		// the app or of what it references brings it back.
-		return ctrl.Result{}, reconcile.TerminalError(se)
-	default:
-		// The workqueue's per-app rate limiter schedules the retry (see newRateLimiter).
-		return ctrl.Result{}, se
+	if se.Next == retryAfter {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting", "reason", se.Reason, "requeueAfter", se.After, "message", msg)
 	}
+	// Backoff: the error is returned and the workqueue's per-app rate limiter schedules the
+	// retry (see newRateLimiter). WaitForChange: a terminal error is counted but never retried;
+	// a change of the app or of what it references brings it back.
+	return outcome.Result(se)
 }
 
 // patchStatus writes the status when this pass changed it.

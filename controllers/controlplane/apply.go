@@ -61,7 +61,7 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 var errCacheStale = errors.New("object exists already; the cache had not shown it yet")
 
 // createIfAbsent creates desired only when no object of that name exists; an existing one is
-// left exactly as it is (Roles, RoleBindings, the SQLite PVC: spec §8.3). It creates rather than
+// left exactly as it is (Roles, RoleBindings, the SQLite PVC: docs/controlplane.md#create-once-objects). It creates rather than
 // applies, so that even a stale cache can never make it overwrite an existing object. live is
 // an empty object of the right type; it is filled with the existing object, if any.
 func createIfAbsent[T client.Object](ctx context.Context, s *scope, desired applyConfiguration, live T) (created bool, err error) {

@@ -40,7 +40,7 @@ func TestSpecChangeUpdatesThenReady(t *testing.T) {
 	c := h.deployment("controller").Spec.Template.Spec.Containers[0]
 	g.Expect(envOf(c)).To(HaveKeyWithValue("LOG_LEVEL", "debug"))
 	g.Expect(c.Image).To(Equal("example.com/controller:9.9.9"))
-	g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"), "an update pass registers again (spec §8.2)")
+	g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"), "an update pass registers again (docs/controlplane.md#spec-changes)")
 	g.Expect(h.deployment("controller").Spec.Template.Annotations).To(HaveKeyWithValue(controlplane.AnnotationCredentialsHash, oldHash),
 		"credentials unchanged: no rollout")
 

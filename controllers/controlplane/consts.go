@@ -8,7 +8,7 @@ const FieldOwner = "kubeopera-operator"
 // EventRecorderName is the reporting controller of the Events the reconciler emits.
 const EventRecorderName = "kubeopera-operator-controlplane"
 
-// Requeue delays (spec §4.6, §5.2). Waiting for something outside the operator's control is a
+// Requeue delays (docs/controlplane.md#controller-reconcile-steps, docs/controlplane.md#router-service-and-address). Waiting for something outside the operator's control is a
 // requeue with one of these delays, never a blocking wait.
 const (
 	// requeueLoadBalancer: a LoadBalancer Service (controller or router) or the controller Ingress
@@ -26,38 +26,14 @@ const (
 	requeueTransition = time.Second
 )
 
-// Standard labels of every operand object, exactly the upstream operator's (managed-by:
-// iofog-operator), so selectors, dashboards and policies written for upstream objects match
-// ours and objects created by either operator are the same. The operator's own Deployment
-// carries its own name.
-const (
-	labelName      = "app.kubernetes.io/name"
-	labelInstance  = "app.kubernetes.io/instance"
-	labelComponent = "app.kubernetes.io/component"
-	labelManagedBy = "app.kubernetes.io/managed-by"
+// requeueNatsBootstrap: GET /nats/bootstrap failed (the Controller is starting, is not the
+// Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx). The bootstrap is
+// retried until it answers; nothing NATS is written without it.
+const requeueNatsBootstrap = 10 * time.Second
 
-	labelNameValue      = "iofog"
-	labelManagedByValue = "iofog-operator"
-)
-
-// Component names: the app.kubernetes.io/component label value and the object names of the
-// Controller and Router components.
+// Reasons of the Normal Events the NATS component emits (failures use the condition reasons).
 const (
-	componentController = "controller"
-	componentRouter     = "router"
-	componentNats       = "nats"
-)
-
-// Annotations written by the operator.
-const (
-	// annotationCredentialsHash on the Controller pod template is a hash of the data of the DB,
-	// auth and vault Secrets: a change rolls the pods so they read the new Secret-backed env.
-	annotationCredentialsHash = "kubeopera.io/credentials-hash" //nolint:gosec // G101: an annotation name, not a credential.
-	// annotationTLSHash on a pod template is a hash of the TLS Secret(s) the pods mount, so a
-	// rotated certificate reaches the process.
-	annotationTLSHash = "kubeopera.io/tls-hash"
-	// annotationRegistration on the ControlPlane is a hash of what the operator last registered
-	// with the Controller REST API (router, NATS hub, CAs) and where. While the ControlPlane is
-	// ready and the hash is unchanged, the Controller API is not called again.
-	annotationRegistration = "kubeopera.io/controller-registration"
+	eventNatsCertificateCreated = "NatsCertificateCreated"
+	eventNatsRestarted          = "NatsRestarted"
+	eventNatsRemoved            = "NatsRemoved"
 )

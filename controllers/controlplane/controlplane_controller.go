@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -40,7 +41,7 @@ type Reconciler struct {
 	Now func() time.Time
 	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
 	KeyGenerator pki.KeyGenerator
-	// UpdateConsoleClientURLs is told the resolved public and console URLs (spec §4.5). nil is
+	// UpdateConsoleClientURLs is told the resolved public and console URLs (docs/controlplane.md#url-resolution). nil is
 	// the upstream default, a no-op; a failure is logged and never fails the pass.
 	UpdateConsoleClientURLs func(ctx context.Context, cp *datasancev3.ControlPlane, publicURL, consoleURL string) error
 
@@ -62,13 +63,13 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 // after the other (no goroutines: every step is one API call or less, see the package doc) and
 // their results are combined.
 var components = []component{
-	{name: componentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Router.ComponentStatus
 	}},
-	{name: componentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Nats.ComponentStatus
 	}},
-	{name: componentController, run: reconcileController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentController, run: reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Controller.ComponentStatus
 	}},
 }
@@ -105,12 +106,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return r.reconcile(passCtx, cp)
 }
 
-// reconcile runs one pass of the state machine (spec §3) over cp, changing only cp in memory.
+// reconcile runs one pass of the state machine (docs/controlplane.md#state-machine) over cp, changing only cp in memory.
 func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	state := effectiveState(cp)
 	if state != datasancev3.ConditionReady && needsTransition(cp, state) {
-		// Make the new state visible before doing the work (spec §3.2, ours).
+		// Make the new state visible before doing the work (docs/controlplane.md#effective-state, ours).
 		setState(cp, state, datasancev3.ReasonProgressing, progressingMessage(state))
 		r.event(cp, corev1.EventTypeNormal, stateEventReason(state), progressingMessage(state))
 		log.Info("ControlPlane state changed", "state", state, "generation", cp.Generation)
@@ -268,7 +269,7 @@ func foreignAnnotationsChanged() predicate.Predicate {
 func withoutOwnAnnotations(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != annotationRegistration {
+		if k != resources.AnnotationRegistration {
 			out[k] = v
 		}
 	}

@@ -18,12 +18,15 @@
 // every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
 // min; the deferred status patch runs on the request context, so a pass that ran out of time still
 // records why). The NATS and controller components share one Controller session per pass
-// (controller_session.go): one client, one GET /status, at most one login. Desired objects are pure functions of the spec, one file per component
-// (controller_*.go, router_*.go, nats*.go).
+// (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
+// are pure functions of the spec, built in internal/resources (no client, no context); this
+// package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
+// ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, tls_secrets.go,
+// and the shared apply.go, status.go and result.go.
 //
 // # State machine and status
 //
-// Exactly one of the conditions deploying, updating and ready is True (spec §3). Its reason is
+// Exactly one of the conditions deploying, updating and ready is True (docs/controlplane.md#state-machine). Its reason is
 // the current cause in UpperCamel (the Reason* constants of the API: Reconciled,
 // WaitingForLoadBalancer, ControllerUnavailable, SecretNotFound, InvalidCertificate, ...) and its
 // message a sentence; a condition that stops being True becomes False with reason Transitioned.
@@ -55,7 +58,7 @@
 // compared with the desired object; equal means no request at all, so a pass over an unchanged
 // ControlPlane sends no write. A field another actor changed or removed is no longer ours, so the
 // comparison fails and the apply restores it. Roles, RoleBindings, the SQLite PVC and the router
-// TLS Secrets are create-once (spec §8.3): they are created, never applied, so an existing object
+// TLS Secrets are create-once (docs/controlplane.md#create-once-objects): they are created, never applied, so an existing object
 // is never changed, not even after a stale cache read.
 //
 // # Watches
@@ -77,7 +80,7 @@
 // owned): the inputs are mostly visible in the ControlPlane, and an unkeyed hash would let a
 // reader of the Deployment guess the one that is not (a passwordSecretRef password) offline, and kubeopera.io/tls-hash, a hash of the controller TLS Secret. A change of either
 // really rolls the pods (upstream's "restart" re-submitted an unchanged Deployment). The first
-// creation sets the hash without a restart, which is spec §4.6 step 7. The router pod template
+// creation sets the hash without a restart, which is docs/controlplane.md#controller-reconcile-steps step 7. The router pod template
 // carries the hash of its two server certificates, so a rotated certificate reaches the router.
 //
 // # Requeues and errors
@@ -96,13 +99,13 @@
 // invalid PEM in a bring-your-own CA Secret is InvalidCertificate with a Warning Event and a
 // reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is fixed).
 //
-// Differences from spec §4.6 worth knowing: what to register (router host and ports, NATS hub,
+// Differences from the upstream steps (docs/controlplane.md#controller-reconcile-steps) worth knowing: what to register (router host and ports, NATS hub,
 // CA list) is computed before the first Controller API call, so while the router LoadBalancer
 // has no address the pass requeues without calling the Controller at all; the controller Ingress
 // without load-balancer status is a requeue (IngressNotReady) rather than an error loop, since
 // the Ingress is watched; ports of an ingress-exposed router equal to 0 are registered as the
-// defaults 5671/55671/45671 (§9.17); the external reachability check runs after CA import
-// (§9.21); a login refused as invalid credentials is tolerated, but when the next call is then
+// defaults 5671/55671/45671 (docs/controlplane.md#router-ingress-ports-of-0); the external reachability check runs after CA import
+// (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials is tolerated, but when the next call is then
 // refused with 401/403 the pass fails with reason LoginFailed.
 //
 // # Reaching the Controller
@@ -140,7 +143,7 @@
 //
 // # NATS
 //
-// The NATS component (nats*.go) follows spec §6.3. Its choices where the spec leaves one:
+// The NATS component (nats*.go) follows docs/controlplane.md#nats-pass-order. Its choices where the upstream design leaves one:
 //
 //   - The bootstrap (GET /nats/bootstrap) is called on every deploying/updating pass; while the
 //     ControlPlane is ready, the material stored by earlier passes (the two bootstrap Secrets,

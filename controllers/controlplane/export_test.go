@@ -1,5 +1,7 @@
 package controlplane
 
+import "github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+
 // Internals the envtest suite (package controlplane_test, which cannot be an internal test
 // because test/testenv imports the manager, which imports this package) asserts on.
 const (
@@ -9,13 +11,13 @@ const (
 	RequeueRegistration      = requeueRegistration
 	RequeueTransition        = requeueTransition
 
-	AnnotationCredentialsHash = annotationCredentialsHash
-	AnnotationTLSHash         = annotationTLSHash
-	AnnotationRegistration    = annotationRegistration
+	AnnotationCredentialsHash = resources.AnnotationCredentialsHash
+	AnnotationTLSHash         = resources.AnnotationTLSHash
+	AnnotationRegistration    = resources.AnnotationRegistration
 )
 
 // CredentialsHash and UnkeyedHash expose the pod-template hashes to the envtest suite.
 var (
-	CredentialsHash = keyedHashData
-	UnkeyedHash     = hashData
+	CredentialsHash = resources.KeyedHashData
+	UnkeyedHash     = resources.HashData
 )

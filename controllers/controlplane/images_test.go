@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // The default operand images are the 3.9.0 release line, and the manager Deployment's
@@ -16,7 +18,7 @@ import (
 // so an install through OLM and one through the Go defaults run the same operands.
 func TestDefaultImagesMatchManagerManifest(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(DefaultOptions().Images).To(Equal(Images{
+	g.Expect(DefaultOptions().Images).To(Equal(resources.Images{
 		Controller: "ghcr.io/datasance/controller:3.9.0",
 		Router:     "ghcr.io/datasance/router:3.9.0",
 		Nats:       "ghcr.io/datasance/nats:2.15.0",
@@ -37,7 +39,7 @@ func TestDefaultImagesMatchManagerManifest(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_CONTROLLER", DefaultControllerImage))
-	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_ROUTER", DefaultRouterImage))
-	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_NATS", DefaultNatsImage))
+	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_CONTROLLER", resources.DefaultControllerImage))
+	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_ROUTER", resources.DefaultRouterImage))
+	g.Expect(env).To(HaveKeyWithValue("RELATED_IMAGE_NATS", resources.DefaultNatsImage))
 }

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -28,7 +29,7 @@ func observeComponent(cp *datasancev3.ControlPlane, component string, res result
 		outcome, reason = metrics.OutcomeRequeue, res.reason
 	}
 	metrics.ObserveComponentPass(cp.Namespace, cp.Name, component, outcome, reason)
-	if component == componentController {
+	if component == resources.ComponentController {
 		metrics.SetRegistered(cp.Namespace, cp.Name, outcome == metrics.OutcomeContinue)
 	}
 }

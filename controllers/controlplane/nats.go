@@ -10,9 +10,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// reconcileNats is the NATS component (spec §6), in the order of §6.3: bootstrap from the
+// reconcileNats is the NATS component (docs/controlplane.md#nats-component), in the order of docs/controlplane.md#nats-pass-order: bootstrap from the
 // Controller and its Secrets; the JetStream key; RBAC and the three Services; the external
 // address (waiting for a LoadBalancer's); the TLS Secrets; server.conf and the JWT bundle; the
 // StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
@@ -44,7 +45,7 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 	st.Address = address
 	if waiting {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
-			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", natsServiceName)), nil
+			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
 	}
 	if err := ensureNatsCertificates(ctx, s, address); err != nil {
 		return requeueIfStale(err)
@@ -56,18 +57,18 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount, Role and RoleBinding nats (created
-// once, spec §8.3) and the three Services (applied every pass).
+// once, docs/controlplane.md#create-once-objects) and the three Services (applied every pass).
 func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
-	if _, err := createIfAbsent(ctx, s, natsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
+	if _, err := createIfAbsent(ctx, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
 		return err
 	}
-	if _, err := createIfAbsent(ctx, s, natsRole(s.cp), &rbacv1.Role{}); err != nil {
+	if _, err := createIfAbsent(ctx, s, resources.NatsRole(s.cp), &rbacv1.Role{}); err != nil {
 		return err
 	}
-	if _, err := createIfAbsent(ctx, s, natsRoleBinding(s.cp), &rbacv1.RoleBinding{}); err != nil {
+	if _, err := createIfAbsent(ctx, s, resources.NatsRoleBinding(s.cp), &rbacv1.RoleBinding{}); err != nil {
 		return err
 	}
-	for _, svc := range []*corev1ac.ServiceApplyConfiguration{natsHeadlessService(s.cp), natsService(s.cp), natsServerService(s.cp)} {
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{resources.NatsHeadlessService(s.cp), resources.NatsService(s.cp), resources.NatsServerService(s.cp)} {
 		if _, err := applyIfChanged(ctx, s, svc, &corev1.Service{}, corev1ac.ExtractService); err != nil {
 			return err
 		}
@@ -79,28 +80,28 @@ func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 // from the current file, and the JWT bundle, created once.
 func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string) error {
 	var current corev1.ConfigMap
-	if _, err := s.getExisting(ctx, natsConfigMapName, &current); err != nil {
+	if _, err := s.getExisting(ctx, resources.NatsConfigMapName, &current); err != nil {
 		return err
 	}
-	serverConf, err := natsServerConf(s.cp, natsConfInputs{
-		operatorJWT:     boot.operatorJWT,
-		systemAccount:   boot.systemAccount,
-		jetStreamKey:    jsk,
-		externalAddress: address,
-		existing:        current.Data[natsConfigKey],
+	serverConf, err := resources.NatsServerConf(s.cp, resources.NatsConfInputs{
+		OperatorJWT:     boot.operatorJWT,
+		SystemAccount:   boot.systemAccount,
+		JetStreamKey:    jsk,
+		ExternalAddress: address,
+		Existing:        current.Data[resources.NatsConfigKey],
 	})
 	if err != nil {
 		return terminal(datasancev3.ReasonInvalidConfiguration, err)
 	}
-	changed, err := applyIfChanged(ctx, s, natsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	changed, err := applyIfChanged(ctx, s, resources.NatsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
 		return err
 	}
 	if changed {
-		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", natsConfigMapName)
+		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", resources.NatsConfigMapName)
 	}
-	if found, err := s.getExisting(ctx, natsJWTBundleMapName, &corev1.ConfigMap{}); err != nil || found {
+	if found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &corev1.ConfigMap{}); err != nil || found {
 		return err
 	}
-	return createObject(ctx, s, natsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
+	return createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
 }

@@ -10,10 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// natsBootstrap is the NATS material the Controller generates (spec §6.4). operatorSeed and creds
+// natsBootstrap is the NATS material the Controller generates (docs/controlplane.md#nats-bootstrap). operatorSeed and creds
 // are secrets: never log them.
 type natsBootstrap struct {
 	operatorJWT      string
@@ -24,7 +25,7 @@ type natsBootstrap struct {
 	creds []byte
 }
 
-// obtainNatsBootstrap is steps 1–3 of spec §6.3: the bootstrap material, fetched from the
+// obtainNatsBootstrap is steps 1–3 of docs/controlplane.md#nats-pass-order: the bootstrap material, fetched from the
 // Controller (status check, login, GET /nats/bootstrap) and stored in Secrets nats-operator-seed
 // and nats-creds-sys-admin-hub. While the ControlPlane is ready, the material stored by an
 // earlier pass is used instead, so drift repair does not call the Controller; the Controller is
@@ -48,7 +49,7 @@ func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result,
 
 // fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
 // fails (403 while it is not the Kubernetes control plane, 404 while its NATS Secrets are
-// missing, 5xx), is waited for with a requeue (spec §6.3: it retries until the API responds).
+// missing, 5xx), is waited for with a requeue (docs/controlplane.md#nats-pass-order: it retries until the API responds).
 func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
 	c, res, err := natsControllerClient(ctx, s)
 	if err != nil || !res.isContinue() {
@@ -79,7 +80,7 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, 
 }
 
 // natsControllerClient returns the pass's Controller session (shared with the Controller
-// component): GET /status answered and logged in (spec §6.3 steps 1–2, §4.8). Rejected
+// component): GET /status answered and logged in (docs/controlplane.md#nats-pass-order steps 1–2, docs/controlplane.md#login). Rejected
 // credentials are tolerated as in the Controller component: the bootstrap then fails and is
 // retried.
 func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result, error) {
@@ -91,11 +92,11 @@ func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result,
 }
 
 // storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it
-// differs (spec §6.4).
+// differs (docs/controlplane.md#nats-bootstrap).
 func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 	for _, desired := range []*corev1ac.SecretApplyConfiguration{
-		natsOperatorSeedSecret(s.cp, b.operatorSeed),
-		natsSysCredsSecret(s.cp, b.creds),
+		resources.NatsOperatorSeedSecret(s.cp, b.operatorSeed),
+		resources.NatsSysCredsSecret(s.cp, b.creds),
 	} {
 		changed, err := applyIfChanged(ctx, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
 		if err != nil {
@@ -118,20 +119,20 @@ func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 		name string
 		obj  client.Object
 	}{
-		{natsOperatorSeedSecretName, &seed}, {natsSysCredsSecretName, &creds},
-		{natsConfigMapName, &conf}, {natsJWTBundleMapName, &bundle},
+		{resources.NatsOperatorSeedSecretName, &seed}, {resources.NatsSysCredsSecretName, &creds},
+		{resources.NatsConfigMapName, &conf}, {resources.NatsJWTBundleMapName, &bundle},
 	} {
 		if found, err := s.getExisting(ctx, o.name, o.obj); err != nil || !found {
 			return nil, err
 		}
 	}
-	operatorJWT, systemAccount := parseNatsBootstrapConf(conf.Data[natsConfigKey])
+	operatorJWT, systemAccount := resources.ParseNatsBootstrapConf(conf.Data[resources.NatsConfigKey])
 	b := &natsBootstrap{
 		operatorJWT:      operatorJWT,
-		operatorSeed:     string(seed.Data[natsOperatorSeedKey]),
+		operatorSeed:     string(seed.Data[resources.NatsOperatorSeedKey]),
 		systemAccount:    systemAccount,
-		systemAccountJWT: bundle.Data[natsJWTKey(systemAccount)],
-		creds:            creds.Data[natsSysCredsKey],
+		systemAccountJWT: bundle.Data[resources.NatsJWTKey(systemAccount)],
+		creds:            creds.Data[resources.NatsSysCredsKey],
 	}
 	if b.operatorJWT == "" || b.operatorSeed == "" || b.systemAccount == "" || b.systemAccountJWT == "" || len(b.creds) == 0 {
 		return nil, nil

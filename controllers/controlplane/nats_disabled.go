@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // removeNats runs when spec.nats.enabled is false. NATS objects of an earlier enabled generation
@@ -15,7 +17,7 @@ import (
 // nats and the three Services — the pods and the load balancers. Everything that carries state
 // or identity stays, so that enabling NATS again resumes where it stopped: the js-data PVCs
 // (JetStream data), the JetStream key (without it that data is unreadable), the CA Secrets (the
-// Controller's catalog holds them; spec §8.3), the server certificates, the bootstrap Secrets,
+// Controller's catalog holds them; docs/controlplane.md#create-once-objects), the server certificates, the bootstrap Secrets,
 // the ConfigMaps (server.conf keeps the Controller's routes) and the RBAC objects. Only objects
 // controlled by this ControlPlane are deleted.
 func removeNats(ctx context.Context, s *scope) error {
@@ -23,10 +25,10 @@ func removeNats(ctx context.Context, s *scope) error {
 		kind, name string
 		obj        client.Object
 	}{
-		{"StatefulSet", natsStatefulSetName, &appsv1.StatefulSet{}},
-		{"Service", natsServiceName, &corev1.Service{}},
-		{"Service", natsServerServiceName, &corev1.Service{}},
-		{"Service", natsHeadlessServiceName, &corev1.Service{}},
+		{"StatefulSet", resources.NatsStatefulSetName, &appsv1.StatefulSet{}},
+		{"Service", resources.NatsServiceName, &corev1.Service{}},
+		{"Service", resources.NatsServerServiceName, &corev1.Service{}},
+		{"Service", resources.NatsHeadlessServiceName, &corev1.Service{}},
 	} {
 		found, err := s.getExisting(ctx, o.name, o.obj)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestNatsIngressAddress(t *testing.T) {
 }
 
 // Neither a LoadBalancer nor an ingress address: in-cluster SANs only, no leaf advertise, and the
-// hub registration is skipped (spec §9.6) while the NATS CAs are still imported.
+// hub registration is skipped (docs/controlplane.md#hub-registration-without-an-address) while the NATS CAs are still imported.
 func TestNatsNoExternalAddress(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g

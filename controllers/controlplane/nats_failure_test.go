@@ -103,7 +103,7 @@ func TestNatsControllerDown(t *testing.T) {
 	g.Expect(h.api.RequestsTo("GET", "/api/v3/nats/bootstrap")).To(BeEmpty())
 }
 
-// A failed hub upsert is retried after 10 s (spec §4.6 5b) and then succeeds.
+// A failed hub upsert is retried after 10 s (docs/controlplane.md#controller-reconcile-steps 5b) and then succeeds.
 func TestNatsHubUpsertFailure(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g

@@ -6,21 +6,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// natsExternalAddress is the external NATS address (spec §6.7): the load-balancer address of
+// natsExternalAddress is the external NATS address (docs/controlplane.md#external-nats-address): the load-balancer address of
 // Service nats when its (defaulted) type is LoadBalancer — waiting reports that it has none
 // yet — else ingresses.nats.address, else "". It is used for the server certificates' SANs,
 // leafnodes.advertise and the hub registration.
 func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
 	if datasancev3.ServiceType(s.spec.Services.Nats) == corev1.ServiceTypeLoadBalancer {
 		var svc corev1.Service
-		if found, err := s.getExisting(ctx, natsServiceName, &svc); err != nil || !found {
+		if found, err := s.getExisting(ctx, resources.NatsServiceName, &svc); err != nil || !found {
 			return "", err == nil, err
 		}
-		address := loadBalancerAddress(svc.Status.LoadBalancer.Ingress)
+		address := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress)
 		return address, address == "", nil
 	}
 	if ing := s.spec.Ingresses.Nats; ing != nil {
@@ -29,8 +30,8 @@ func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting
 	return "", false, nil
 }
 
-// natsHubRegistration returns the NATS hub to register with the Controller (spec §6.10), or nil
-// to skip the registration when there is no external NATS address (§9.6; while a LoadBalancer
+// natsHubRegistration returns the NATS hub to register with the Controller (docs/controlplane.md#hub-registration-and-ca-import), or nil
+// to skip the registration when there is no external NATS address (docs/controlplane.md#hub-registration-without-an-address; while a LoadBalancer
 // address is pending, the NATS component requeues, and a later pass registers). The Controller
 // component calls it only when NATS is enabled.
 func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, result, error) {
@@ -42,7 +43,7 @@ func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, result,
 }
 
 // natsHub is the PUT /nats/hub body for host: the ingresses.nats ports, 0 meaning the NATS
-// defaults, on the LoadBalancer path as well (spec §6.10).
+// defaults, on the LoadBalancer path as well (docs/controlplane.md#hub-registration-and-ca-import).
 func natsHub(spec *datasancev3.ControlPlaneSpec, host string) *iofog.NatsHub {
 	var ing datasancev3.NatsIngress
 	if spec.Ingresses.Nats != nil {
@@ -62,18 +63,4 @@ func natsHub(spec *datasancev3.ControlPlaneSpec, host string) *iofog.NatsHub {
 		MqttPort:    port(ing.MqttPort, natsconf.MQTTPort),
 		HTTPPort:    port(ing.HTTPPort, natsconf.MonitorPort),
 	}
-}
-
-// natsCASecretNames are the NATS CA Secrets the Controller component imports into the
-// Controller's catalog when NATS is enabled (spec §6.10).
-func natsCASecretNames() []string { return append([]string(nil), natsCASecrets...) }
-
-// natsReferencedSecretNames are the NATS Secrets a ControlPlane may read without owning them —
-// the four TLS Secrets a user may bring (spec §6.6) — for the Secret watch. None when NATS is
-// disabled.
-func natsReferencedSecretNames(spec *datasancev3.ControlPlaneSpec) []string {
-	if !spec.NatsEnabled() {
-		return nil
-	}
-	return append([]string(nil), natsTLSSecretNames...)
 }

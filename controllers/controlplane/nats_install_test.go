@@ -145,7 +145,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(h.certificate("nats-site-server").Issuer.CommonName).To(Equal("nats-site-ca"))
 	g.Expect(h.certificate("nats-mqtt-server").Issuer.CommonName).To(Equal("default-nats-local-ca"))
 
-	// Services (spec §6.1, §6.2) and RBAC.
+	// Services (docs/controlplane.md#nats-objects, docs/controlplane.md#nats-ports) and RBAC.
 	headless := h.service("nats-headless")
 	g.Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	g.Expect(servicePorts(headless)).To(Equal(map[string]int32{"client": 4222, "cluster": 6222, "leaf": 7422, "mqtt": 8883, "monitor": 8222}))

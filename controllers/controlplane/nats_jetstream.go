@@ -11,27 +11,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (spec §6.5).
+// natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (docs/controlplane.md#jetstream-encryption-key).
 const natsJetStreamKeyBytes = 32
 
-// ensureNatsJetStreamKey returns the JetStream encryption key (spec §6.5, step 4): the jsk of
+// ensureNatsJetStreamKey returns the JetStream encryption key (docs/controlplane.md#jetstream-encryption-key, step 4): the jsk of
 // Secret nats-jetstream-key-<name> when it is non-empty, else a new random key, written to the
 // Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced.
 func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
-	name := natsJetStreamKeySecretName(s.cp.Name)
+	name := resources.NatsJetStreamKeySecretName(s.cp.Name)
 	var sec corev1.Secret
 	found, err := s.getExisting(ctx, name, &sec)
 	switch {
 	case err != nil:
 		return "", err
-	case found && len(sec.Data[natsJetStreamKeyKey]) > 0:
-		return string(sec.Data[natsJetStreamKeyKey]), releaseDataStore(ctx, s, &sec)
+	case found && len(sec.Data[resources.NatsJetStreamKeyKey]) > 0:
+		return string(sec.Data[resources.NatsJetStreamKeyKey]), releaseDataStore(ctx, s, &sec)
 	}
 	key := newNatsJetStreamKey()
 	if !found {
-		if err := createObject(ctx, s, natsJetStreamKeySecret(s.cp, key)); err != nil {
+		if err := createObject(ctx, s, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
 			return "", err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "secret", name)
@@ -43,7 +44,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
 	if sec.Data == nil {
 		sec.Data = map[string][]byte{}
 	}
-	sec.Data[natsJetStreamKeyKey] = []byte(key)
+	sec.Data[resources.NatsJetStreamKeyKey] = []byte(key)
 	if err := s.r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return "", withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
 	}

@@ -1,221 +1,106 @@
 package controlplane
 
 import (
-	"strconv"
+	"context"
+	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// Paths inside the NATS pod (spec §6.8). The image reads them from the env below.
-const (
-	natsConfigDir       = "/etc/nats/config"
-	natsJWTMountDir     = "/tmp/nats/jwt"
-	natsCredsDir        = "/etc/nats/creds" //nolint:gosec // G101: a mount path, not a credential.
-	natsJetStreamKeyDir = "/etc/nats/jetstream"
-)
-
-// natsSecretMode is the mode of the Secret files in the NATS pods: readable by the owner and by
-// the fsGroup the process runs in, by no one else.
-const natsSecretMode int32 = 0o440
-
-// Volume names of the NATS pod.
-const (
-	natsVolumeSiteServer = "nats-site-server"
-	natsVolumeMQTTServer = "nats-mqtt-server"
-	natsVolumeConfig     = "nats-config"
-	natsVolumeJWTBundle  = "nats-jwt-bundle"
-	natsVolumeCreds      = "nats-creds" //nolint:gosec // G101: a volume name, not a credential.
-	natsVolumeJSKey      = "jetstream-key"
-)
-
-// natsStorage is the js-data PVC template's size and class. Both are immutable once the
-// StatefulSet exists, so the reconciler passes the live values then (spec §8.3).
-type natsStorage struct {
-	size      resource.Quantity
-	className string
-}
-
-// desiredNatsStorage is the storage spec.nats.jetStream asks for (default 10Gi, the cluster's
-// default class). The CRD's pattern admits only valid quantities; anything else falls back to the
-// default rather than failing a builder.
-func desiredNatsStorage(spec *datasancev3.ControlPlaneSpec) natsStorage {
-	st := natsStorage{size: resource.MustParse(datasancev3.DefaultStorageSize)}
-	if spec.Nats == nil || spec.Nats.JetStream == nil {
-		return st
+// applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11). A scale-down
+// restarts every pod (natsPodAnnotations). The js-data claim template cannot change once the
+// StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
+// are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
+// (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
+func applyNatsStatefulSet(ctx context.Context, s *scope) error {
+	var live appsv1.StatefulSet
+	exists, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
+	if err != nil {
+		return err
 	}
-	if q, err := resource.ParseQuantity(spec.Nats.JetStream.StorageSize); err == nil && !q.IsZero() {
-		st.size = q
-	}
-	st.className = spec.Nats.JetStream.StorageClassName
-	return st
-}
-
-// equal reports whether two storage settings are the same (1Gi equals 1024Mi).
-func (a natsStorage) equal(b natsStorage) bool {
-	return a.size.Cmp(b.size) == 0 && a.className == b.className
-}
-
-// natsWorkload holds the StatefulSet inputs that do not come from the spec.
-type natsWorkload struct {
-	// image is the NATS image in force.
-	image string
-	// storage is the js-data template (desiredNatsStorage, or the live values).
-	storage natsStorage
-	// podAnnotations are the pod template's annotations (restartedAt, spec §6.8).
-	podAnnotations map[string]string
-}
-
-// natsStatefulSet is StatefulSet nats (spec §6.8): max(replicas.nats, 2) servers behind
-// nats-headless, each with a js-data volume, server.conf, the JWT bundle, the hub creds, the
-// JetStream key and the two server certificates.
-func natsStatefulSet(cp *datasancev3.ControlPlane, w natsWorkload) *appsv1ac.StatefulSetApplyConfiguration {
-	labels := standardLabels(cp.Name, componentNats)
-	pod := corev1ac.PodSpec().
-		WithServiceAccountName(natsServiceAccountName).
-		WithSecurityContext(podSecurityContext()).
-		WithContainers(natsContainer(cp, w.image)).
-		WithVolumes(natsVolumes(cp)...)
-	if ps := cp.Spec.Images.PullSecret; ps != "" {
-		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(ps))
-	}
-	template := corev1ac.PodTemplateSpec().
-		WithLabels(labels).
-		WithSpec(pod)
-	if len(w.podAnnotations) > 0 {
-		template.WithAnnotations(w.podAnnotations)
-	}
-	return appsv1ac.StatefulSet(natsStatefulSetName, cp.Namespace).
-		WithLabels(labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(cp.Spec.NatsReplicas()).
-			WithServiceName(natsHeadlessServiceName).
-			WithSelector(metaLabelSelector(selectorLabels(cp.Name, componentNats))).
-			// JetStream data outlives the StatefulSet and the ControlPlane: a PVC is deleted by
-			// hand only (spec §8.2, ours).
-			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
-				WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
-				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).
-			WithTemplate(template).
-			WithVolumeClaimTemplates(natsDataClaim(cp, w.storage)))
-}
-
-// natsContainer is the one NATS server container.
-func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.ContainerApplyConfiguration {
-	return corev1ac.Container().
-		WithName(componentNats).
-		WithImage(image).
-		WithImagePullPolicy(corev1.PullAlways).
-		WithPorts(
-			natsContainerPort("client", natsconf.ClientPort),
-			natsContainerPort("cluster", natsconf.ClusterPort),
-			natsContainerPort("leaf", natsconf.LeafPort),
-			natsContainerPort("mqtt", natsconf.MQTTPort),
-			natsContainerPort("monitor", natsconf.MonitorPort),
-		).
-		WithEnv(natsEnv(cp)...).
-		WithVolumeMounts(
-			corev1ac.VolumeMount().WithName(natsVolumeSiteServer).WithMountPath(natsconf.CertsDir+"/"+natsSiteServerSecretName).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsVolumeMQTTServer).WithMountPath(natsconf.CertsDir+"/"+natsMQTTServerSecretName).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsVolumeConfig).WithMountPath(natsConfigDir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsVolumeJWTBundle).WithMountPath(natsJWTMountDir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsVolumeCreds).WithMountPath(natsCredsDir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsVolumeJSKey).WithMountPath(natsJetStreamKeyDir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(natsDataVolume).WithMountPath(natsconf.StoreDir),
-		).
-		WithReadinessProbe(natsProbe(10)).
-		WithLivenessProbe(natsProbe(30)).
-		WithSecurityContext(containerSecurityContext())
-}
-
-func natsContainerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
-	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
-}
-
-// natsProbe is the JetStream health check of the readiness (period 10 s) and liveness (30 s)
-// probes (spec §6.8).
-func natsProbe(periodSeconds int32) *corev1ac.ProbeApplyConfiguration {
-	return corev1ac.Probe().
-		WithHTTPGet(corev1ac.HTTPGetAction().
-			WithPath("/healthz?js-enabled-only=true").
-			WithPort(intstr.FromInt32(natsconf.MonitorPort))).
-		WithInitialDelaySeconds(10).
-		WithTimeoutSeconds(5).
-		WithPeriodSeconds(periodSeconds).
-		WithFailureThreshold(3)
-}
-
-// natsEnv is the container env (spec §6.8): fixed values, the JetStream key from its Secret and
-// the pod name, which the image substitutes for $SELFNAME in server.conf.
-func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration {
-	port := func(p int32) string { return strconv.Itoa(int(p)) }
-	return []*corev1ac.EnvVarApplyConfiguration{
-		envValue("NATS_CONF", natsConfigDir+"/"+natsConfigKey),
-		envValue("NATS_SERVER_MODE", "server"),
-		envValue("NATS_JWT_DIR", natsconf.JWTDir),
-		envValue("NATS_JWT_MOUNT_DIR", natsJWTMountDir),
-		envValue("NATS_TLS_DIR", natsconf.CertsDir),
-		envValue("NATS_CERT_NAME", natsSiteServerSecretName),
-		envValue("NATS_MQTT_CERT_NAME", natsMQTTServerSecretName),
-		envValue("NATS_CREDS_DIR", natsCredsDir),
-		envValue("NATS_SYS_USER_CRED_PATH", natsCredsDir+"/"+natsSysCredsKey),
-		envValue("NATS_SERVER_PORT", port(natsconf.ClientPort)),
-		envValue("NATS_CLUSTER_PORT", port(natsconf.ClusterPort)),
-		envValue("NATS_LEAF_PORT", port(natsconf.LeafPort)),
-		envValue("NATS_MQTT_PORT", port(natsconf.MQTTPort)),
-		envValue("NATS_MONITOR_PORT", port(natsconf.MonitorPort)),
-		envValue("NATS_HTTP_PORT", port(natsconf.MonitorPort)),
-		envValue("NATS_JETSTREAM_STORE_DIR", natsconf.StoreDir),
-		envSecret("JETSTREAM_KEY", natsJetStreamKeySecretName(cp.Name), natsJetStreamKeyKey),
-		envValue("JETSTREAM_PREV_KEY", ""),
-		envField("SELFNAME", "metadata.name"),
-	}
-}
-
-// natsVolumes are the pod's Secret and ConfigMap volumes (js-data comes from the claim template).
-func natsVolumes(cp *datasancev3.ControlPlane) []*corev1ac.VolumeApplyConfiguration {
-	secret := func(volume, secretName string, items ...*corev1ac.KeyToPathApplyConfiguration) *corev1ac.VolumeApplyConfiguration {
-		src := corev1ac.SecretVolumeSource().WithSecretName(secretName).WithDefaultMode(natsSecretMode)
-		if len(items) > 0 {
-			src.WithItems(items...)
+	replicas := s.spec.NatsReplicas()
+	w := resources.NatsWorkload{Image: s.images.Nats, Storage: resources.DesiredNatsStorage(s.spec)}
+	var immutable error
+	if exists {
+		w.PodAnnotations = natsPodAnnotations(&live, replicas, s.now)
+		if current, ok := liveNatsStorage(&live); ok {
+			if !current.Equal(w.Storage) {
+				immutable = fmt.Errorf("spec.nats.jetStream storage %s can no longer change: StatefulSet %s keeps %s; "+
+					"revert the spec, or delete the StatefulSet (its PVCs are kept) to recreate it",
+					w.Storage, resources.NatsStatefulSetName, current)
+			}
+			w.Storage = current
 		}
-		return corev1ac.Volume().WithName(volume).WithSecret(src)
 	}
-	configMap := func(volume, name string) *corev1ac.VolumeApplyConfiguration {
-		return corev1ac.Volume().WithName(volume).
-			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(name))
+	desired := resources.NatsStatefulSet(s.cp, w)
+	if exists {
+		keepLiveClaimTemplates(desired, &live)
 	}
-	return []*corev1ac.VolumeApplyConfiguration{
-		secret(natsVolumeSiteServer, natsSiteServerSecretName),
-		secret(natsVolumeMQTTServer, natsMQTTServerSecretName),
-		configMap(natsVolumeConfig, natsConfigMapName),
-		configMap(natsVolumeJWTBundle, natsJWTBundleMapName),
-		secret(natsVolumeCreds, natsSysCredsSecretName,
-			corev1ac.KeyToPath().WithKey(natsSysCredsKey).WithPath(natsSysCredsKey)),
-		secret(natsVolumeJSKey, natsJetStreamKeySecretName(cp.Name)),
+	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
+	if err != nil {
+		return err
 	}
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Applied NATS StatefulSet", "replicas", replicas, "created", !exists)
+	}
+	if _, restart := w.PodAnnotations[resources.AnnotationRestartedAt]; restart && exists && ptr.Deref(live.Spec.Replicas, 1) > replicas {
+		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRestarted,
+			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
+	}
+	if immutable != nil {
+		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonImmutableFieldChanged, immutable.Error())
+		return terminal(datasancev3.ReasonImmutableFieldChanged, immutable)
+	}
+	return nil
 }
 
-// natsDataClaim is the js-data PVC template: ReadWriteOnce, the JetStream storage size and class.
-func natsDataClaim(cp *datasancev3.ControlPlane, st natsStorage) *corev1ac.PersistentVolumeClaimApplyConfiguration {
-	spec := corev1ac.PersistentVolumeClaimSpec().
-		WithAccessModes(corev1.ReadWriteOnce).
-		WithResources(corev1ac.VolumeResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceStorage: st.size}))
-	if st.className != "" {
-		spec.WithStorageClassName(st.className)
+// natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas
+// (docs/controlplane.md#nats-statefulset): a new restartedAt (now, RFC 3339) on a scale-down, so that every pod restarts and
+// forgets the removed routes; otherwise the live restartedAt, carried over so that a previous
+// restart does not roll the pods again (and a kubectl rollout restart or the Controller's own
+// restart is not undone). Scale-up never restarts. Other template annotations belong to whoever
+// set them and are left to server-side apply.
+func natsPodAnnotations(live *appsv1.StatefulSet, replicas int32, now time.Time) map[string]string {
+	if live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
+		return map[string]string{resources.AnnotationRestartedAt: now.UTC().Format(time.RFC3339)}
 	}
-	// No namespace, kind or apiVersion: a claim template is not an object of its own.
-	claim := &corev1ac.PersistentVolumeClaimApplyConfiguration{}
-	return claim.WithName(natsDataVolume).
-		WithLabels(selectorLabels(cp.Name, componentNats)).
-		WithSpec(spec)
+	if v, ok := live.Spec.Template.Annotations[resources.AnnotationRestartedAt]; ok {
+		return map[string]string{resources.AnnotationRestartedAt: v}
+	}
+	return nil
+}
+
+// keepLiveClaimTemplates replaces the claim templates of desired by the live ones as this field
+// manager applied them. The list is atomic and immutable, and the API server stores it with its
+// defaults (volumeMode, status): re-sending exactly what is stored keeps the apply valid and
+// lets an unchanged StatefulSet compare equal, so that no write is sent.
+func keepLiveClaimTemplates(desired *appsv1ac.StatefulSetApplyConfiguration, live *appsv1.StatefulSet) {
+	applied, err := appsv1ac.ExtractStatefulSet(live, FieldOwner)
+	if err != nil || applied.Spec == nil || len(applied.Spec.VolumeClaimTemplates) == 0 {
+		return
+	}
+	desired.Spec.VolumeClaimTemplates = applied.Spec.VolumeClaimTemplates
+}
+
+// liveNatsStorage is the js-data claim template of a live StatefulSet.
+func liveNatsStorage(live *appsv1.StatefulSet) (resources.NatsStorage, bool) {
+	for _, t := range live.Spec.VolumeClaimTemplates {
+		if t.Name != resources.NatsDataVolume {
+			continue
+		}
+		size, ok := t.Spec.Resources.Requests[corev1.ResourceStorage]
+		if !ok {
+			return resources.NatsStorage{}, false
+		}
+		return resources.NatsStorage{Size: size, ClassName: ptr.Deref(t.Spec.StorageClassName, "")}, true
+	}
+	return resources.NatsStorage{}, false
 }

@@ -1,24 +1,21 @@
 package controlplane
 
-import "time"
+import (
+	"time"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+)
 
 // Images are the default operand images, used when a ControlPlane's spec.images leaves one empty.
-// The manager fills them from RELATED_IMAGE_* variables (the OLM bundle's relatedImages).
-type Images struct {
-	Controller string
-	Router     string
-	Nats       string
-}
+// The manager fills them from RELATED_IMAGE_* variables (the OLM bundle's relatedImages). The
+// type lives with the builders that use it (internal/resources).
+type Images = resources.Images
 
-// Default operand images: the Datasance PoT 3.9.0 release line, as the upstream Helm chart ships
-// it. The operator emits the Controller 3.8+ contract (AUTH_MODE, OIDC_*, TLS_PATH_*, embedded
-// login at /api/v3/user/login); a 3.7 Controller knows only Keycloak (KC_*) and SSL_PATH_* and can
-// never be logged in to. The NATS image has its own version line (upstream 3.9 ships nats 2.15.0).
-// config/manager/manager.yaml sets the same values as RELATED_IMAGE_* (images_test.go checks it).
+// Default operand images (see resources.DefaultControllerImage for the release line).
 const (
-	DefaultControllerImage = "ghcr.io/datasance/controller:3.9.0"
-	DefaultRouterImage     = "ghcr.io/datasance/router:3.9.0"
-	DefaultNatsImage       = "ghcr.io/datasance/nats:2.15.0"
+	DefaultControllerImage = resources.DefaultControllerImage
+	DefaultRouterImage     = resources.DefaultRouterImage
+	DefaultNatsImage       = resources.DefaultNatsImage
 )
 
 // Defaults of the reconciler's pacing options.
@@ -47,7 +44,7 @@ type Options struct {
 	// ControllerCAFile is a PEM bundle of extra CAs trusted for the Controller API over HTTPS.
 	ControllerCAFile string
 	// Images are the default operand images.
-	Images Images
+	Images resources.Images
 	// MaxConcurrentReconciles is the number of ControlPlanes reconciled at once (0: default).
 	MaxConcurrentReconciles int
 	// PassTimeout bounds one pass (0: default).
@@ -82,10 +79,10 @@ func (o Options) controllerVerifyInterval() time.Duration {
 func DefaultOptions() Options {
 	return Options{
 		ControllerEndpointTemplate: DefaultControllerEndpointTemplate,
-		Images: Images{
-			Controller: DefaultControllerImage,
-			Router:     DefaultRouterImage,
-			Nats:       DefaultNatsImage,
+		Images: resources.Images{
+			Controller: resources.DefaultControllerImage,
+			Router:     resources.DefaultRouterImage,
+			Nats:       resources.DefaultNatsImage,
 		},
 		MaxConcurrentReconciles:  DefaultMaxConcurrentReconciles,
 		PassTimeout:              DefaultPassTimeout,

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // The operator's own writes (status, the registration annotation) do not trigger a pass; a spec
@@ -27,7 +28,7 @@ func TestControlPlanePredicate(t *testing.T) {
 		cp.Status.Controller.Message = "The Controller API is not available (connection reset)."
 	})).To(BeFalse(), "status write")
 	g.Expect(update(func(cp *datasancev3.ControlPlane) {
-		cp.Annotations[annotationRegistration] = "abc"
+		cp.Annotations[resources.AnnotationRegistration] = "abc"
 	})).To(BeFalse(), "own registration annotation")
 	g.Expect(update(func(cp *datasancev3.ControlPlane) { cp.Generation = 4 })).To(BeTrue(), "spec change")
 	g.Expect(update(func(cp *datasancev3.ControlPlane) {

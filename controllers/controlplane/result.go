@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // result is the outcome of one component pass: Continue (the zero value), or Requeue after a
@@ -39,47 +40,40 @@ type component struct {
 	status func(*datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus
 }
 
-// reasonError is an error with the condition reason it should be reported under.
-type reasonError struct {
-	reason string
-	err    error
-}
+// Failures use the shared vocabulary of internal/outcome: a condition reason and how to retry.
+// The ControlPlane's waits are results (requeue, above), not errors, because they carry a message
+// for the status, not a failure; its failures are returned as errors, so controller-runtime counts
+// them and the workqueue's rate limiter backs off.
 
-func (e *reasonError) Error() string { return e.err.Error() }
-func (e *reasonError) Unwrap() error { return e.err }
-
-// withReason attaches a condition reason to err.
+// withReason attaches a condition reason to err: a failure retried with the workqueue's backoff.
 func withReason(reason string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &reasonError{reason: reason, err: err}
+	return outcome.Retry(reason, err)
 }
 
 // terminal marks err as needing a user change (reconcile.TerminalError): no backoff retries; a
 // watch event (the user fixing the spec or a referenced Secret) brings the ControlPlane back.
 func terminal(reason string, err error) error {
-	return reconcile.TerminalError(withReason(reason, err))
+	return outcome.Terminal(reason, err)
 }
 
 // reasonOf returns the reason attached to err, or ApplyFailed for an unclassified error.
 func reasonOf(err error) string {
-	var re *reasonError
-	if errors.As(err, &re) {
-		return re.reason
+	if reason, ok := outcome.ReasonOf(err); ok {
+		return reason
 	}
 	return datasancev3.ReasonApplyFailed
 }
 
-// isTerminal reports whether err is a reconcile.TerminalError.
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil))
-}
+// isTerminal reports whether err needs a user change rather than a retry.
+func isTerminal(err error) bool { return outcome.IsTerminal(err) }
 
-// outcome is the combination of every component's result for one pass (spec §3.3, seed):
+// passOutcome is the combination of every component's result for one pass (docs/controlplane.md#combining-component-results, seed):
 // any error wins and the errors are joined; otherwise the longest requested delay; otherwise
 // all components continued and the ControlPlane is ready.
-type outcome struct {
+type passOutcome struct {
 	err          error
 	requeueAfter time.Duration
 	// reason and message come from the component that decided the outcome: the first one that
@@ -88,7 +82,7 @@ type outcome struct {
 }
 
 // ready reports whether every component continued.
-func (o outcome) ready() bool { return o.err == nil && o.requeueAfter == 0 }
+func (o passOutcome) ready() bool { return o.err == nil && o.requeueAfter == 0 }
 
 // componentOutcome pairs a component's result with its error, in component order.
 type componentOutcome struct {
@@ -98,9 +92,9 @@ type componentOutcome struct {
 
 // combine folds the component outcomes. The joined error is terminal only when every failure is
 // terminal: a transient failure beside a terminal one must still be retried.
-func combine(outs []componentOutcome) outcome {
+func combine(outs []componentOutcome) passOutcome {
 	var (
-		o           outcome
+		o           passOutcome
 		errs        []error
 		allTerminal = true
 	)
@@ -142,11 +136,4 @@ func unwrapTerminal(errs []error) []error {
 }
 
 // stripTerminal returns the error a reconcile.TerminalError wraps, or err itself.
-func stripTerminal(err error) error {
-	if isTerminal(err) {
-		if inner := errors.Unwrap(err); inner != nil {
-			return inner
-		}
-	}
-	return err
-}
+func stripTerminal(err error) error { return outcome.StripTerminal(err) }

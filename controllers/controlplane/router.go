@@ -12,6 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
 
@@ -19,15 +20,15 @@ import (
 // spec.ingresses.router.address (the API server's CEL rule V3 normally prevents it).
 var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy.Router data for non LoadBalancer Router service")
 
-// reconcileRouter is the Router component (spec §5): ServiceAccount → Role → RoleBinding →
+// reconcileRouter is the Router component (docs/controlplane.md#router-component): ServiceAccount → Role → RoleBinding →
 // Service → address → TLS Secrets → ConfigMap → Deployment.
 func reconcileRouter(ctx context.Context, s *scope) (result, error) {
-	m := metaFor(s.cp, componentRouter, routerName)
-	if err := applyWorkloadIdentity(ctx, s, m, routerRules); err != nil {
+	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
+	if err := applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
 		return result{}, err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, routerService(s.cp), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, s, resources.RouterService(s.cp), svc, corev1ac.ExtractService); err != nil {
 		return result{}, err
 	}
 
@@ -37,29 +38,29 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		return res, err
 	}
 
-	secrets, err := ensureTLSSecrets(ctx, s, componentRouter, routerCertificates(s.namespace(), address))
+	secrets, err := ensureTLSSecrets(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
 	if err != nil {
 		return requeueIfStale(err)
 	}
 	if err := applyRouterConfig(ctx, s); err != nil {
 		return result{}, err
 	}
-	tlsHash := hashData(map[string]map[string][]byte{
-		routerSiteServerSecretName:  secrets[routerSiteServerSecretName],
-		routerLocalServerSecretName: secrets[routerLocalServerSecretName],
+	tlsHash := resources.HashData(map[string]map[string][]byte{
+		resources.RouterSiteServerSecretName:  secrets[resources.RouterSiteServerSecretName],
+		resources.RouterLocalServerSecretName: secrets[resources.RouterLocalServerSecretName],
 	})
-	if _, err := applyIfChanged(ctx, s, routerDeployment(s.cp, s.images.Router, tlsHash), &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
+	if _, err := applyIfChanged(ctx, s, resources.RouterDeployment(s.cp, s.images.Router, tlsHash), &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return result{}, err
 	}
 	return proceed(), nil
 }
 
-// routerAddress is the router's external address (spec §5.2), from the defaulted Service type:
+// routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:
 // the LoadBalancer address of Service router (requeue while there is none), otherwise
 // spec.ingresses.router.address.
 func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (string, result, error) {
 	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer {
-		if addr := loadBalancerAddress(svc.Status.LoadBalancer.Ingress); addr != "" {
+		if addr := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress); addr != "" {
 			return addr, proceed(), nil
 		}
 		return "", requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
@@ -71,7 +72,7 @@ func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (str
 	return "", result{}, terminal(datasancev3.ReasonMissingRouterAddress, errMissingRouterAddress)
 }
 
-// applyRouterConfig writes skrouterd.json (spec §5.4): the rendered template on creation,
+// applyRouterConfig writes skrouterd.json (docs/controlplane.md#router-configuration): the rendered template on creation,
 // otherwise the merge of the existing document with it, so entries the Controller or an admin
 // added are kept. Nothing is written when the merge keeps the existing document and the labels
 // and owner are in place. An unreadable existing document is reported, not overwritten.
@@ -95,26 +96,26 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 				"ConfigMap %s holds an invalid %s: fix or delete it", routerconf.ConfigMapName, routerconf.ConfigKey))
 		case err != nil:
 			return fmt.Errorf("merge skrouterd.json: %w", err)
-		case !changed && hasLabels(live.Labels, s.labels(componentRouter)) && isControlledBy(live, s.cp.UID):
+		case !changed && hasLabels(live.Labels, s.labels(resources.ComponentRouter)) && isControlledBy(live, s.cp.UID):
 			return nil
 		}
 		config = merged
 	}
-	_, err = applyIfChanged(ctx, s, routerConfigMap(s.cp, config), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	_, err = applyIfChanged(ctx, s, resources.RouterConfigMap(s.cp, config), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	return err
 }
 
 // applyWorkloadIdentity makes the component's ServiceAccount (applied: it carries the image pull
 // Secret) and creates its Role and RoleBinding when absent; existing ones are left as they are
-// (spec §4.1, §8.3).
-func applyWorkloadIdentity(ctx context.Context, s *scope, m objectMeta, rules []rbacv1.PolicyRule) error {
-	if _, err := applyIfChanged(ctx, s, serviceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+// (docs/controlplane.md#iofog-controller-objects, docs/controlplane.md#create-once-objects).
+func applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta, rules []rbacv1.PolicyRule) error {
+	if _, err := applyIfChanged(ctx, s, resources.ServiceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 		return err
 	}
-	if _, err := createIfAbsent(ctx, s, role(m, rules...), &rbacv1.Role{}); err != nil {
+	if _, err := createIfAbsent(ctx, s, resources.Role(m, rules...), &rbacv1.Role{}); err != nil {
 		return err
 	}
-	_, err := createIfAbsent(ctx, s, roleBinding(m), &rbacv1.RoleBinding{})
+	_, err := createIfAbsent(ctx, s, resources.RoleBinding(m), &rbacv1.RoleBinding{})
 	return err
 }
 

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The router ConfigMap merge rule (spec §5.4): entries the Controller adds are kept; with an
+// The router ConfigMap merge rule (docs/controlplane.md#router-configuration): entries the Controller adds are kept; with an
 // equal config version the document is left alone (no write); with an older one the operator's
 // entries are restored and the others kept.
 func TestRouterConfigMerge(t *testing.T) {

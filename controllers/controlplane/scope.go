@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // scope is the state of one reconcile pass over one ControlPlane. Components receive it by
@@ -24,10 +25,10 @@ type scope struct {
 	// when what it was told (annotationRegistration) is out of date.
 	steady bool
 	// images are the operand images in force (spec.images over the operator defaults).
-	images Images
+	images resources.Images
 	// recorder emits Events on the ControlPlane.
 	recorder events.EventRecorder
-	// session is the pass's one Controller API session (controller_session.go).
+	// session is the pass's one Controller API session (iofogcontroller_session.go).
 	session controllerSession
 }
 
@@ -52,11 +53,11 @@ func (s *scope) natsEnabled() bool { return s.spec.NatsEnabled() }
 
 // labels are the standard labels of an object of component.
 func (s *scope) labels(component string) map[string]string {
-	return standardLabels(s.cp.Name, component)
+	return resources.StandardLabels(s.cp.Name, component)
 }
 
 // imagesFor applies spec.images over the operator's default images.
-func imagesFor(spec *datasancev3.ControlPlaneSpec, defaults Images) Images {
+func imagesFor(spec *datasancev3.ControlPlaneSpec, defaults resources.Images) resources.Images {
 	img := defaults
 	if spec.Images.Controller != "" {
 		img.Controller = spec.Images.Controller

@@ -54,7 +54,7 @@ func TestCombine(t *testing.T) {
 	}
 }
 
-// The effective state (spec §3.2) and the one-True-condition rule.
+// The effective state (docs/controlplane.md#effective-state) and the one-True-condition rule.
 func TestStateMachine(t *testing.T) {
 	g := NewWithT(t)
 	cp := &datasancev3.ControlPlane{ObjectMeta: metav1.ObjectMeta{Generation: 1}}

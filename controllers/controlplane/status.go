@@ -17,7 +17,7 @@ func trueCondition(cp *datasancev3.ControlPlane) *metav1.Condition {
 	return nil
 }
 
-// effectiveState is the state the pass acts on (spec §3.2): deploying when no valid True
+// effectiveState is the state the pass acts on (docs/controlplane.md#effective-state): deploying when no valid True
 // condition exists, updating when the True condition describes an older generation (the
 // ready→updating jump), otherwise the True condition's type.
 func effectiveState(cp *datasancev3.ControlPlane) string {

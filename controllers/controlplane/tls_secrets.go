@@ -6,50 +6,30 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
-// tlsSecretSpec describes one generated kubernetes.io/tls Secret: a self-signed CA when caName
-// is empty, otherwise a leaf signed by the CA Secret caName for hosts.
-type tlsSecretSpec struct {
-	name, commonName string
-	caName           string
-	hosts            []string
-}
-
-func (t tlsSecretSpec) isCA() bool { return t.caName == "" }
-
-// tlsSecret is a kubernetes.io/tls Secret owned by the ControlPlane.
-func tlsSecret(cp *datasancev3.ControlPlane, component, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := metaFor(cp, component, name)
-	return corev1ac.Secret(m.name, m.namespace).
-		WithLabels(m.labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithType(corev1.SecretTypeTLS).
-		WithData(data)
-}
-
-// ensureTLSSecrets makes every Secret of specs exist (spec §5.3, §6.6) and returns the data of
+// ensureTLSSecrets makes every Secret of specs exist (docs/controlplane.md#router-tls-secrets, docs/controlplane.md#nats-tls-secrets) and returns the data of
 // all of them, by name. Existing Secrets are never changed: missing CAs are generated first, then
 // missing leaves signed by their CA as found in the cluster (brought by the user, or generated).
 // Existing CA Secrets are validated; one that does not hold a usable CA certificate and RSA key
 // fails with reason InvalidCertificate as a terminal error (the user must fix the Secret, whose
 // change the Secret watch notices). A Secret that exists although the read missed it (a stale
 // cache) is not overwritten: the error wraps errCacheStale.
-func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []tlsSecretSpec) (map[string]map[string][]byte, error) {
+func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(specs))
 	cas := map[string]*pki.KeyPair{}
 	opts := []pki.Option{pki.WithKeyGenerator(s.r.KeyGenerator)}
 
 	// Pass 1: read what exists and validate existing CAs.
-	var missing []tlsSecretSpec
+	var missing []resources.TLSSecretSpec
 	for _, spec := range specs {
 		live := &corev1.Secret{}
-		found, err := s.getExisting(ctx, spec.name, live)
+		found, err := s.getExisting(ctx, spec.Name, live)
 		if err != nil {
 			return nil, err
 		}
@@ -57,13 +37,13 @@ func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []t
 			missing = append(missing, spec)
 			continue
 		}
-		data[spec.name] = live.Data
-		if spec.isCA() {
+		data[spec.Name] = live.Data
+		if spec.IsCA() {
 			ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 			if err != nil {
-				return nil, invalidCertificate(spec.name, err)
+				return nil, invalidCertificate(spec.Name, err)
 			}
-			cas[spec.name] = ca
+			cas[spec.Name] = ca
 		}
 	}
 
@@ -74,27 +54,27 @@ func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []t
 			caPE []byte
 			err  error
 		)
-		if spec.isCA() {
-			kp, err = pki.GenerateCA(spec.commonName, s.now, 0, opts...)
+		if spec.IsCA() {
+			kp, err = pki.GenerateCA(spec.CommonName, s.now, 0, opts...)
 		} else {
-			ca, ok := cas[spec.caName]
+			ca, ok := cas[spec.CAName]
 			if !ok {
-				return nil, fmt.Errorf("generate %s: CA Secret %s is not in the set", spec.name, spec.caName)
+				return nil, fmt.Errorf("generate %s: CA Secret %s is not in the set", spec.Name, spec.CAName)
 			}
-			kp, err = pki.GenerateLeaf(ca, spec.commonName, spec.hosts, s.now, 0, opts...)
+			kp, err = pki.GenerateLeaf(ca, spec.CommonName, spec.Hosts, s.now, 0, opts...)
 			caPE = ca.CertPEM
 		}
 		if err != nil {
-			return nil, withReason(datasancev3.ReasonInvalidCertificate, fmt.Errorf("generate Secret %s: %w", spec.name, err))
+			return nil, withReason(datasancev3.ReasonInvalidCertificate, fmt.Errorf("generate Secret %s: %w", spec.Name, err))
 		}
 		secretData := pki.SecretData(kp, caPE)
-		if err := createOnce(ctx, s, tlsSecret(s.cp, component, spec.name, secretData), &corev1.Secret{}); err != nil {
+		if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, spec.Name, secretData), &corev1.Secret{}); err != nil {
 			return nil, err
 		}
-		ctrl.LoggerFrom(ctx).Info("Created TLS Secret", "secret", spec.name)
-		data[spec.name] = secretData
-		if spec.isCA() {
-			cas[spec.name] = kp
+		ctrl.LoggerFrom(ctx).Info("Created TLS Secret", "secret", spec.Name)
+		data[spec.Name] = secretData
+		if spec.IsCA() {
+			cas[spec.Name] = kp
 		}
 	}
 	return data, nil

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // indexReferencedSecrets indexes ControlPlanes by the names of Secrets they read but do not own.
@@ -34,10 +35,10 @@ func referencedSecretNames(obj client.Object) []string {
 	}
 	if cp.Spec.NatsEnabled() {
 		// Kept on deletion, so not owned: watched by name.
-		names = append(names, natsJetStreamKeySecretName(cp.Name))
+		names = append(names, resources.NatsJetStreamKeySecretName(cp.Name))
 	}
-	names = append(names, routerTLSSecretNames...)
-	names = append(names, natsReferencedSecretNames(&cp.Spec)...)
+	names = append(names, resources.RouterTLSSecretNames...)
+	names = append(names, resources.NatsReferencedSecretNames(&cp.Spec)...)
 	return names
 }
 

@@ -1,5 +1,5 @@
 // Package natsconf renders server.conf, the NATS server configuration kept in
-// ConfigMap "iofog-nats-config" (spec §6.9).
+// ConfigMap "iofog-nats-config" (docs/controlplane.md#nats-server-configuration).
 //
 // Render is pure: the previous server.conf is passed in as a string so that
 // routes added by the Controller survive, and nothing is read or written here.
@@ -12,7 +12,7 @@ const (
 )
 
 // Ports of the NATS container, fixed in server.conf and the container env
-// (spec §6.2); ingresses.nats.*Port never change them.
+// (docs/controlplane.md#nats-ports); ingresses.nats.*Port never change them.
 const (
 	ClientPort  = 4222
 	ClusterPort = 6222
@@ -28,7 +28,7 @@ const (
 	HeadlessServiceName = "nats-headless"
 )
 
-// Paths inside the NATS pod (spec §6.8).
+// Paths inside the NATS pod (docs/controlplane.md#nats-statefulset).
 const (
 	PIDFile  = "/home/runner/run/nats.pid"
 	StoreDir = "/home/runner/data"

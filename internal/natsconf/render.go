@@ -12,7 +12,7 @@ import (
 // server.conf (an invalid spec, or bootstrap data missing).
 var ErrInvalidParams = errors.New("invalid server.conf parameters")
 
-// Params are the inputs of server.conf (spec §6.9).
+// Params are the inputs of server.conf (docs/controlplane.md#nats-server-configuration).
 type Params struct {
 	// Name is the ControlPlane's metadata.name, used as cluster.name.
 	Name string
@@ -30,7 +30,7 @@ type Params struct {
 	// empty for DefaultMemoryStore / DefaultFileStore; see ConvertSize.
 	MemoryStore, FileStore string
 	// ExternalAddress is the LB or ingress address of the NATS Service, empty
-	// when unknown (then no leafnodes.advertise is written; spec §6.7).
+	// when unknown (then no leafnodes.advertise is written; docs/controlplane.md#external-nats-address).
 	ExternalAddress string
 	// LeafPort is ingresses.nats.leafPort; <= 0 means LeafPort (7422).
 	LeafPort int

@@ -20,7 +20,7 @@ func OrdinalRoute(i int) string {
 }
 
 // isOrdinalRoute reports whether route has the shape of an OrdinalRoute
-// (prefix, decimal digits, suffix; spec §6.9). Such routes are the operator's
+// (prefix, decimal digits, suffix; docs/controlplane.md#nats-server-configuration). Such routes are the operator's
 // and are regenerated from the replica count, never carried over.
 func isOrdinalRoute(route string) bool {
 	mid, ok := strings.CutPrefix(route, ordinalRoutePrefix)

@@ -6,7 +6,7 @@ import (
 )
 
 // binarySuffixes maps Kubernetes binary suffixes to the NATS suffixes written
-// in server.conf (spec §2.10).
+// in server.conf (docs/controlplane.md#nats-settings).
 var binarySuffixes = []struct{ from, to string }{
 	{"gi", "G"}, {"mi", "M"}, {"ti", "T"}, {"ki", "K"}, {"pi", "P"}, {"ei", "E"},
 }

@@ -1,5 +1,5 @@
 // Package pki generates and parses the X.509 material behind the router and
-// NATS TLS Secrets (spec §5.3, §6.6).
+// NATS TLS Secrets (docs/controlplane.md#certificate-parameters, docs/controlplane.md#nats-tls-secrets).
 //
 // Everything here is a pure function of its arguments: the clock is passed in
 // as now, and the sources of randomness (RSA key generation and the serial

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultValidity is the lifetime of generated certificates when the caller
-// passes a validity <= 0 ("expiration 0 ⇒ 5 years", spec §5.3).
+// passes a validity <= 0 ("expiration 0 ⇒ 5 years", docs/controlplane.md#certificate-parameters).
 const DefaultValidity = 5 * 365 * 24 * time.Hour
 
 // serialBits is the size of the random serial number of every certificate.
@@ -46,7 +46,7 @@ func GenerateCA(commonName string, now time.Time, validity time.Duration, opts .
 // GenerateLeaf creates a server/client certificate signed by ca. Every
 // non-empty host (surrounding spaces trimmed, duplicates removed, order kept)
 // becomes a DNS SAN and, when it parses as an IP address, additionally an IP
-// SAN (spec §5.3). Wildcard hosts such as "*.nats-headless.ns.svc.cluster.local"
+// SAN (docs/controlplane.md#certificate-parameters). Wildcard hosts such as "*.nats-headless.ns.svc.cluster.local"
 // are allowed. At least one host is required, because TLS clients ignore the
 // common name. ca must be a CA key pair (see ParseCA); otherwise the error
 // wraps ErrNotCA.

@@ -33,7 +33,7 @@ type KeyPair struct {
 
 // SecretData returns the data of a kubernetes.io/tls Secret for kp: tls.crt,
 // tls.key and ca.crt. caCertPEM is the signing CA's certificate; when it is
-// empty and kp is itself a CA, ca.crt is kp's own certificate (spec §5.3).
+// empty and kp is itself a CA, ca.crt is kp's own certificate (docs/controlplane.md#certificate-parameters).
 // The returned slices are copies. A nil or incomplete kp yields nil.
 func SecretData(kp *KeyPair, caCertPEM []byte) map[string][]byte {
 	if kp == nil || len(kp.CertPEM) == 0 || len(kp.KeyPEM) == 0 {

@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// KeyBits is the RSA modulus size of every generated key (spec §5.3).
+// KeyBits is the RSA modulus size of every generated key (docs/controlplane.md#certificate-parameters).
 const KeyBits = 2048
 
 // KeyGenerator returns a new RSA private key of the given size.

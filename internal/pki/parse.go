@@ -9,7 +9,7 @@ import (
 )
 
 // ParseKeyPair parses the tls.crt and tls.key of a Secret, typically a
-// bring-your-own CA (spec §5.3, §6.6).
+// bring-your-own CA (docs/controlplane.md#certificate-parameters, docs/controlplane.md#nats-tls-secrets).
 //
 // certPEM holds one or more CERTIFICATE blocks; the first one is the
 // certificate the key belongs to, further ones are kept as its chain in the
@@ -18,7 +18,7 @@ import (
 // returned re-encoded as PKCS#1, the form the router image reads.
 //
 // Only RSA is accepted: every key this operator generates or hands to the
-// router and NATS images is RSA (spec §5.3), so an ECDSA or Ed25519 key is
+// router and NATS images is RSA (docs/controlplane.md#certificate-parameters), so an ECDSA or Ed25519 key is
 // rejected with ErrUnsupportedKey rather than failing later inside a pod.
 //
 // Errors wrap ErrInvalidPEM, ErrUnsupportedKey or ErrKeyMismatch. Arbitrary

@@ -1,5 +1,5 @@
 // Package routerconf renders and merges skrouterd.json, the configuration of
-// the interior Skupper router kept in ConfigMap "iofog-router" (spec §5.4).
+// the interior Skupper router kept in ConfigMap "iofog-router" (docs/controlplane.md#router-configuration).
 //
 // Both functions are pure: they take and return bytes, and leave reading and
 // writing the ConfigMap to the router sub-reconciler.
@@ -23,7 +23,7 @@ const (
 const RouterID = "default-router"
 
 // Ports of the router container. Only AMQPSPort, InterRouterPort and EdgePort
-// are exposed by the Service (spec §5.2).
+// are exposed by the Service (docs/controlplane.md#router-service-and-address).
 const (
 	AMQPPort        = 5672 // plain AMQP, localhost only
 	AMQPSPort       = 5671
@@ -33,7 +33,7 @@ const (
 )
 
 // TLS material mounted into the router pod: one directory per server Secret,
-// named after it, under CertsDir (spec §5.5).
+// named after it, under CertsDir (docs/controlplane.md#router-deployment).
 const (
 	CertsDir                = "/etc/skupper-router-certs"
 	SiteServerProfile       = "router-site-server"
@@ -60,12 +60,12 @@ const (
 )
 
 // templateTypes are taken wholesale from the template on merge: existing
-// entries of these types are dropped (spec §5.4 rule 2).
+// entries of these types are dropped (docs/controlplane.md#router-configuration rule 2).
 var templateTypes = map[string]bool{typeRouter: true, typeSite: true, typeAddress: true, typeLog: true}
 
 // ownedNames are the sslProfile and listener names the operator owns; on
 // merge, existing entries with these names are replaced by the template's.
-// Ours (spec §5.4 and §9.14): system-default is owned too, so an existing copy
+// Ours (docs/controlplane.md#router-configuration and docs/controlplane.md#router-configmap-merge): system-default is owned too, so an existing copy
 // is replaced instead of duplicated.
 var ownedNames = map[string]map[string]bool{
 	typeSSLProfile: {SystemDefaultProfile: true, SiteServerProfile: true, LocalServerProfile: true},

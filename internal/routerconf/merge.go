@@ -41,7 +41,7 @@ func (e rawEntry) identity() string {
 }
 
 // Merge combines the existing skrouterd.json of the ConfigMap with desired
-// (normally Render's output) following spec §5.4, and reports whether the
+// (normally Render's output) following docs/controlplane.md#router-configuration, and reports whether the
 // result differs from existing:
 //
 //  1. If the router entity's config-version (metadata key ConfigVersionKey)
@@ -52,7 +52,7 @@ func (e rawEntry) identity() string {
 //     sslProfile/listener entries whose name the operator owns.
 //  3. Kept entries are de-duplicated by (type, name) — by content for unnamed
 //     entities — fixing the upstream merge that duplicated e.g. the
-//     system-default sslProfile (spec §9.14).
+//     system-default sslProfile (docs/controlplane.md#router-configmap-merge).
 //
 // An empty existing document holds nothing to preserve and yields desired.
 // If existing cannot be parsed the error wraps ErrInvalidExisting. When the

@@ -72,7 +72,7 @@ type logAttrs struct {
 }
 
 // Render returns skrouterd.json for a ControlPlane in namespace: the table of
-// spec §5.4, as an indented JSON array with a fixed entry and key order.
+// docs/controlplane.md#router-configuration, as an indented JSON array with a fixed entry and key order.
 func Render(namespace string) ([]byte, error) {
 	if namespace == "" {
 		return nil, errors.New("render skrouterd.json: namespace is empty")

@@ -27,11 +27,44 @@ var rules = []rule{
 	{from: module + "/controllers/controlplane", to: module + "/controllers/app", why: "the two reconcilers are independent"},
 }
 
+// pure lists the packages whose own (non-test) files build objects and must do no I/O: they
+// import no context, no HTTP, no controller-runtime and no client-go client, so a builder cannot
+// reach the API server or the ioFog Controller. Their tests may import anything.
+var pure = []rule{
+	{from: module + "/controllers/controlplane/internal/resources", why: "the ControlPlane's builders are pure: the reconcile package does the I/O"},
+}
+
+// pureForbidden are the import paths (and everything under them) a pure package may not import.
+var pureForbidden = []string{
+	"context",
+	"net/http",
+	"sigs.k8s.io/controller-runtime",
+	"k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/rest",
+	"k8s.io/client-go/tools",
+	"k8s.io/client-go/dynamic",
+}
+
 // imports lists, for every package of the module (tests included), its imports.
 func imports(t *testing.T) map[string][]string {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), "go", "list", "-test",
-		"-f", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}}", module+"/...")
+	return goList(t, "-test", "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}}")
+}
+
+// ownImports lists, for every package of the module, the imports of its non-test files.
+func ownImports(t *testing.T) map[string][]string {
+	t.Helper()
+	return goList(t, "", "{{.ImportPath}} {{join .Imports \" \"}}")
+}
+
+func goList(t *testing.T, flag, format string) map[string][]string {
+	t.Helper()
+	args := []string{"list"}
+	if flag != "" {
+		args = append(args, flag)
+	}
+	args = append(args, "-f", format, module+"/...")
+	cmd := exec.CommandContext(context.Background(), "go", args...)
 	cmd.Dir = "../.."
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -81,6 +114,28 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+func TestPurePackagesDoNoIO(t *testing.T) {
+	all := ownImports(t)
+	for _, r := range pure {
+		deps, ok := all[r.from]
+		if !ok {
+			// A moved or renamed package must take its rule along, not silently drop it.
+			t.Errorf("pure package %s does not exist", r.from)
+			continue
+		}
+		if len(deps) == 0 {
+			t.Errorf("pure package %s imports nothing: the listing is wrong", r.from)
+		}
+		for _, d := range deps {
+			for _, f := range pureForbidden {
+				if under(d, f) {
+					t.Errorf("%s imports %s: %s", r.from, d, r.why)
+				}
+			}
+		}
+	}
+}
+
 // The prefix match must not confuse siblings (controllersx is not under controllers).
 func TestUnderMatchesPrefixes(t *testing.T) {
 	cases := []struct {
@@ -93,6 +148,10 @@ func TestUnderMatchesPrefixes(t *testing.T) {
 		{module + "/controllersx", module + "/controllers", false},
 		{module + "/internal", module + "/internal/", true},
 		{module + "/api/kubeopera/v1alpha1", module + "/internal/", false},
+		{"context", "context", true},
+		{"sigs.k8s.io/controller-runtime/pkg/client", "sigs.k8s.io/controller-runtime", true},
+		{"k8s.io/client-go/kubernetes/scheme", "k8s.io/client-go/kubernetes", true},
+		{"k8s.io/client-go/applyconfigurations/core/v1", "k8s.io/client-go/kubernetes", false},
 	}
 	for _, c := range cases {
 		if got := under(c.path, c.prefix); got != c.want {

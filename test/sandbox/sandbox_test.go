@@ -169,7 +169,7 @@ func TestSandbox(t *testing.T) {
 	g.Expect(sb.Header()).To(ContainSubstring(sandbox.Simulated + " ioFog Controller API"))
 
 	// A ControlPlane whose Controller Service is a LoadBalancer is checked through that address
-	// (spec §4.6 step 6): the fake Controller answers there too, so it becomes ready.
+	// (docs/controlplane.md#controller-reconcile-steps step 6): the fake Controller answers there too, so it becomes ready.
 	g.Expect(host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}})).To(Succeed())
 	bootstrap := &corev1.Secret{}
 	g.Expect(host.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: "controller-bootstrap"}, bootstrap)).To(Succeed())

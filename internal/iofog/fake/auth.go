@@ -80,7 +80,7 @@ func (s *Server) handleDiscovery(w http.ResponseWriter) {
 }
 
 // handleToken is the OAuth2 token endpoint for the client_credentials grant
-// (RFC 6749 §4.4), with client_secret_post or client_secret_basic.
+// (RFC 6749 section 4.4), with client_secret_post or client_secret_basic.
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))

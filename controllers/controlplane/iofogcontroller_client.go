@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
@@ -91,14 +92,6 @@ func controllerCertPool(caFile string, cas []byte) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// controllerScheme is https when the Controller pod serves TLS (spec.controller.https).
-func controllerScheme(spec *datasancev3.ControlPlaneSpec) string {
-	if spec.ControllerHTTPS() {
-		return "https"
-	}
-	return "http"
-}
-
 // internalControllerURL is where the operator reaches a ControlPlane's Controller API: the
 // endpoint template (default controller.{namespace}.svc.cluster.local:51121) with {namespace}
 // and {name} replaced, and the scheme of spec.controller.https. It never uses the public URL.
@@ -107,5 +100,5 @@ func internalControllerURL(template string, cp *datasancev3.ControlPlane) string
 		template = DefaultControllerEndpointTemplate
 	}
 	host := strings.NewReplacer("{namespace}", cp.Namespace, "{name}", cp.Name).Replace(template)
-	return controllerScheme(&cp.Spec) + "://" + host
+	return resources.ControllerScheme(&cp.Spec) + "://" + host
 }

@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"crypto/hmac"
@@ -16,7 +16,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// operandUID is the UID, GID and fsGroup of every operand pod (spec §4.3, §6.8).
+// operandUID is the UID, GID and fsGroup of every operand pod (docs/controlplane.md#controller-deployment, docs/controlplane.md#nats-statefulset).
 const operandUID int64 = 10000
 
 // podSecurityContext is the restricted pod security context of every operand pod: non-root
@@ -38,24 +38,24 @@ func containerSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
-// objectMeta is what every owned object's metadata holds.
-type objectMeta struct {
-	name, namespace string
-	labels          map[string]string
+// ObjectMeta is what every owned object's metadata holds.
+type ObjectMeta struct {
+	Name, Namespace string
+	Labels          map[string]string
 	// cp owns the object.
 	cp *datasancev3.ControlPlane
 }
 
-// metaFor returns the metadata of a component's object called name.
-func metaFor(cp *datasancev3.ControlPlane, component, name string) objectMeta {
-	return objectMeta{name: name, namespace: cp.Namespace, labels: standardLabels(cp.Name, component), cp: cp}
+// MetaFor returns the metadata of a component's object called name.
+func MetaFor(cp *datasancev3.ControlPlane, component, name string) ObjectMeta {
+	return ObjectMeta{Name: name, Namespace: cp.Namespace, Labels: StandardLabels(cp.Name, component), cp: cp}
 }
 
-// serviceAccount is a component's ServiceAccount; the image pull Secret, when set, is attached
-// to it (spec §2.5).
-func serviceAccount(m objectMeta, pullSecret string) *corev1ac.ServiceAccountApplyConfiguration {
-	sa := corev1ac.ServiceAccount(m.name, m.namespace).
-		WithLabels(m.labels).
+// ServiceAccount is a component's ServiceAccount; the image pull Secret, when set, is attached
+// to it (docs/controlplane.md#image-pull-secret).
+func ServiceAccount(m ObjectMeta, pullSecret string) *corev1ac.ServiceAccountApplyConfiguration {
+	sa := corev1ac.ServiceAccount(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(m.cp))
 	if pullSecret != "" {
 		sa.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(pullSecret))
@@ -63,10 +63,10 @@ func serviceAccount(m objectMeta, pullSecret string) *corev1ac.ServiceAccountApp
 	return sa
 }
 
-// role is a component's Role with rules.
-func role(m objectMeta, rules ...rbacv1.PolicyRule) *rbacv1ac.RoleApplyConfiguration {
-	r := rbacv1ac.Role(m.name, m.namespace).
-		WithLabels(m.labels).
+// Role is a component's Role with rules.
+func Role(m ObjectMeta, rules ...rbacv1.PolicyRule) *rbacv1ac.RoleApplyConfiguration {
+	r := rbacv1ac.Role(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(m.cp))
 	for _, rule := range rules {
 		ac := rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).WithVerbs(rule.Verbs...)
@@ -78,13 +78,13 @@ func role(m objectMeta, rules ...rbacv1.PolicyRule) *rbacv1ac.RoleApplyConfigura
 	return r
 }
 
-// roleBinding binds the ServiceAccount and Role of the same name.
-func roleBinding(m objectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(m.name, m.namespace).
-		WithLabels(m.labels).
+// RoleBinding binds the ServiceAccount and Role of the same name.
+func RoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(m.cp)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(m.name)).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.name).WithNamespace(m.namespace))
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(m.Name)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.Name).WithNamespace(m.Namespace))
 }
 
 // Verb sets of the operand Roles. Never "*": every verb is named.
@@ -93,14 +93,14 @@ var (
 	verbsAll  = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 )
 
-// serviceExposure applies a Service block's type, annotations and traffic policy (spec §2.6) to
+// serviceExposure applies a Service block's type, annotations and traffic policy (docs/controlplane.md#service-exposure) to
 // svc. The type is defaulted first (LoadBalancer), then every decision tests the defaulted type.
 // exposedService is a component's Service, exposed as its spec.services block says (type,
-// annotations, externalTrafficPolicy: spec §2.6), selecting the component's pods.
+// annotations, externalTrafficPolicy: docs/controlplane.md#service-exposure), selecting the component's pods.
 func exposedService(cp *datasancev3.ControlPlane, component, name string, block *datasancev3.ServiceSpec,
 	ports ...*corev1ac.ServicePortApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
 	svc := corev1ac.Service(name, cp.Namespace).
-		WithLabels(standardLabels(cp.Name, component)).
+		WithLabels(StandardLabels(cp.Name, component)).
 		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithSelector(selectorLabels(cp.Name, component)).
@@ -144,9 +144,9 @@ func defaultIfEmpty[T ~string](v, def T) T {
 	return v
 }
 
-// loadBalancerAddress is the first ingress point of a load balancer status: its IP, or its
-// hostname when it has no IP (spec §4.5, ours). Empty when none is published yet.
-func loadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
+// LoadBalancerAddress is the first ingress point of a load balancer status: its IP, or its
+// hostname when it has no IP (docs/controlplane.md#url-resolution, ours). Empty when none is published yet.
+func LoadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
 	if len(ingress) == 0 {
 		return ""
 	}
@@ -156,17 +156,17 @@ func loadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
 	return ingress[0].Hostname
 }
 
-// hashData hashes named maps of Secret data in a stable order; it is what pod-template hash
+// HashData hashes named maps of Secret data in a stable order; it is what pod-template hash
 // annotations of certificates hold (no guessable secret in them). Absent maps hash like empty
 // ones.
-func hashData(named map[string]map[string][]byte) string {
+func HashData(named map[string]map[string][]byte) string {
 	return hashWith(sha256.New(), named)
 }
 
-// keyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
+// KeyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
 // mostly visible in the ControlPlane, so an unkeyed hash would allow guessing offline the one
 // value that is not (a passwordSecretRef password).
-func keyedHashData(key []byte, named map[string]map[string][]byte) string {
+func KeyedHashData(key []byte, named map[string]map[string][]byte) string {
 	return hashWith(hmac.New(sha256.New, key), named)
 }
 

@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"strconv"
@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
 func testCP(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
@@ -45,7 +45,7 @@ func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
 	return out
 }
 
-// The complete CR → env table of spec §4.4 for a fully configured ControlPlane.
+// The complete CR → env table of docs/controlplane.md#controller-environment for a fully configured ControlPlane.
 func TestControllerEnvFull(t *testing.T) {
 	g := NewWithT(t)
 	cp := testCP(func(cp *datasancev3.ControlPlane) {
@@ -64,7 +64,7 @@ func TestControllerEnvFull(t *testing.T) {
 		s.Controller = datasancev3.ControllerSpec{Ecn: "ecn", PidBaseDir: "/pid", LogLevel: "debug", ConsolePort: 9000,
 			HTTPS: ptr.To(true), SecretName: "tls", TrustProxy: ptr.To(false)}
 	})
-	urls := controllerURLs{publicURL: "https://p", consoleURL: "https://c", trustProxy: ptr.To(false)}
+	urls := ControllerURLs{PublicURL: "https://p", ConsoleURL: "https://c", trustProxy: ptr.To(false)}
 	g.Expect(envList(controllerEnv(cp, testImages, urls))).To(Equal([]string{
 		"CONTROL_PLANE=Kubernetes", "CONTROLLER_NAME=iofog", "CONTROLLER_NAMESPACE=edge", "DB_PROVIDER=postgres",
 		"ROUTER_IMAGE_1=r:1", "ROUTER_IMAGE_2=r:1", "ROUTER_IMAGE_3=r:1", "ROUTER_IMAGE_4=r:1",
@@ -107,7 +107,7 @@ func TestControllerEnvFull(t *testing.T) {
 func TestControllerEnvMinimal(t *testing.T) {
 	g := NewWithT(t)
 	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(false)} })
-	env := envList(controllerEnv(cp, testImages, controllerURLs{publicURL: "http://p", consoleURL: "http://p"}))
+	env := envList(controllerEnv(cp, testImages, ControllerURLs{PublicURL: "http://p", ConsoleURL: "http://p"}))
 	g.Expect(env).To(ContainElements("NATS_ENABLED=false", "PID_BASE=/home/runner", "LOG_LEVEL=info", "CONSOLE_PORT=8008", "ECN_NAME="))
 	for _, e := range env {
 		for _, prefix := range []string{"NATS_IMAGE_", "TRUST_PROXY", "EVENT_", "VAULT_", "AUTH_RATE", "AUTH_SESSION", "TLS_PATH", "SERVER_DEV_MODE", "OIDC_CONSOLE"} {
@@ -146,12 +146,12 @@ func TestVault(t *testing.T) {
 	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Vault = v })
 	g.Expect(envList(vaultEnv(cp))).To(Equal([]string{"VAULT_ENABLED=false", "VAULT_PROVIDER=aws"}))
 	g.Expect(vaultSecretData(v)).To(Equal(map[string][]byte{"region": []byte("eu"), "accessKeyId": []byte("id"), "accessKey": []byte("key")}))
-	g.Expect(controllerCredentials(&cp.Spec, "")).To(HaveKey(vaultSecretName))
+	g.Expect(ControllerCredentials(&cp.Spec, "")).To(HaveKey(VaultSecretName))
 	cp.Spec.Vault = nil
-	g.Expect(controllerCredentials(&cp.Spec, "")).NotTo(HaveKey(vaultSecretName))
+	g.Expect(ControllerCredentials(&cp.Spec, "")).NotTo(HaveKey(VaultSecretName))
 }
 
-// URL resolution, spec §4.5.
+// URL resolution, docs/controlplane.md#url-resolution.
 func TestResolveControllerURLs(t *testing.T) {
 	ingress := func(secret string) func(*datasancev3.ControlPlane) {
 		return func(cp *datasancev3.ControlPlane) {
@@ -164,31 +164,31 @@ func TestResolveControllerURLs(t *testing.T) {
 		name       string
 		cp         *datasancev3.ControlPlane
 		lb         string
-		want       controllerURLs
+		want       ControllerURLs
 		wantToWait bool
 	}{
-		{"LB without address waits", testCP(), "", controllerURLs{}, true},
-		{"LB http", testCP(), "10.0.0.1", controllerURLs{publicURL: "http://10.0.0.1:51121", consoleURL: "http://10.0.0.1"}, false},
-		{"LB https hostname", testCP(https), "lb.example.com", controllerURLs{publicURL: "https://lb.example.com:51121", consoleURL: "https://lb.example.com"}, false},
-		{"LB IPv6", testCP(), "2001:db8::1", controllerURLs{publicURL: "http://[2001:db8::1]:51121", consoleURL: "http://[2001:db8::1]"}, false},
+		{"LB without address waits", testCP(), "", ControllerURLs{}, true},
+		{"LB http", testCP(), "10.0.0.1", ControllerURLs{PublicURL: "http://10.0.0.1:51121", ConsoleURL: "http://10.0.0.1"}, false},
+		{"LB https hostname", testCP(https), "lb.example.com", ControllerURLs{PublicURL: "https://lb.example.com:51121", ConsoleURL: "https://lb.example.com"}, false},
+		{"LB IPv6", testCP(), "2001:db8::1", ControllerURLs{PublicURL: "http://[2001:db8::1]:51121", ConsoleURL: "http://[2001:db8::1]"}, false},
 		{"explicit publicUrl never waits", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.PublicURL = "https://x" }), "",
-			controllerURLs{publicURL: "https://x", consoleURL: "https://x"}, false},
+			ControllerURLs{PublicURL: "https://x", ConsoleURL: "https://x"}, false},
 		{"explicit consoleUrl kept", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsoleURL = "https://console" }), "1.2.3.4",
-			controllerURLs{publicURL: "http://1.2.3.4:51121", consoleURL: "https://console"}, false},
-		{"ingress http", testCP(ingress("")), "", controllerURLs{publicURL: "http://cp.example.com", consoleURL: "http://cp.example.com", trustProxy: ptr.To(true)}, false},
-		{"ingress TLS secret", testCP(ingress("tls")), "", controllerURLs{publicURL: "https://cp.example.com", consoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
-		{"ingress https pod", testCP(ingress(""), https), "", controllerURLs{publicURL: "https://cp.example.com", consoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+			ControllerURLs{PublicURL: "http://1.2.3.4:51121", ConsoleURL: "https://console"}, false},
+		{"ingress http", testCP(ingress("")), "", ControllerURLs{PublicURL: "http://cp.example.com", ConsoleURL: "http://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress TLS secret", testCP(ingress("tls")), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress https pod", testCP(ingress(""), https), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
 		{"ingress trustProxy false kept", testCP(ingress(""), func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.TrustProxy = ptr.To(false) }), "",
-			controllerURLs{publicURL: "http://cp.example.com", consoleURL: "http://cp.example.com", trustProxy: ptr.To(false)}, false},
+			ControllerURLs{PublicURL: "http://cp.example.com", ConsoleURL: "http://cp.example.com", trustProxy: ptr.To(false)}, false},
 		{"NodePort derives nothing", testCP(func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
 			cp.Spec.Controller.PublicURL = "http://node:30000"
-		}), "", controllerURLs{publicURL: "http://node:30000", consoleURL: "http://node:30000"}, false},
+		}), "", ControllerURLs{PublicURL: "http://node:30000", ConsoleURL: "http://node:30000"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, wait := resolveControllerURLs(&tc.cp.Spec, tc.lb)
+			got, wait := ResolveControllerURLs(&tc.cp.Spec, tc.lb)
 			g.Expect(wait).To(Equal(tc.wantToWait))
 			if !wait {
 				g.Expect(got).To(Equal(tc.want))
@@ -212,7 +212,7 @@ func TestServiceExposure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		g := NewWithT(t)
-		svc := routerService(testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = tc.block }))
+		svc := RouterService(testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = tc.block }))
 		g.Expect(*svc.Spec.Type).To(Equal(tc.wantType))
 		g.Expect(ptr.Deref(svc.Spec.ExternalTrafficPolicy, "")).To(Equal(tc.wantPolicy))
 	}
@@ -220,7 +220,7 @@ func TestServiceExposure(t *testing.T) {
 
 func TestControllerService(t *testing.T) {
 	g := NewWithT(t)
-	svc := controllerService(testCP(func(cp *datasancev3.ControlPlane) {
+	svc := ControllerService(testCP(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.ConsolePort = 9000
 		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Address: "10.1.1.1", Annotations: map[string]string{"a": "b"}}
 	}))
@@ -229,16 +229,16 @@ func TestControllerService(t *testing.T) {
 	g.Expect(svc.Spec.Ports[1].TargetPort.IntValue()).To(Equal(9000))
 	g.Expect(*svc.Spec.Ports[1].Port).To(Equal(int32(80)))
 
-	clusterIP := controllerService(testCP(func(cp *datasancev3.ControlPlane) {
+	clusterIP := ControllerService(testCP(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Address: "10.1.1.1"}
 	}))
 	g.Expect(clusterIP.Spec.LoadBalancerIP).To(BeNil(), "address is for LoadBalancers only")
 }
 
-// Without secretName or class, the Ingress has no TLS block and no class (spec §9.15).
+// Without secretName or class, the Ingress has no TLS block and no class (docs/controlplane.md#ingress-tls-block).
 func TestControllerIngressMinimal(t *testing.T) {
 	g := NewWithT(t)
-	ing := controllerIngress(testCP(func(cp *datasancev3.ControlPlane) {
+	ing := ControllerIngress(testCP(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "h"}
 	}))
 	g.Expect(ing.Spec.TLS).To(BeEmpty())
@@ -246,50 +246,7 @@ func TestControllerIngressMinimal(t *testing.T) {
 	g.Expect(ing.Annotations).To(BeNil())
 }
 
-// PUT /router payload, spec §5.6 and §9.17.
-func TestRouterRegistration(t *testing.T) {
-	g := NewWithT(t)
-	lb := testCP()
-	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4")).To(Equal(iofog.Router{Host: "1.2.3.4", MessagingPort: 5671, InterRouterPort: 55671, EdgeRouterPort: 45671}))
-	lb.Spec.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: 1}
-	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4").MessagingPort).To(Equal(5671), "LoadBalancer path ignores ingress ports")
-
-	in := testCP(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
-		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "r.example.com", EdgePort: 30001}
-	})
-	g.Expect(routerRegistration(&in.Spec, "r.example.com")).To(Equal(iofog.Router{Host: "r.example.com", MessagingPort: 5671, InterRouterPort: 55671, EdgeRouterPort: 30001}))
-}
-
-func TestRouterAddress(t *testing.T) {
-	g := NewWithT(t)
-	svc := &corev1.Service{}
-	_, res, err := routerAddress(&testCP().Spec, svc)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.requeueAfter).To(Equal(requeueLoadBalancer))
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
-	addr, res, _ := routerAddress(&testCP().Spec, svc)
-	g.Expect(addr).To(Equal("lb.example.com"))
-	g.Expect(res.isContinue()).To(BeTrue())
-
-	// Not a LoadBalancer and no address: upstream's error text, terminal.
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
-	})
-	_, _, err = routerAddress(&cp.Spec, svc)
-	g.Expect(err).To(MatchError(errMissingRouterAddress))
-	g.Expect(isTerminal(err)).To(BeTrue())
-	g.Expect(reasonOf(err)).To(Equal(datasancev3.ReasonMissingRouterAddress))
-}
-
-func TestInternalControllerURL(t *testing.T) {
-	g := NewWithT(t)
-	cp := testCP()
-	g.Expect(internalControllerURL("", cp)).To(Equal("http://controller.edge.svc.cluster.local:51121"))
-	g.Expect(internalControllerURL("{name}-api.{namespace}.example:8443", cp)).To(Equal("http://iofog-api.edge.example:8443"))
-	cp.Spec.Controller.HTTPS = ptr.To(true)
-	g.Expect(internalControllerURL(DefaultControllerEndpointTemplate, cp)).To(Equal("https://controller.edge.svc.cluster.local:51121"))
-}
+// PUT /router payload, docs/controlplane.md#router-registration and docs/controlplane.md#router-ingress-ports-of-0.
 
 func TestDBSecretData(t *testing.T) {
 	g := NewWithT(t)
@@ -302,30 +259,20 @@ func TestDBSecretData(t *testing.T) {
 // Hashes are stable, change with any byte of data, and do not collide on concatenation.
 func TestHashData(t *testing.T) {
 	g := NewWithT(t)
-	a := hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})
-	g.Expect(hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})).To(Equal(a))
-	g.Expect(hashData(map[string]map[string][]byte{"s": {"k": []byte("w")}})).NotTo(Equal(a))
-	g.Expect(hashData(map[string]map[string][]byte{"s": {"kv": []byte("")}})).NotTo(Equal(hashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})))
-}
-
-func TestReferencedSecretNames(t *testing.T) {
-	g := NewWithT(t)
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}}
-		cp.Spec.Controller.SecretName = "tls"
-	})
-	g.Expect(referencedSecretNames(cp)).To(ContainElements("pw", "tls", "router-site-ca", "default-router-local-ca"))
-	g.Expect(referencedSecretNames(&corev1.Secret{})).To(BeNil())
+	a := HashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})
+	g.Expect(HashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})).To(Equal(a))
+	g.Expect(HashData(map[string]map[string][]byte{"s": {"k": []byte("w")}})).NotTo(Equal(a))
+	g.Expect(HashData(map[string]map[string][]byte{"s": {"kv": []byte("")}})).NotTo(Equal(HashData(map[string]map[string][]byte{"s": {"k": []byte("v")}})))
 }
 
 // Operand port names must stay within the 15 characters Kubernetes allows.
 func TestPortNames(t *testing.T) {
 	g := NewWithT(t)
 	cp := testCP()
-	for _, p := range append(controllerService(cp).Spec.Ports, routerService(cp).Spec.Ports...) {
+	for _, p := range append(ControllerService(cp).Spec.Ports, RouterService(cp).Spec.Ports...) {
 		g.Expect(len(*p.Name)).To(BeNumerically("<=", 15), *p.Name)
 	}
-	for _, c := range routerDeployment(cp, "r", "h").Spec.Template.Spec.Containers {
+	for _, c := range RouterDeployment(cp, "r", "h").Spec.Template.Spec.Containers {
 		for _, p := range c.Ports {
 			g.Expect(len(*p.Name)).To(BeNumerically("<=", 15), *p.Name)
 			g.Expect(strings.ToLower(*p.Name)).To(Equal(*p.Name))
@@ -333,11 +280,11 @@ func TestPortNames(t *testing.T) {
 	}
 }
 
-// Deployment router (spec §5.5): one replica, the command, env, ports, probes and the mounts of
+// Deployment router (docs/controlplane.md#router-deployment): one replica, the command, env, ports, probes and the mounts of
 // the two server Secrets and skrouterd.json.
 func TestRouterDeployment(t *testing.T) {
 	g := NewWithT(t)
-	d := routerDeployment(testCP(), "r:1", "h1")
+	d := RouterDeployment(testCP(), "r:1", "h1")
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 	tmpl := d.Spec.Template
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue("application", "interior-router"))
@@ -346,7 +293,7 @@ func TestRouterDeployment(t *testing.T) {
 	g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{
 		"app.kubernetes.io/name": "iofog", "app.kubernetes.io/instance": "iofog", "app.kubernetes.io/component": "router",
 	}))
-	g.Expect(tmpl.Annotations).To(Equal(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", annotationTLSHash: "h1"}))
+	g.Expect(tmpl.Annotations).To(Equal(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", AnnotationTLSHash: "h1"}))
 	g.Expect(*tmpl.Spec.ServiceAccountName).To(Equal("router"))
 	c := tmpl.Spec.Containers[0]
 	g.Expect(c.Command).To(Equal([]string{"/home/skrouterd/bin/router"}))
@@ -382,14 +329,14 @@ func TestRouterDeployment(t *testing.T) {
 	g.Expect(*tmpl.Spec.Volumes[2].ConfigMap.Items[0].Key).To(Equal("skrouterd.json"))
 }
 
-// Leaf certificates: CNs and SANs of spec §5.3.
+// Leaf certificates: CNs and SANs of docs/controlplane.md#router-tls-secrets.
 func TestRouterCertificateSpecs(t *testing.T) {
 	g := NewWithT(t)
-	specs := routerCertificates("edge", "203.0.113.5")
-	g.Expect(specs).To(Equal([]tlsSecretSpec{
-		{name: "router-site-ca", commonName: "router-site-ca"},
-		{name: "default-router-local-ca", commonName: "default-router-local-ca"},
-		{name: "router-site-server", commonName: "iofog-router", caName: "router-site-ca", hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
-		{name: "router-local-server", commonName: "iofog-router-local", caName: "default-router-local-ca", hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
+	specs := RouterCertificates("edge", "203.0.113.5")
+	g.Expect(specs).To(Equal([]TLSSecretSpec{
+		{Name: "router-site-ca", CommonName: "router-site-ca"},
+		{Name: "default-router-local-ca", CommonName: "default-router-local-ca"},
+		{Name: "router-site-server", CommonName: "iofog-router", CAName: "router-site-ca", Hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
+		{Name: "router-local-server", CommonName: "iofog-router-local", CAName: "default-router-local-ca", Hosts: []string{"router.edge.svc.cluster.local", "203.0.113.5"}},
 	}))
 }

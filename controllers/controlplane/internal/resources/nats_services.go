@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +9,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
-// natsPort is one NATS port (spec §6.2). The ports are fixed: ingresses.nats.*Port only tell the
+// natsPort is one NATS port (docs/controlplane.md#nats-ports). The ports are fixed: ingresses.nats.*Port only tell the
 // Controller what agents should dial.
 type natsPort struct {
 	name string
@@ -24,36 +24,36 @@ var (
 	natsMonitorPort = natsPort{"monitor", natsconf.MonitorPort}
 )
 
-// natsHeadlessService is Service nats-headless: clusterIP None, all five ports, the pod DNS names
+// NatsHeadlessService is Service nats-headless: clusterIP None, all five ports, the pod DNS names
 // nats-<i>.nats-headless the routes and SANs use. Not-ready pods are published (ours, as the
 // NATS Helm chart does) so that servers find each other while they start: readiness needs
 // JetStream, which needs the route mesh.
-func natsHeadlessService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(natsHeadlessServiceName, cp.Namespace).
-		WithLabels(standardLabels(cp.Name, componentNats)).
+func NatsHeadlessService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(NatsHeadlessServiceName, cp.Namespace).
+		WithLabels(StandardLabels(cp.Name, ComponentNats)).
 		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
 			WithPublishNotReadyAddresses(true).
-			WithSelector(selectorLabels(cp.Name, componentNats)).
+			WithSelector(selectorLabels(cp.Name, ComponentNats)).
 			WithPorts(natsServicePorts(natsClientPort, natsClusterPort, natsLeafPort, natsMQTTPort, natsMonitorPort)...))
 }
 
-// natsService is Service nats: cluster, leaf and MQTT, typed by spec.services.nats. Its address
-// is the external NATS address (spec §6.7).
-func natsService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	return natsExposedService(cp, natsServiceName, cp.Spec.Services.Nats, natsClusterPort, natsLeafPort, natsMQTTPort)
+// NatsService is Service nats: cluster, leaf and MQTT, typed by spec.services.nats. Its address
+// is the external NATS address (docs/controlplane.md#external-nats-address).
+func NatsService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	return natsExposedService(cp, NatsServiceName, cp.Spec.Services.Nats, natsClusterPort, natsLeafPort, natsMQTTPort)
 }
 
-// natsServerService is Service nats-server: client and monitor, typed by spec.services.natsServer.
-func natsServerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	return natsExposedService(cp, natsServerServiceName, cp.Spec.Services.NatsServer, natsClientPort, natsMonitorPort)
+// NatsServerService is Service nats-server: client and monitor, typed by spec.services.natsServer.
+func NatsServerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	return natsExposedService(cp, NatsServerServiceName, cp.Spec.Services.NatsServer, natsClientPort, natsMonitorPort)
 }
 
 // natsExposedService is a NATS Service exposed as the Service block says. services.*.address is
 // honoured on the controller block only.
 func natsExposedService(cp *datasancev3.ControlPlane, name string, block *datasancev3.ServiceSpec, ports ...natsPort) *corev1ac.ServiceApplyConfiguration {
-	return exposedService(cp, componentNats, name, block, natsServicePorts(ports...)...)
+	return exposedService(cp, ComponentNats, name, block, natsServicePorts(ports...)...)
 }
 
 func natsServicePorts(ports ...natsPort) []*corev1ac.ServicePortApplyConfiguration {

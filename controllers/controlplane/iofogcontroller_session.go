@@ -69,7 +69,7 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 }
 
 // controllerSession returns the pass's Controller client after GET /status and the login (spec
-// §4.8). Rejected credentials are tolerated (a first-boot race, spec §4.6 4b): loginRejected is
+// docs/controlplane.md#login). Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): loginRejected is
 // set and the pass goes on without a token.
 func (s *scope) controllerSession(ctx context.Context) (*controllerSession, result, error) {
 	cs, res, err := s.controllerStatus(ctx)

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
@@ -38,18 +39,18 @@ func (g registration) hash() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// registerWithController runs spec §4.6 steps 4-6 against the Controller REST API: GET /status,
+// registerWithIoFogController runs docs/controlplane.md#controller-reconcile-steps steps 4-6 against the Controller REST API: GET /status,
 // login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
 // check. On a ready ControlPlane whose registration is unchanged it calls nothing, except a
 // GET /status once per Options.ControllerVerifyInterval: a Controller process that started since
 // the registration (it may have lost its database) is registered again.
-func registerWithController(ctx context.Context, s *scope, lbAddress string) (result, error) {
+func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) (result, error) {
 	reg, res, err := desiredRegistration(ctx, s)
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
 	hash := reg.hash()
-	if s.steady && s.cp.Annotations[annotationRegistration] == hash {
+	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
 			return proceed(), nil
 		}
@@ -98,17 +99,17 @@ func registerWithController(ctx context.Context, s *scope, lbAddress string) (re
 	if s.cp.Annotations == nil {
 		s.cp.Annotations = map[string]string{}
 	}
-	s.cp.Annotations[annotationRegistration] = hash
+	s.cp.Annotations[resources.AnnotationRegistration] = hash
 	s.r.registered.record(s.cp, cs.status, s.now)
 	return proceed(), nil
 }
 
-// desiredRegistration computes what to register: the default router (spec §5.6), the NATS hub
-// (NATS only, §6.10) and the CAs to import. It requeues while the router LoadBalancer has no
+// desiredRegistration computes what to register: the default router (docs/controlplane.md#router-registration), the NATS hub
+// (NATS only, docs/controlplane.md#hub-registration-and-ca-import) and the CAs to import. It requeues while the router LoadBalancer has no
 // address, and fails when a non-LoadBalancer router has no ingress address.
 func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
 	svc := &corev1.Service{}
-	if _, err := s.getExisting(ctx, routerName, svc); err != nil {
+	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
 		return registration{}, result{}, err
 	}
 	host, res, err := routerAddress(s.spec, svc)
@@ -118,7 +119,7 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 	reg := registration{
 		BaseURL: internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp),
 		Router:  routerRegistration(s.spec, host),
-		CAs:     append([]string(nil), routerCASecretNames...),
+		CAs:     append([]string(nil), resources.RouterCASecretNames...),
 	}
 	if s.natsEnabled() {
 		hub, res, err := natsHubRegistration(ctx, s)
@@ -126,36 +127,14 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 			return registration{}, res, err
 		}
 		reg.Hub = hub
-		reg.CAs = append(reg.CAs, natsCASecretNames()...)
+		reg.CAs = append(reg.CAs, resources.NatsCASecretNames()...)
 	}
 	return reg, proceed(), nil
 }
 
-// routerRegistration is the PUT /router body (spec §5.6): the fixed listener ports on the
-// LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
-// (§9.17, ours).
-func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
-	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
-	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {
-		return r
-	}
-	in := spec.Ingresses.Router
-	r.MessagingPort = portOr(in.MessagePort, routerconf.AMQPSPort)
-	r.InterRouterPort = portOr(in.InteriorPort, routerconf.InterRouterPort)
-	r.EdgeRouterPort = portOr(in.EdgePort, routerconf.EdgePort)
-	return r
-}
-
-func portOr(p, def int32) int {
-	if p == 0 {
-		return int(def)
-	}
-	return int(p)
-}
-
-// login authenticates the client (spec §4.8): the bootstrap user at POST /user/login in embedded
+// login authenticates the client (docs/controlplane.md#login): the bootstrap user at POST /user/login in embedded
 // mode, the OAuth2 client-credentials grant at the issuer's token endpoint in external mode.
-// Rejected credentials are tolerated (a first-boot race, spec §4.6 4b): rejected is true and the
+// Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): rejected is true and the
 // pass goes on without a token.
 func login(ctx context.Context, s *scope, api ControllerAPI, password string) (rejected bool, res result, err error) {
 	var token string
@@ -215,7 +194,7 @@ func registrationFailure(ctx context.Context, err error, loginRejected bool) (re
 	return result{}, withReason(datasancev3.ReasonRegistrationFailed, err)
 }
 
-// checkExternalReachability is spec §4.6 step 6: a LoadBalancer Controller must answer GET /status
+// checkExternalReachability is docs/controlplane.md#controller-reconcile-steps step 6: a LoadBalancer Controller must answer GET /status
 // on its LoadBalancer address; an Ingress-exposed one needs an Ingress with load-balancer status.
 // Other exposures are not checked. Over https the check dials the LoadBalancer address and
 // verifies the certificate, with the ControlPlane's trust, against the name external clients use:
@@ -228,7 +207,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 			return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 				"Waiting for a LoadBalancer address of Service controller."), nil
 		}
-		ep := ControllerEndpoint{BaseURL: controllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(controllerAPIPort))}
+		ep := ControllerEndpoint{BaseURL: resources.ControllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(resources.ControllerAPIPort))}
 		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
 			ep.ServerName = name
 		}
@@ -242,7 +221,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 	case s.spec.ControllerIngressMode():
 		ing := &networkingv1.Ingress{}
-		found, err := s.getExisting(ctx, controllerName, ing)
+		found, err := s.getExisting(ctx, resources.ControllerName, ing)
 		if err != nil {
 			return result{}, err
 		}
@@ -252,4 +231,26 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 	}
 	return proceed(), nil
+}
+
+// routerRegistration is the PUT /router body (docs/controlplane.md#router-registration): the fixed listener ports on the
+// LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
+// (docs/controlplane.md#router-ingress-ports-of-0, ours).
+func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
+	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
+	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {
+		return r
+	}
+	in := spec.Ingresses.Router
+	r.MessagingPort = portOr(in.MessagePort, routerconf.AMQPSPort)
+	r.InterRouterPort = portOr(in.InteriorPort, routerconf.InterRouterPort)
+	r.EdgeRouterPort = portOr(in.EdgePort, routerconf.EdgePort)
+	return r
+}
+
+func portOr(p, def int32) int {
+	if p == 0 {
+		return int(def)
+	}
+	return int(p)
 }

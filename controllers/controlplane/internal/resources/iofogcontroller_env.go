@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"strconv"
@@ -9,25 +9,25 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Controller TLS mount (spec §4.3, §4.4).
+// Controller TLS mount (docs/controlplane.md#controller-deployment, docs/controlplane.md#controller-environment).
 const (
 	controllerCertDir    = "/etc/iofog/controller-cert"
 	controllerCertVolume = "controller-cert"
 )
 
-// controllerURLs are the resolved external URLs and proxy trust of the Controller (spec §4.5).
-type controllerURLs struct {
-	publicURL, consoleURL string
+// ControllerURLs are the resolved external URLs and proxy trust of the Controller (docs/controlplane.md#url-resolution).
+type ControllerURLs struct {
+	PublicURL, ConsoleURL string
 	// trustProxy is TRUST_PROXY; nil leaves it unset.
 	trustProxy *bool
 }
 
-// imageSlots is how many ROUTER_IMAGE_n / NATS_IMAGE_n variables carry the image (spec §4.4).
+// imageSlots is how many ROUTER_IMAGE_n / NATS_IMAGE_n variables carry the image (docs/controlplane.md#controller-environment).
 const imageSlots = 4
 
-// controllerEnv is the Controller container's environment (spec §4.4): literal values first,
+// controllerEnv is the Controller container's environment (docs/controlplane.md#controller-environment): literal values first,
 // then the Secret-backed ones. Optional tuning variables appear only when their field is set.
-func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerURLs) []*corev1ac.EnvVarApplyConfiguration {
+func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls ControllerURLs) []*corev1ac.EnvVarApplyConfiguration {
 	spec := &cp.Spec
 	env := []*corev1ac.EnvVarApplyConfiguration{
 		envValue("CONTROL_PLANE", "Kubernetes"),
@@ -48,8 +48,8 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerU
 		envValue("ECN_NAME", spec.Controller.Ecn),
 		envValue("PID_BASE", defaultIfEmpty(spec.Controller.PidBaseDir, datasancev3.DefaultPidBaseDir)),
 		envValue("LOG_LEVEL", defaultIfEmpty(spec.Controller.LogLevel, datasancev3.DefaultLogLevel)),
-		envValue("CONTROLLER_PUBLIC_URL", urls.publicURL),
-		envValue("CONSOLE_URL", urls.consoleURL),
+		envValue("CONTROLLER_PUBLIC_URL", urls.PublicURL),
+		envValue("CONSOLE_URL", urls.ConsoleURL),
 		envValue("CONSOLE_PORT", strconv.Itoa(int(spec.ConsolePortOrDefault()))),
 	)
 	if urls.trustProxy != nil {
@@ -68,18 +68,18 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls controllerU
 	}
 
 	for _, e := range dbSecretEnv {
-		env = append(env, envSecret(e.env, dbSecretName, e.key))
+		env = append(env, envSecret(e.env, DbSecretName, e.key))
 	}
 	for _, e := range authSecretEnv {
-		env = append(env, envSecret(e.env, authSecretName, e.key))
+		env = append(env, envSecret(e.env, AuthSecretName, e.key))
 	}
 	if spec.Auth.SessionStore != nil && spec.Auth.SessionStore.Secret != "" {
-		env = append(env, envSecret("AUTH_SESSION_SECRET", authSecretName, authSessionSecretKey))
+		env = append(env, envSecret("AUTH_SESSION_SECRET", AuthSecretName, authSessionSecretKey))
 	}
 	if vaultActive(spec.Vault) {
 		_, keys, _ := vaultProviderEnv(spec.Vault)
 		for _, e := range keys {
-			env = append(env, envSecret(e.env, vaultSecretName, e.key))
+			env = append(env, envSecret(e.env, VaultSecretName, e.key))
 		}
 	}
 	return env
@@ -106,7 +106,7 @@ func (o *optionalEnv) string(name, v string) {
 	}
 }
 
-// authTuningEnv are the optional AUTH_* / OIDC_* variables of spec §2.2.
+// authTuningEnv are the optional AUTH_* / OIDC_* variables of docs/controlplane.md#authentication.
 func authTuningEnv(a *datasancev3.Auth) []*corev1ac.EnvVarApplyConfiguration {
 	var o optionalEnv
 	o.bool("AUTH_INSECURE_ALLOW_HTTP", a.InsecureAllowHTTP)
@@ -135,8 +135,8 @@ func authTuningEnv(a *datasancev3.Auth) []*corev1ac.EnvVarApplyConfiguration {
 	return o
 }
 
-// eventsEnv are the EVENT_* variables (spec §2.9): none unless a field is set;
-// EVENT_AUDIT_ENABLED is then always present (false when unset, §9.22).
+// eventsEnv are the EVENT_* variables (docs/controlplane.md#audit-events): none unless a field is set;
+// EVENT_AUDIT_ENABLED is then always present (false when unset, docs/controlplane.md#audit-flag-when-unset).
 func eventsEnv(e *datasancev3.Events) []*corev1ac.EnvVarApplyConfiguration {
 	if e.AuditEnabled == nil && e.RetentionDays == 0 && e.CleanupInterval == 0 && e.CaptureIPAddress == nil {
 		return nil
@@ -153,7 +153,7 @@ func eventsEnv(e *datasancev3.Events) []*corev1ac.EnvVarApplyConfiguration {
 	return o
 }
 
-// vaultEnv are VAULT_ENABLED, VAULT_PROVIDER and VAULT_BASE_PATH (spec §2.11) when the vault is
+// vaultEnv are VAULT_ENABLED, VAULT_PROVIDER and VAULT_BASE_PATH (docs/controlplane.md#vault) when the vault is
 // active. Without spec.vault.provider the provider of the block in use is named.
 func vaultEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration {
 	v := cp.Spec.Vault

@@ -13,43 +13,44 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// reconcileController is the Controller component (spec §4.6): bootstrap password, RBAC,
+// reconcileIoFogController is the Controller component (docs/controlplane.md#controller-reconcile-steps): bootstrap password, RBAC,
 // credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, then the Controller
-// REST API (controller_api.go): health, login, router / NATS hub / CA registration and the
+// REST API (iofogcontroller_registration.go): health, login, router / NATS hub / CA registration and the
 // external reachability check. The credential restart of step 7 is the credentials hash in the
 // pod template: a changed Secret rolls the pods when the Deployment is applied.
-func reconcileController(ctx context.Context, s *scope) (result, error) {
+func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	password, err := bootstrapPassword(ctx, s)
 	if err != nil {
 		return result{}, err
 	}
-	if err := applyWorkloadIdentity(ctx, s, metaFor(s.cp, componentController, controllerName), controllerRules); err != nil {
+	if err := applyWorkloadIdentity(ctx, s, resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName), resources.ControllerRules); err != nil {
 		return result{}, err
 	}
-	creds := controllerCredentials(s.spec, password)
+	creds := resources.ControllerCredentials(s.spec, password)
 	if err := applyCredentialSecrets(ctx, s, creds); err != nil {
 		return result{}, err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, controllerService(s.cp), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, s, resources.ControllerService(s.cp), svc, corev1ac.ExtractService); err != nil {
 		return result{}, err
 	}
-	if err := applyControllerIngress(ctx, s); err != nil {
+	if err := applyIoFogControllerIngress(ctx, s); err != nil {
 		return result{}, err
 	}
 
-	lbAddress := loadBalancerAddress(svc.Status.LoadBalancer.Ingress)
-	urls, wait := resolveControllerURLs(s.spec, lbAddress)
-	s.cp.Status.Controller.PublicURL, s.cp.Status.Controller.ConsoleURL = urls.publicURL, urls.consoleURL
+	lbAddress := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress)
+	urls, wait := resources.ResolveControllerURLs(s.spec, lbAddress)
+	s.cp.Status.Controller.PublicURL, s.cp.Status.Controller.ConsoleURL = urls.PublicURL, urls.ConsoleURL
 	if wait {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 			"Waiting for a LoadBalancer address of Service controller to derive the public URL."), nil
 	}
 	s.updateConsoleClientURLs(ctx, urls)
 
-	created, err := applyControllerWorkload(ctx, s, urls, creds)
+	created, err := applyIoFogControllerDeployment(ctx, s, urls, creds)
 	if err != nil {
 		return result{}, err
 	}
@@ -57,13 +58,13 @@ func reconcileController(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
 			"Deployment controller was created; waiting for the Controller to start."), nil
 	}
-	return registerWithController(ctx, s, lbAddress)
+	return registerWithIoFogController(ctx, s, lbAddress)
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
 // owned vault Secret the spec no longer asks for.
 func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[string][]byte) error {
-	for _, name := range []string{dbSecretName, authSecretName, vaultSecretName} {
+	for _, name := range []string{resources.DbSecretName, resources.AuthSecretName, resources.VaultSecretName} {
 		data, ok := creds[name]
 		if !ok {
 			if err := deleteOwned(ctx, s, name, &corev1.Secret{}); err != nil {
@@ -71,29 +72,29 @@ func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[
 			}
 			continue
 		}
-		if _, err := applyIfChanged(ctx, s, opaqueSecret(s.cp, name, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
+		if _, err := applyIfChanged(ctx, s, resources.OpaqueSecret(s.cp, name, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// applyControllerIngress applies Ingress controller in Ingress mode and deletes an owned one
+// applyIoFogControllerIngress applies Ingress controller in Ingress mode and deletes an owned one
 // otherwise (the Service type changed away from ClusterIP).
-func applyControllerIngress(ctx context.Context, s *scope) error {
+func applyIoFogControllerIngress(ctx context.Context, s *scope) error {
 	if !s.spec.ControllerIngressMode() {
-		return deleteOwned(ctx, s, controllerName, &networkingv1.Ingress{})
+		return deleteOwned(ctx, s, resources.ControllerName, &networkingv1.Ingress{})
 	}
-	_, err := applyIfChanged(ctx, s, controllerIngress(s.cp), &networkingv1.Ingress{}, networkingv1ac.ExtractIngress)
+	_, err := applyIfChanged(ctx, s, resources.ControllerIngress(s.cp), &networkingv1.Ingress{}, networkingv1ac.ExtractIngress)
 	return err
 }
 
-// applyControllerWorkload creates the SQLite PVC when needed and applies the Deployment. created
+// applyIoFogControllerDeployment creates the SQLite PVC when needed and applies the Deployment. created
 // reports whether the Deployment did not exist before.
-func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
+func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resources.ControllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
 	if s.spec.UsesSQLite() {
 		pvc := &corev1.PersistentVolumeClaim{}
-		created, err := createIfAbsent(ctx, s, sqlitePVC(s.cp), pvc)
+		created, err := createIfAbsent(ctx, s, resources.SqlitePVC(s.cp), pvc)
 		if err != nil {
 			return false, err
 		}
@@ -107,30 +108,30 @@ func applyControllerWorkload(ctx context.Context, s *scope, urls controllerURLs,
 	if err != nil {
 		return false, err
 	}
-	hashes := controllerPodHashes{credentials: keyedHashData(key, creds)}
+	hashes := resources.ControllerPodHashes{Credentials: resources.KeyedHashData(key, creds)}
 	if s.spec.ControllerHTTPS() {
-		tls, err := controllerTLSData(ctx, s)
+		tls, err := ioFogControllerTLSData(ctx, s)
 		if err != nil {
 			return false, err
 		}
-		hashes.tls = hashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
+		hashes.TLS = resources.HashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
 	}
 	live := &appsv1.Deployment{}
-	existed, err := s.getExisting(ctx, controllerName, live)
+	existed, err := s.getExisting(ctx, resources.ControllerName, live)
 	if err != nil {
 		return false, err
 	}
-	desired := controllerDeployment(s.cp, s.images, urls, hashes)
+	desired := resources.ControllerDeployment(s.cp, s.images, urls, hashes)
 	if _, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment); err != nil {
 		return false, err
 	}
 	return !existed, nil
 }
 
-// controllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing
+// ioFogControllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing
 // Secret is not an error: the pod waits for its volume, and the Secret watch rolls the pods when
-// it appears (spec §4.7).
-func controllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
+// it appears (docs/controlplane.md#controller-ingress).
+func ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
 	sec := &corev1.Secret{}
 	found, err := s.getExisting(ctx, s.spec.Controller.SecretName, sec)
 	if err != nil || !found {
@@ -139,7 +140,7 @@ func controllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error)
 	return sec.Data, nil
 }
 
-// bootstrapPassword resolves the embedded-mode bootstrap password (spec §4.6 step 1):
+// bootstrapPassword resolves the embedded-mode bootstrap password (docs/controlplane.md#controller-reconcile-steps step 1):
 // passwordSecretRef (same namespace) wins over the inline password. A missing Secret or key fails
 // with reason SecretNotFound unless the reference is optional. External mode has none.
 func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
@@ -172,13 +173,13 @@ func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
 	}
 }
 
-// updateConsoleClientURLs calls the injectable console-client hook (spec §4.5). Its failure is
+// updateConsoleClientURLs calls the injectable console-client hook (docs/controlplane.md#url-resolution). Its failure is
 // logged only.
-func (s *scope) updateConsoleClientURLs(ctx context.Context, urls controllerURLs) {
-	if s.r.UpdateConsoleClientURLs == nil || urls.consoleURL == "" {
+func (s *scope) updateConsoleClientURLs(ctx context.Context, urls resources.ControllerURLs) {
+	if s.r.UpdateConsoleClientURLs == nil || urls.ConsoleURL == "" {
 		return
 	}
-	if err := s.r.UpdateConsoleClientURLs(ctx, s.cp, urls.publicURL, urls.consoleURL); err != nil {
+	if err := s.r.UpdateConsoleClientURLs(ctx, s.cp, urls.PublicURL, urls.ConsoleURL); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Updating the console client URLs failed")
 	}
 }

@@ -1,24 +1,20 @@
-package controlplane
+package resources
 
 import (
-	"context"
-	"crypto/rand"
-	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Credential Secrets of the Controller (spec §4.4).
+// Credential Secrets of the Controller (docs/controlplane.md#controller-environment).
 const (
-	dbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
-	authSecretName  = "controller-auth-credentials"
-	vaultSecretName = "controller-vault-credentials"
+	DbSecretName    = "controller-db-credentials" //nolint:gosec // G101: Secret names, not credentials.
+	AuthSecretName  = "controller-auth-credentials"
+	VaultSecretName = "controller-vault-credentials"
 )
 
 // secretEnv maps one key of a credential Secret to the Controller env var reading it.
@@ -45,7 +41,7 @@ var authSecretEnv = []secretEnv{
 
 const authSessionSecretKey = "auth-session-secret" //nolint:gosec // A Secret key name.
 
-// dbSecretData is the data of controller-db-credentials (spec §2.3). Every key is present, empty
+// dbSecretData is the data of controller-db-credentials (docs/controlplane.md#database). Every key is present, empty
 // when unset, so the env references always resolve; ca is copied verbatim.
 func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	port := ""
@@ -63,7 +59,7 @@ func dbSecretData(db *datasancev3.Database) map[string][]byte {
 	}
 }
 
-// authSecretData is the data of controller-auth-credentials (spec §4.4); password is the resolved
+// authSecretData is the data of controller-auth-credentials (docs/controlplane.md#controller-environment); password is the resolved
 // bootstrap password (empty in external mode).
 func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	var username, clientID, clientSecret, sessionSecret string
@@ -87,14 +83,14 @@ func authSecretData(auth *datasancev3.Auth, password string) map[string][]byte {
 	}
 }
 
-// vaultActive reports whether the vault integration is configured (spec §2.11): the block is set
+// vaultActive reports whether the vault integration is configured (docs/controlplane.md#vault): the block is set
 // and names a provider or holds a provider block.
 func vaultActive(v *datasancev3.Vault) bool {
 	return v != nil && (v.Provider != "" || v.Hashicorp != nil || v.AWS != nil || v.Azure != nil || v.Google != nil)
 }
 
 // vaultProviderEnv are the keys of controller-vault-credentials of the first provider block in
-// the order hashicorp, aws, azure, google (spec §2.11), with their env vars and values.
+// the order hashicorp, aws, azure, google (docs/controlplane.md#vault), with their env vars and values.
 func vaultProviderEnv(v *datasancev3.Vault) (provider string, keys []secretEnv, values map[string]string) {
 	switch {
 	case v == nil:
@@ -139,62 +135,31 @@ func vaultSecretData(v *datasancev3.Vault) map[string][]byte {
 	return data
 }
 
-// controllerCredentials is the data of the Controller's credential Secrets by name; the vault
+// ControllerCredentials is the data of the Controller's credential Secrets by name; the vault
 // Secret is there only when the vault is active.
-func controllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) map[string]map[string][]byte {
+func ControllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) map[string]map[string][]byte {
 	creds := map[string]map[string][]byte{
-		dbSecretName:   dbSecretData(&spec.Database),
-		authSecretName: authSecretData(&spec.Auth, password),
+		DbSecretName:   dbSecretData(&spec.Database),
+		AuthSecretName: authSecretData(&spec.Auth, password),
 	}
 	if vaultActive(spec.Vault) {
-		creds[vaultSecretName] = vaultSecretData(spec.Vault)
+		creds[VaultSecretName] = vaultSecretData(spec.Vault)
 	}
 	return creds
 }
 
-// opaqueSecret is an Opaque Secret of the controller component.
-func opaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := metaFor(cp, componentController, name)
-	return corev1ac.Secret(m.name, m.namespace).
-		WithLabels(m.labels).
+// OpaqueSecret is an Opaque Secret of the controller component.
+func OpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := MetaFor(cp, ComponentController, name)
+	return corev1ac.Secret(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
 }
 
-// rolloutKeySecretName holds the per-ControlPlane key of the credentials hash.
-const rolloutKeySecretName = "controller-rollout-key"
+// RolloutKeySecretName holds the per-ControlPlane key of the credentials hash.
+const RolloutKeySecretName = "controller-rollout-key"
 
-// rolloutKeyBytes is the size of that key.
-const rolloutKeyBytes = 32
-
-// rolloutKey returns the key of the credentials hash: Secret controller-rollout-key, created once
-// with random bytes (owned: a ControlPlane created again gets a new key, which rolls its pods
-// once). Readers of the Deployment see only the HMAC.
-func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
-	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, rolloutKeySecretName, sec)
-	if err != nil {
-		return nil, err
-	}
-	if key := sec.Data["key"]; found && len(key) >= rolloutKeyBytes {
-		return key, nil
-	}
-	if found {
-		return nil, withReason(datasancev3.ReasonInvalidConfiguration,
-			fmt.Errorf("secret %s holds no %d-byte key; delete it to have a new one generated", rolloutKeySecretName, rolloutKeyBytes))
-	}
-	key := make([]byte, rolloutKeyBytes)
-	_, _ = rand.Read(key) // crypto/rand.Read never fails since Go 1.24
-	m := metaFor(s.cp, componentController, rolloutKeySecretName)
-	obj := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.namespace, Labels: m.labels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s.cp, datasancev3.GroupVersion.WithKind("ControlPlane"))}},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{"key": key},
-	}
-	if err := createObject(ctx, s, obj); err != nil {
-		return nil, err
-	}
-	return key, nil
-}
+// RolloutKeyBytes is the size of that key.
+const RolloutKeyBytes = 32

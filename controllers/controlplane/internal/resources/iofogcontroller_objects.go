@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,35 +15,35 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// Controller object names and ports (spec §4.1-§4.3).
+// Controller object names and ports (docs/controlplane.md#iofog-controller-objects to #controller-deployment).
 const (
-	controllerName        = "controller"
-	controllerAPIPort     = 51121
+	ControllerName        = "controller"
+	ControllerAPIPort     = 51121
 	controllerAPIPortName = "controller-api"
 	consolePortName       = "console"
 	consoleServicePort    = 80
 	sqlitePVCName         = "controller-sqlite"
 	sqliteVolume          = "sqlite"
 	sqliteSize            = "1Gi"
-	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, spec §4.3).
+	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, docs/controlplane.md#controller-deployment).
 	sqliteDataDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
 	// statusPath is the Controller's health endpoint.
 	statusPath = iofog.APIPath + "/status"
 )
 
-// controllerRules are the Controller Role's rules (spec §4.1): it manages ConfigMaps and
+// ControllerRules are the Controller Role's rules (docs/controlplane.md#iofog-controller-objects): it manages ConfigMaps and
 // Services, reads Secrets and StatefulSets, and may update the StatefulSet nats.
-var controllerRules = []rbacv1.PolicyRule{
+var ControllerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: verbsAll},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsRead},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbsRead},
-	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{componentNats}, Verbs: []string{"update", "patch"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{ComponentNats}, Verbs: []string{"update", "patch"}},
 }
 
-// controllerService is Service controller (spec §4.2).
-func controllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	svc := exposedService(cp, componentController, controllerName, cp.Spec.Services.Controller,
-		servicePort(controllerAPIPortName, controllerAPIPort, intstr.FromInt32(controllerAPIPort)),
+// ControllerService is Service controller (docs/controlplane.md#controller-service).
+func ControllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	svc := exposedService(cp, ComponentController, ControllerName, cp.Spec.Services.Controller,
+		servicePort(controllerAPIPortName, ControllerAPIPort, intstr.FromInt32(ControllerAPIPort)),
 		servicePort(consolePortName, consoleServicePort, intstr.FromInt32(cp.Spec.ConsolePortOrDefault())),
 	)
 	if b := cp.Spec.Services.Controller; b != nil && b.Address != "" &&
@@ -53,17 +53,17 @@ func controllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfi
 	return svc
 }
 
-// controllerIngress is Ingress controller (spec §4.7), built in Ingress mode only: / to the
-// console, /api/v3 to the API, TLS only with a secretName (§9.15).
-func controllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressApplyConfiguration {
-	m := metaFor(cp, componentController, controllerName)
+// ControllerIngress is Ingress controller (docs/controlplane.md#controller-ingress), built in Ingress mode only: / to the
+// console, /api/v3 to the API, TLS only with a secretName (docs/controlplane.md#ingress-tls-block).
+func ControllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressApplyConfiguration {
+	m := MetaFor(cp, ComponentController, ControllerName)
 	in := cp.Spec.Ingresses.Controller
 	path := func(p, port string) *networkingv1ac.HTTPIngressPathApplyConfiguration {
 		return networkingv1ac.HTTPIngressPath().
 			WithPath(p).
 			WithPathType(networkingv1.PathTypePrefix).
 			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
-				WithName(controllerName).
+				WithName(ControllerName).
 				WithPort(networkingv1ac.ServiceBackendPort().WithName(port))))
 	}
 	spec := networkingv1ac.IngressSpec().WithRules(networkingv1ac.IngressRule().
@@ -78,8 +78,8 @@ func controllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressAppl
 	if in.SecretName != "" {
 		spec.WithTLS(networkingv1ac.IngressTLS().WithHosts(in.Host).WithSecretName(in.SecretName))
 	}
-	ing := networkingv1ac.Ingress(m.name, m.namespace).
-		WithLabels(m.labels).
+	ing := networkingv1ac.Ingress(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(spec)
 	if len(in.Annotations) > 0 {
@@ -88,59 +88,59 @@ func controllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressAppl
 	return ing
 }
 
-// sqlitePVC is PVC controller-sqlite (spec §4.1): 1Gi ReadWriteOnce, created once.
-func sqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimApplyConfiguration {
-	m := metaFor(cp, componentController, sqlitePVCName)
+// SqlitePVC is PVC controller-sqlite (docs/controlplane.md#iofog-controller-objects): 1Gi ReadWriteOnce, created once.
+func SqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	m := MetaFor(cp, ComponentController, sqlitePVCName)
 	// No owner reference: the Controller's database outlives the ControlPlane (data policy in
 	// the package doc).
-	return corev1ac.PersistentVolumeClaim(m.name, m.namespace).
-		WithLabels(m.labels).
+	return corev1ac.PersistentVolumeClaim(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
 			WithResources(corev1ac.VolumeResourceRequirements().
 				WithRequests(corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(sqliteSize)})))
 }
 
-// controllerPodHashes are the pod-template hash annotations of the Controller Deployment.
-type controllerPodHashes struct {
-	// credentials hashes the data of the DB, auth and vault Secrets.
-	credentials string
+// ControllerPodHashes are the pod-template hash annotations of the Controller Deployment.
+type ControllerPodHashes struct {
+	// Credentials hashes the data of the DB, auth and vault Secrets.
+	Credentials string
 	// tls hashes the controller TLS Secret (https only).
-	tls string
+	TLS string
 }
 
-// controllerDeployment is Deployment controller (spec §4.3).
-func controllerDeployment(cp *datasancev3.ControlPlane, images Images, urls controllerURLs, hashes controllerPodHashes) *appsv1ac.DeploymentApplyConfiguration {
+// ControllerDeployment is Deployment controller (docs/controlplane.md#controller-deployment).
+func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls ControllerURLs, hashes ControllerPodHashes) *appsv1ac.DeploymentApplyConfiguration {
 	spec := &cp.Spec
-	m := metaFor(cp, componentController, controllerName)
+	m := MetaFor(cp, ComponentController, ControllerName)
 
 	readiness := corev1ac.Probe().
 		WithInitialDelaySeconds(10).WithTimeoutSeconds(10).WithPeriodSeconds(5).WithFailureThreshold(2)
 	if spec.ControllerHTTPS() {
 		readiness.WithExec(corev1ac.ExecAction().WithCommand("curl", "-sfk", "https://127.0.0.1:51121"+statusPath))
 	} else {
-		readiness.WithHTTPGet(corev1ac.HTTPGetAction().WithPath(statusPath).WithPort(intstr.FromInt32(controllerAPIPort)).WithScheme(corev1.URISchemeHTTP))
+		readiness.WithHTTPGet(corev1ac.HTTPGetAction().WithPath(statusPath).WithPort(intstr.FromInt32(ControllerAPIPort)).WithScheme(corev1.URISchemeHTTP))
 	}
 
 	container := corev1ac.Container().
-		WithName(controllerName).
+		WithName(ControllerName).
 		WithImage(images.Controller).
 		WithImagePullPolicy(corev1.PullAlways).
 		WithPorts(
-			containerPort(controllerAPIPortName, controllerAPIPort),
+			containerPort(controllerAPIPortName, ControllerAPIPort),
 			containerPort(consolePortName, spec.ConsolePortOrDefault()),
 		).
 		WithEnv(controllerEnv(cp, images, urls)...).
 		WithReadinessProbe(readiness).
 		WithSecurityContext(containerSecurityContext())
 	pod := corev1ac.PodSpec().
-		WithServiceAccountName(controllerName).
+		WithServiceAccountName(ControllerName).
 		WithSecurityContext(podSecurityContext())
-	annotations := map[string]string{annotationCredentialsHash: hashes.credentials}
+	annotations := map[string]string{AnnotationCredentialsHash: hashes.Credentials}
 	if spec.ControllerHTTPS() {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(controllerCertVolume).WithMountPath(controllerCertDir + "/").WithReadOnly(true))
 		pod.WithVolumes(secretVolume(controllerCertVolume, spec.Controller.SecretName))
-		annotations[annotationTLSHash] = hashes.tls
+		annotations[AnnotationTLSHash] = hashes.TLS
 	}
 	if spec.UsesSQLite() {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(sqliteVolume).WithMountPath(sqliteDataDir))
@@ -151,9 +151,9 @@ func controllerDeployment(cp *datasancev3.ControlPlane, images Images, urls cont
 
 	dspec := appsv1ac.DeploymentSpec().
 		WithReplicas(spec.ControllerReplicas()).
-		WithSelector(metaLabelSelector(selectorLabels(cp.Name, componentController))).
+		WithSelector(metaLabelSelector(selectorLabels(cp.Name, ComponentController))).
 		WithTemplate(corev1ac.PodTemplateSpec().
-			WithLabels(m.labels).
+			WithLabels(m.Labels).
 			WithAnnotations(annotations).
 			WithSpec(pod))
 	if spec.UsesSQLite() {
@@ -167,8 +167,8 @@ func controllerDeployment(cp *datasancev3.ControlPlane, images Images, urls cont
 				WithMaxSurge(intstr.FromInt32(1)))).
 			WithMinReadySeconds(5)
 	}
-	return appsv1ac.Deployment(m.name, m.namespace).
-		WithLabels(m.labels).
+	return appsv1ac.Deployment(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(dspec)
 }

@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	"strconv"
@@ -10,55 +10,55 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// natsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
-// (spec §6.4). It is rewritten from each bootstrap answer.
-func natsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
-	return natsOpaqueSecret(cp, natsOperatorSeedSecretName, map[string][]byte{natsOperatorSeedKey: []byte(seed)})
+// NatsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
+// (docs/controlplane.md#nats-bootstrap). It is rewritten from each bootstrap answer.
+func NatsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, NatsOperatorSeedSecretName, map[string][]byte{NatsOperatorSeedKey: []byte(seed)})
 }
 
-// natsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
-// file from the bootstrap (spec §6.4), mounted into the NATS pods.
-func natsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
-	return natsOpaqueSecret(cp, natsSysCredsSecretName, map[string][]byte{natsSysCredsKey: creds})
+// NatsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
+// file from the bootstrap (docs/controlplane.md#nats-bootstrap), mounted into the NATS pods.
+func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
+	return natsOpaqueSecret(cp, NatsSysCredsSecretName, map[string][]byte{NatsSysCredsKey: creds})
 }
 
-// natsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
-// (spec §6.5). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
+// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like natsTLSSecret): a new key would make the stored
 // streams unreadable.
-func natsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
-	meta := natsCreateOnceMeta(cp, natsJetStreamKeySecretName(cp.Name))
+func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
+	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))
 	// No owner reference: the key reads the retained JetStream PVCs (data policy in the
 	// package doc).
 	meta.OwnerReferences = nil
 	return &corev1.Secret{
 		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{natsJetStreamKeyKey: []byte(jsk)},
+		Data:       map[string][]byte{NatsJetStreamKeyKey: []byte(jsk)},
 	}
 }
 
 func natsOpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
 	return corev1ac.Secret(name, cp.Namespace).
-		WithLabels(standardLabels(cp.Name, componentNats)).
+		WithLabels(StandardLabels(cp.Name, ComponentNats)).
 		WithOwnerReferences(ownerReference(cp)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
 }
 
-// natsTLSSecret is one of the four NATS TLS Secrets (spec §6.6) with the data of pki.SecretData.
+// NatsTLSSecret is one of the four NATS TLS Secrets (docs/controlplane.md#nats-tls-secrets) with the data of pki.SecretData.
 // replicas > 0 marks a server Secret with the replica count its SANs cover.
 //
 // It is a typed object, not an apply configuration, because it is written with Create: a
 // certificate is created once and an existing one (a bring-your-own CA, or one a stale cache did
 // not show yet) must never be overwritten, which a server-side apply would do.
-func natsTLSSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte, replicas int32) *corev1.Secret {
+func NatsTLSSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte, replicas int32) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: natsCreateOnceMeta(cp, name),
 		Type:       corev1.SecretTypeTLS,
 		Data:       data,
 	}
 	if replicas > 0 {
-		s.Annotations = map[string]string{annotationNatsReplicas: strconv.Itoa(int(replicas))}
+		s.Annotations = map[string]string{AnnotationNatsReplicas: strconv.Itoa(int(replicas))}
 	}
 	return s
 }
@@ -69,7 +69,7 @@ func natsCreateOnceMeta(cp *datasancev3.ControlPlane, name string) metav1.Object
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       cp.Namespace,
-		Labels:          standardLabels(cp.Name, componentNats),
+		Labels:          StandardLabels(cp.Name, ComponentNats),
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cp, datasancev3.GroupVersion.WithKind("ControlPlane"))},
 	}
 }

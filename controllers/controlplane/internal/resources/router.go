@@ -1,4 +1,4 @@
-package controlplane
+package resources
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -11,36 +11,36 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
 
-// Router object names (spec §5.1, §5.3).
+// Router object names (docs/controlplane.md#router-objects, docs/controlplane.md#router-tls-secrets).
 //
 //nolint:gosec // G101: Secret names, not credentials.
 const (
-	routerName                  = "router"
+	RouterName                  = "router"
 	routerSiteCASecretName      = "router-site-ca"
 	routerLocalCASecretName     = "default-router-local-ca"
-	routerSiteServerSecretName  = "router-site-server"
-	routerLocalServerSecretName = "router-local-server"
+	RouterSiteServerSecretName  = "router-site-server"
+	RouterLocalServerSecretName = "router-local-server"
 	routerCommand               = "/home/skrouterd/bin/router"
 	routerConfigMountDir        = "/tmp"
 	routerConfigVolume          = "router-config"
 )
 
-// routerTLSSecretNames are the router's four TLS Secrets (spec §5.3).
-var routerTLSSecretNames = []string{routerSiteCASecretName, routerLocalCASecretName, routerSiteServerSecretName, routerLocalServerSecretName}
+// RouterTLSSecretNames are the router's four TLS Secrets (docs/controlplane.md#router-tls-secrets).
+var RouterTLSSecretNames = []string{routerSiteCASecretName, routerLocalCASecretName, RouterSiteServerSecretName, RouterLocalServerSecretName}
 
-// routerCASecretNames are imported into the Controller's CA catalog (spec §6.10).
-var routerCASecretNames = []string{routerSiteCASecretName, routerLocalCASecretName}
+// RouterCASecretNames are imported into the Controller's CA catalog (docs/controlplane.md#hub-registration-and-ca-import).
+var RouterCASecretNames = []string{routerSiteCASecretName, routerLocalCASecretName}
 
-// routerRules are the router Role's rules (spec §5.1).
-var routerRules = []rbacv1.PolicyRule{
+// RouterRules are the router Role's rules (docs/controlplane.md#router-objects).
+var RouterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "services"}, Verbs: verbsRead},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbsAll},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
 }
 
-// routerService is Service router (spec §5.2).
-func routerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	return exposedService(cp, componentRouter, routerName, cp.Spec.Services.Router,
+// RouterService is Service router (docs/controlplane.md#router-service-and-address).
+func RouterService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
+	return exposedService(cp, ComponentRouter, RouterName, cp.Spec.Services.Router,
 		servicePort("router-message", routerconf.AMQPSPort, intstr.FromString("amqps")),
 		servicePort("router-interior", routerconf.InterRouterPort, intstr.FromString("inter-router")),
 		servicePort("router-edge", routerconf.EdgePort, intstr.FromString("edge")),
@@ -57,36 +57,36 @@ func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfigur
 	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
 }
 
-// routerServerHosts are the SANs of both router server certificates (spec §5.3).
+// routerServerHosts are the SANs of both router server certificates (docs/controlplane.md#router-tls-secrets).
 func routerServerHosts(namespace, address string) []string {
 	return []string{"router." + namespace + ".svc.cluster.local", address}
 }
 
-// routerCertificates are the router's TLS Secrets in generation order: CAs first.
-func routerCertificates(namespace, address string) []tlsSecretSpec {
+// RouterCertificates are the router's TLS Secrets in generation order: CAs first.
+func RouterCertificates(namespace, address string) []TLSSecretSpec {
 	hosts := routerServerHosts(namespace, address)
-	return []tlsSecretSpec{
-		{name: routerSiteCASecretName, commonName: routerSiteCASecretName},
-		{name: routerLocalCASecretName, commonName: routerLocalCASecretName},
-		{name: routerSiteServerSecretName, commonName: "iofog-router", caName: routerSiteCASecretName, hosts: hosts},
-		{name: routerLocalServerSecretName, commonName: "iofog-router-local", caName: routerLocalCASecretName, hosts: hosts},
+	return []TLSSecretSpec{
+		{Name: routerSiteCASecretName, CommonName: routerSiteCASecretName},
+		{Name: routerLocalCASecretName, CommonName: routerLocalCASecretName},
+		{Name: RouterSiteServerSecretName, CommonName: "iofog-router", CAName: routerSiteCASecretName, Hosts: hosts},
+		{Name: RouterLocalServerSecretName, CommonName: "iofog-router-local", CAName: routerLocalCASecretName, Hosts: hosts},
 	}
 }
 
-// routerConfigMap is ConfigMap iofog-router holding skrouterd.json (spec §5.4).
-func routerConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.ConfigMapApplyConfiguration {
-	m := metaFor(cp, componentRouter, routerconf.ConfigMapName)
-	return corev1ac.ConfigMap(m.name, m.namespace).
-		WithLabels(m.labels).
+// RouterConfigMap is ConfigMap iofog-router holding skrouterd.json (docs/controlplane.md#router-configuration).
+func RouterConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.ConfigMapApplyConfiguration {
+	m := MetaFor(cp, ComponentRouter, routerconf.ConfigMapName)
+	return corev1ac.ConfigMap(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithData(map[string]string{routerconf.ConfigKey: string(config)})
 }
 
-// routerDeployment is Deployment router (spec §5.5). tlsHash is the hash of the two server
+// RouterDeployment is Deployment router (docs/controlplane.md#router-deployment). tlsHash is the hash of the two server
 // Secrets it mounts, so that a rotated certificate rolls the pod.
-func routerDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *appsv1ac.DeploymentApplyConfiguration {
-	m := metaFor(cp, componentRouter, routerName)
-	podLabels := mergeMaps(m.labels, map[string]string{
+func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *appsv1ac.DeploymentApplyConfiguration {
+	m := MetaFor(cp, ComponentRouter, RouterName)
+	podLabels := mergeMaps(m.Labels, map[string]string{
 		"application":          "interior-router",
 		"skupper.io/component": "router",
 		"skupper.io/type":      "site",
@@ -97,7 +97,7 @@ func routerDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 			WithInitialDelaySeconds(initialDelay).WithTimeoutSeconds(1).WithPeriodSeconds(10).WithFailureThreshold(3)
 	}
 	container := corev1ac.Container().
-		WithName(routerName).
+		WithName(RouterName).
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullAlways).
 		WithCommand(routerCommand).
@@ -108,7 +108,7 @@ func routerDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 			containerPort("edge", routerconf.EdgePort),
 		).
 		WithEnv(
-			envValue("APPLICATION_NAME", routerName),
+			envValue("APPLICATION_NAME", RouterName),
 			envValue("QDROUTERD_AUTO_MESH_DISCOVERY", "QUERY"),
 			envValue("QDROUTERD_CONF", routerConfigMountDir+"/"+routerconf.ConfigKey),
 			envValue("QDROUTERD_CONF_TYPE", "json"),
@@ -121,32 +121,32 @@ func routerDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 		WithReadinessProbe(probe(1)).
 		WithLivenessProbe(probe(60)).
 		WithVolumeMounts(
-			corev1ac.VolumeMount().WithName(routerSiteServerSecretName).WithMountPath(routerconf.CertsDir+"/"+routerSiteServerSecretName).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(routerLocalServerSecretName).WithMountPath(routerconf.CertsDir+"/"+routerLocalServerSecretName).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(RouterSiteServerSecretName).WithMountPath(routerconf.CertsDir+"/"+RouterSiteServerSecretName).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(RouterLocalServerSecretName).WithMountPath(routerconf.CertsDir+"/"+RouterLocalServerSecretName).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(routerConfigVolume).WithMountPath(routerConfigMountDir),
 		).
 		WithSecurityContext(containerSecurityContext())
 
-	return appsv1ac.Deployment(m.name, m.namespace).
-		WithLabels(m.labels).
+	return appsv1ac.Deployment(m.Name, m.Namespace).
+		WithLabels(m.Labels).
 		WithOwnerReferences(ownerReference(cp)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(1).
-			WithSelector(metaLabelSelector(selectorLabels(cp.Name, componentRouter))).
+			WithSelector(metaLabelSelector(selectorLabels(cp.Name, ComponentRouter))).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(podLabels).
 				WithAnnotations(map[string]string{
 					"prometheus.io/scrape": "true",
 					"prometheus.io/port":   "9090",
-					annotationTLSHash:      tlsHash,
+					AnnotationTLSHash:      tlsHash,
 				}).
 				WithSpec(corev1ac.PodSpec().
-					WithServiceAccountName(routerName).
+					WithServiceAccountName(RouterName).
 					WithSecurityContext(podSecurityContext()).
 					WithContainers(container).
 					WithVolumes(
-						secretVolume(routerSiteServerSecretName, routerSiteServerSecretName),
-						secretVolume(routerLocalServerSecretName, routerLocalServerSecretName),
+						secretVolume(RouterSiteServerSecretName, RouterSiteServerSecretName),
+						secretVolume(RouterLocalServerSecretName, RouterLocalServerSecretName),
 						corev1ac.Volume().WithName(routerConfigVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
 							WithName(routerconf.ConfigMapName).
 							WithItems(corev1ac.KeyToPath().WithKey(routerconf.ConfigKey).WithPath(routerconf.ConfigKey))),

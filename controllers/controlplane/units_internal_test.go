@@ -1,0 +1,69 @@
+package controlplane
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+)
+
+// testCP is a minimal valid ControlPlane (internal/resources has its own copy for its tests).
+func testCP(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
+	cp := &datasancev3.ControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Name: "iofog", Namespace: "edge", UID: "uid-1", Generation: 1},
+		Spec: datasancev3.ControlPlaneSpec{
+			Auth:     datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "pw"}},
+			Database: datasancev3.Database{Provider: "postgres", Host: "db", Port: 5432},
+		},
+	}
+	for _, m := range mods {
+		m(cp)
+	}
+	return cp
+}
+
+var testImages = Images{Controller: "c:1", Router: "r:1", Nats: "n:1"}
+
+func TestRouterAddress(t *testing.T) {
+	g := NewWithT(t)
+	svc := &corev1.Service{}
+	_, res, err := routerAddress(&testCP().Spec, svc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.requeueAfter).To(Equal(requeueLoadBalancer))
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
+	addr, res, _ := routerAddress(&testCP().Spec, svc)
+	g.Expect(addr).To(Equal("lb.example.com"))
+	g.Expect(res.isContinue()).To(BeTrue())
+
+	// Not a LoadBalancer and no address: upstream's error text, terminal.
+	cp := testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+	})
+	_, _, err = routerAddress(&cp.Spec, svc)
+	g.Expect(err).To(MatchError(errMissingRouterAddress))
+	g.Expect(isTerminal(err)).To(BeTrue())
+	g.Expect(reasonOf(err)).To(Equal(datasancev3.ReasonMissingRouterAddress))
+}
+
+func TestInternalControllerURL(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP()
+	g.Expect(internalControllerURL("", cp)).To(Equal("http://controller.edge.svc.cluster.local:51121"))
+	g.Expect(internalControllerURL("{name}-api.{namespace}.example:8443", cp)).To(Equal("http://iofog-api.edge.example:8443"))
+	cp.Spec.Controller.HTTPS = ptr.To(true)
+	g.Expect(internalControllerURL(DefaultControllerEndpointTemplate, cp)).To(Equal("https://controller.edge.svc.cluster.local:51121"))
+}
+
+func TestReferencedSecretNames(t *testing.T) {
+	g := NewWithT(t)
+	cp := testCP(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}}
+		cp.Spec.Controller.SecretName = "tls"
+	})
+	g.Expect(referencedSecretNames(cp)).To(ContainElements("pw", "tls", "router-site-ca", "default-router-local-ca"))
+	g.Expect(referencedSecretNames(&corev1.Secret{})).To(BeNil())
+}
