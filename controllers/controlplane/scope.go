@@ -30,6 +30,8 @@ type scope struct {
 	recorder events.EventRecorder
 	// session is the pass's one Controller API session (iofogcontroller_session.go).
 	session controllerSession
+	// creds are the pass's resolved credential references (credentials.go).
+	creds resolvedCredentials
 }
 
 // newScope builds the scope of one pass.

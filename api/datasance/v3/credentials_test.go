@@ -42,7 +42,7 @@ func TestCredentialRefs(t *testing.T) {
 		}}, []string{FieldVaultTokenSecretRef}},
 		"aws both keys": {ControlPlaneSpec{Vault: &Vault{AWS: &VaultAWS{AccessKeyIDSecretRef: ref("aws", "id"), AccessKeySecretRef: ref("aws", "key")}}},
 			[]string{FieldVaultAccessKeyIDSecretRef, FieldVaultAccessKeySecretRef}},
-		"azure": {ControlPlaneSpec{Vault: &Vault{Azure: &VaultAzure{ClientSecretRef: ref("az", "s")}}}, []string{FieldVaultClientSecretRef}},
+		"azure":  {ControlPlaneSpec{Vault: &Vault{Azure: &VaultAzure{ClientSecretRef: ref("az", "s")}}}, []string{FieldVaultClientSecretRef}},
 		"google": {ControlPlaneSpec{Vault: &Vault{Google: &VaultGoogle{CredentialsSecretRef: ref("g", "json")}}}, []string{FieldVaultCredentialsSecretRef}},
 	}
 	for name, tc := range cases {
