@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,9 @@ func TestCredentialReferenceChangeRollsTheController(t *testing.T) {
 	h.expectNoCredentialOutside([]string{"before-6a2f", "after-c01d"})
 }
 
+// credentialEnv matches the names of the Controller variables that carry a credential.
+var credentialEnv = regexp.MustCompile(`PASSWORD|SECRET|_TOKEN$|ACCESS_KEY|CREDENTIALS$`)
+
 // expectNoCredentialOutside greps the Controller Deployment's pod template, the ControlPlane
 // (spec and status), the recorded Events and the namespace's Event objects for each value.
 func (h *harness) expectNoCredentialOutside(values []string) {
@@ -149,7 +153,7 @@ func (h *harness) expectNoCredentialOutside(values []string) {
 	}
 	h.g.Expect(h.deployment("controller").Spec.Template.Spec.Containers[0].Env).NotTo(BeEmpty())
 	for _, e := range h.deployment("controller").Spec.Template.Spec.Containers[0].Env {
-		if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "TOKEN") || strings.HasPrefix(e.Name, "VAULT_AWS_ACCESS") {
+		if credentialEnv.MatchString(e.Name) {
 			h.g.Expect(e.Value).To(BeEmpty(), "%s is a plain value", e.Name)
 			h.g.Expect(e.ValueFrom).NotTo(BeNil(), "%s comes from a Secret", e.Name)
 		}
