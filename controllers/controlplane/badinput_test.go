@@ -258,8 +258,17 @@ func TestBadInputConditions(t *testing.T) {
 				g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning " + tc.reason)))
 			}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
-			// Quiet: the passes and writes over the window are counted.
-			h.assignAddresses()
+			// The components the wrong input does not block finish first (the addresses the
+			// test assigns are events that start passes): wait until a second goes by without a
+			// write. Then the passes and writes over the window are counted.
+			last := int64(-1)
+			g.Eventually(func() bool {
+				h.assignAddresses()
+				w := h.writes.Load()
+				settled := w == last
+				last = w
+				return settled
+			}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(BeTrue())
 			passes0, writes0 := h.passes.Load(), h.writes.Load()
 			g.Consistently(func(g Gomega) {
 				g.Expect(trueConditionOf(h.get()).Reason).To(Equal(tc.reason))
