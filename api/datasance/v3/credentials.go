@@ -6,13 +6,13 @@ import corev1 "k8s.io/api/core/v1"
 // them.
 const (
 	FieldBootstrapPasswordSecretRef = "spec.auth.bootstrap.passwordSecretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldDatabasePasswordSecretRef  = "spec.database.passwordSecretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldClientSecretRef            = "spec.auth.client.secretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldSessionSecretRef           = "spec.auth.sessionStore.secretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldVaultTokenSecretRef        = "spec.vault.hashicorp.tokenSecretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldVaultAccessKeyIDSecretRef  = "spec.vault.aws.accessKeyIdSecretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldVaultAccessKeySecretRef    = "spec.vault.aws.accessKeySecretRef" //nolint:gosec // G101: a field path, not a credential.
-	FieldVaultClientSecretRef       = "spec.vault.azure.clientSecretRef" //nolint:gosec // G101: a field path, not a credential.
+	FieldDatabasePasswordSecretRef  = "spec.database.passwordSecretRef"
+	FieldClientSecretRef            = "spec.auth.client.secretRef"             //nolint:gosec // G101: a field path, not a credential.
+	FieldSessionSecretRef           = "spec.auth.sessionStore.secretRef"       //nolint:gosec // G101: a field path, not a credential.
+	FieldVaultTokenSecretRef        = "spec.vault.hashicorp.tokenSecretRef"    //nolint:gosec // G101: a field path, not a credential.
+	FieldVaultAccessKeyIDSecretRef  = "spec.vault.aws.accessKeyIdSecretRef"    //nolint:gosec // G101: a field path, not a credential.
+	FieldVaultAccessKeySecretRef    = "spec.vault.aws.accessKeySecretRef"      //nolint:gosec // G101: a field path, not a credential.
+	FieldVaultClientSecretRef       = "spec.vault.azure.clientSecretRef"       //nolint:gosec // G101: a field path, not a credential.
 	FieldVaultCredentialsSecretRef  = "spec.vault.google.credentialsSecretRef" //nolint:gosec // G101: a field path, not a credential.
 )
 
