@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -255,7 +256,7 @@ func TestBadInputConditions(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				h.assignAddresses()
 				g.Expect(trueConditionOf(h.get()).Reason).To(Equal(tc.reason))
-				g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning " + tc.reason)))
+				g.Expect(h.storedEvents()).To(ContainElement(HavePrefix("Warning " + tc.reason)))
 			}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 			// The components the wrong input does not block finish first (the addresses the
@@ -283,7 +284,7 @@ func TestBadInputConditions(t *testing.T) {
 				}
 				g.Expect(h.exists(&appsv1.Deployment{}, "controller")).To(BeFalse())
 			}
-			for _, e := range h.rec.list() {
+			for _, e := range h.storedEvents() {
 				g.Expect(e).NotTo(ContainSubstring(fake.DefaultPassword))
 			}
 
@@ -306,4 +307,17 @@ func (h *harness) userSecret(name string) *corev1.Secret {
 		s.Data = map[string][]byte{}
 	}
 	return s
+}
+
+// storedEvents lists the Events of the test namespace as "type reason note": what the manager's
+// recorder wrote to the API server.
+func (h *harness) storedEvents() []string {
+	h.t.Helper()
+	list := &eventsv1.EventList{}
+	h.g.Expect(env.Client.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+	out := make([]string, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, e.Type+" "+e.Reason+" "+e.Note)
+	}
+	return out
 }

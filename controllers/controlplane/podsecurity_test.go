@@ -79,8 +79,11 @@ func TestOperandPodsAreRestricted(t *testing.T) {
 				})),
 			}
 			for component, tpl := range templates {
-				g.Expect(tpl.Spec.Containers).NotTo(BeEmpty(), component)
-				g.Expect(admit(tpl)).To(Succeed(), "%s pod template is restricted", component)
+				t.Run(component, func(t *testing.T) {
+					g := NewWithT(t)
+					g.Expect(tpl.Spec.Containers).NotTo(BeEmpty())
+					g.Expect(admit(tpl)).To(Succeed(), "the %s pod template is restricted", component)
+				})
 			}
 		})
 	}
@@ -95,10 +98,19 @@ func deploymentTemplate(g Gomega, ac any) corev1.PodTemplateSpec {
 	return d.Spec.Template
 }
 
+// statefulSetTemplate converts an apply configuration to the pod template of the StatefulSet's
+// first pod: like the StatefulSet controller, it adds a volume for each volume claim template,
+// bound to the claim <template>-<set>-0 (PodSecurity admits persistentVolumeClaim volumes).
 func statefulSetTemplate(g Gomega, ac any) corev1.PodTemplateSpec {
 	s := &appsv1.StatefulSet{}
 	b, err := json.Marshal(ac)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(json.Unmarshal(b, s)).To(Succeed())
-	return s.Spec.Template
+	tpl := s.Spec.Template
+	for _, claim := range s.Spec.VolumeClaimTemplates {
+		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name + "-" + s.Name + "-0"},
+		}})
+	}
+	return tpl
 }
