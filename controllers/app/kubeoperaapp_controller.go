@@ -24,12 +24,6 @@ import (
 // Name is the controller's name: events' reporting controller, field manager in vClusters.
 const Name = "kubeopera-app-controller"
 
-// Git commit author of the reconciler.
-const (
-	gitAuthorName  = "kubeopera-app-controller"
-	gitAuthorEmail = "app-controller@kubeopera.io"
-)
-
 // Reconciler reconciles KubeOperaApp objects.
 type Reconciler struct {
 	client.Client
@@ -58,7 +52,8 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 			return client.New(cfg, client.Options{Scheme: scheme})
 		}
 	}
-	gitOpts := []gitops.Option{gitops.WithAuthor(gitAuthorName, gitAuthorEmail)}
+	// Commits carry gitops.DefaultAuthorName and DefaultAuthorEmail, the App Controller's identity.
+	var gitOpts []gitops.Option
 	if opts.MaxGitRepositorySize > 0 {
 		gitOpts = append(gitOpts, gitops.WithMaxRepositorySize(opts.MaxGitRepositorySize))
 	}

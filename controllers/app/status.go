@@ -19,13 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
-
-// maxMessageLength keeps condition messages and event notes within the API's limits (an
-// events.k8s.io note holds at most 1 kB).
-const maxMessageLength = 1000
 
 // Event actions (events.k8s.io "action": what the controller was doing).
 const (
@@ -110,7 +107,7 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 // step's reason and message), so they add no Events of their own. Messages come from this
 // operator's own errors, which never carry secret values.
 func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string, status metav1.ConditionStatus, reason, message string) {
-	message = truncate(message)
+	message = eventnote.Truncate(message)
 	// Copy: SetStatusCondition updates the found element in place.
 	var prev *metav1.Condition
 	if c := apimeta.FindStatusCondition(app.Status.Conditions, condType); c != nil {
@@ -133,7 +130,7 @@ func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType 
 	if status == metav1.ConditionTrue || reason == kubeoperav1alpha1.ReasonProgressing || reason == kubeoperav1alpha1.ReasonDeleting {
 		eventType = corev1.EventTypeNormal
 	}
-	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
+	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", eventnote.Truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
 }
 
 // actionFor is the Event action of a pass over app.
@@ -146,14 +143,7 @@ func actionFor(app *kubeoperav1alpha1.KubeOperaApp) string {
 
 // event records an Event that is not a condition transition.
 func (r *Reconciler) event(app *kubeoperav1alpha1.KubeOperaApp, eventType, reason, action, message string) {
-	r.recorder.Eventf(app, nil, eventType, reason, action, "%s", truncate(message))
-}
-
-func truncate(s string) string {
-	if len(s) <= maxMessageLength {
-		return s
-	}
-	return s[:maxMessageLength-3] + "..."
+	r.recorder.Eventf(app, nil, eventType, reason, action, "%s", eventnote.Truncate(message))
 }
 
 // shortCommit is what the Commit printer column shows.

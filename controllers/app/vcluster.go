@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,7 +118,7 @@ func syncSecret(ctx context.Context, c client.Client, want *corev1.Secret) error
 		}
 		return nil
 	}
-	if secretDataEqual(got.Data, want.Data) && labelsContain(got.Labels, want.Labels) {
+	if secretDataEqual(got.Data, want.Data) && labels.SelectorFromSet(want.Labels).Matches(labels.Set(got.Labels)) {
 		return nil
 	}
 	got.Data = want.Data
@@ -134,15 +135,6 @@ func syncSecret(ctx context.Context, c client.Client, want *corev1.Secret) error
 
 func secretDataEqual(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
-}
-
-func labelsContain(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // deleteIfManaged deletes obj when it exists and carries the operator's managed-by label.

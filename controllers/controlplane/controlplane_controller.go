@@ -24,6 +24,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -157,18 +158,12 @@ func (r *Reconciler) recordState(cp *datasancev3.ControlPlane, state, reason, me
 	}
 }
 
-// maxEventNote is the longest note events.k8s.io/v1 accepts (1 KiB), with room to spare.
-const maxEventNote = 1000
-
 // event emits a Kubernetes Event on cp. The note is a plain sentence; it never holds secrets.
 func (r *Reconciler) event(cp *datasancev3.ControlPlane, eventType, reason, note string) {
 	if r.Recorder == nil {
 		return
 	}
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
-	}
-	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", note)
+	r.Recorder.Eventf(cp, nil, eventType, reason, "Reconcile", "%s", eventnote.Truncate(note))
 }
 
 func (r *Reconciler) now() time.Time {

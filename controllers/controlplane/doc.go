@@ -68,7 +68,7 @@
 // and Secrets it references without owning them (spec.auth.bootstrap.passwordSecretRef,
 // spec.controller.secretName, spec.controller.caSecretRef, the JetStream key and the fixed-name
 // TLS Secrets a user may bring), through a field index on ControlPlanes. ControlPlane events pass
-// a predicate: a new generation, a changed annotation other than annotationRegistration, creation
+// a predicate: a new generation, a changed annotation other than resources.AnnotationRegistration, creation
 // and deletion. The operator's own status writes never trigger a pass, so the requeue delays
 // below are what paces a failing ControlPlane.
 //
@@ -167,7 +167,7 @@
 //     RBAC stay, so enabling NATS again resumes with the same data, key and trust.
 //
 // The Controller component's hub registration and NATS CA import go through the hooks
-// natsHubRegistration and natsCASecretNames and run only when NATS is enabled. A CA is imported
+// natsHubRegistration and resources.NatsCASecretNames and run only when NATS is enabled. A CA is imported
 // only once its Secret exists (the Controller reads it from there): until the NATS component has
 // created the NATS CAs after its bootstrap, the Controller component requeues (10 s, Progressing)
 // instead of earning a 500 from the Controller.

@@ -73,7 +73,7 @@ func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[
 			}
 			continue
 		}
-		if _, err := applyIfChanged(ctx, s, resources.OpaqueSecret(s.cp, name, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
+		if _, err := applyIfChanged(ctx, s, resources.Secret(s.cp, resources.ComponentController, name, corev1.SecretTypeOpaque, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,7 @@ type registration struct {
 	CAs     []string       `json:"cas"`
 }
 
-// hash identifies the registration in annotationRegistration.
+// hash identifies the registration in resources.AnnotationRegistration.
 func (g registration) hash() string {
 	b, err := json.Marshal(g)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -97,7 +98,7 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 				"ConfigMap %s holds an invalid %s: fix or delete it", routerconf.ConfigMapName, routerconf.ConfigKey))
 		case err != nil:
 			return fmt.Errorf("merge skrouterd.json: %w", err)
-		case !changed && hasLabels(live.Labels, s.labels(resources.ComponentRouter)) && isControlledBy(live, s.cp.UID):
+		case !changed && labels.SelectorFromSet(s.labels(resources.ComponentRouter)).Matches(labels.Set(live.Labels)) && isControlledBy(live, s.cp.UID):
 			return nil
 		}
 		config = merged
@@ -119,14 +120,4 @@ func applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta
 	}
 	_, err := createIfAbsent(ctx, s, resources.RoleBinding(m), &rbacv1.RoleBinding{})
 	return err
-}
-
-// hasLabels reports whether have contains every label of want.
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -22,7 +22,7 @@ type scope struct {
 	now time.Time
 	// steady is true when the pass runs over a ready ControlPlane of the current generation: the
 	// components repair drift of the owned objects, but the Controller REST API is called only
-	// when what it was told (annotationRegistration) is out of date.
+	// when what it was told (resources.AnnotationRegistration) is out of date.
 	steady bool
 	// images are the operand images in force (spec.images over the operator defaults).
 	images resources.Images

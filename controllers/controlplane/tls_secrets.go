@@ -68,7 +68,7 @@ func ensureTLSSecrets(ctx context.Context, s *scope, component string, specs []r
 			return nil, withReason(datasancev3.ReasonInvalidCertificate, fmt.Errorf("generate Secret %s: %w", spec.Name, err))
 		}
 		secretData := pki.SecretData(kp, caPE)
-		if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, spec.Name, secretData), &corev1.Secret{}); err != nil {
+		if err := createOnce(ctx, s, resources.Secret(s.cp, component, spec.Name, corev1.SecretTypeTLS, secretData), &corev1.Secret{}); err != nil {
 			return nil, err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created TLS Secret", "secret", spec.Name)

@@ -12,6 +12,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kubeopera/kubeopera-operator/internal/olmscope"
 )
 
 // A CSV's `permissions` become Roles in the operator's namespace and in every target namespace;
@@ -20,43 +22,6 @@ import (
 // role, rules on cluster-scoped resources (and on resources named with -cluster-wide) go to the
 // cluster role. A resource whose scope is not known is an error, never a guess.
 
-// clusterScopedBuiltins lists the cluster-scoped resources of the built-in API groups.
-var clusterScopedBuiltins = map[string][]string{
-	"":                             {"componentstatuses", "namespaces", "nodes", "persistentvolumes"},
-	"admissionregistration.k8s.io": {"mutatingadmissionpolicies", "mutatingadmissionpolicybindings", "mutatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings", "validatingwebhookconfigurations"},
-	"apiextensions.k8s.io":         {"customresourcedefinitions"},
-	"apiregistration.k8s.io":       {"apiservices"},
-	"authentication.k8s.io":        {"selfsubjectreviews", "tokenreviews"},
-	"authorization.k8s.io":         {"selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews"},
-	"certificates.k8s.io":          {"certificatesigningrequests", "clustertrustbundles"},
-	"flowcontrol.apiserver.k8s.io": {"flowschemas", "prioritylevelconfigurations"},
-	"internal.apiserver.k8s.io":    {"storageversions"},
-	"networking.k8s.io":            {"ingressclasses", "ipaddresses", "servicecidrs"},
-	"node.k8s.io":                  {"runtimeclasses"},
-	"rbac.authorization.k8s.io":    {"clusterrolebindings", "clusterroles"},
-	"resource.k8s.io":              {"deviceclasses", "resourceslices"},
-	"scheduling.k8s.io":            {"priorityclasses"},
-	"storage.k8s.io":               {"csidrivers", "csinodes", "storageclasses", "volumeattachments", "volumeattributesclasses"},
-	"storagemigration.k8s.io":      {"storageversionmigrations"},
-}
-
-// namespacedBuiltins lists the namespaced resources of the built-in API groups.
-var namespacedBuiltins = map[string][]string{
-	"":                          {"bindings", "configmaps", "endpoints", "events", "limitranges", "persistentvolumeclaims", "pods", "podtemplates", "replicationcontrollers", "resourcequotas", "secrets", "serviceaccounts", "services"},
-	"apps":                      {"controllerrevisions", "daemonsets", "deployments", "replicasets", "statefulsets"},
-	"authorization.k8s.io":      {"localsubjectaccessreviews"},
-	"autoscaling":               {"horizontalpodautoscalers"},
-	"batch":                     {"cronjobs", "jobs"},
-	"coordination.k8s.io":       {"leasecandidates", "leases"},
-	"discovery.k8s.io":          {"endpointslices"},
-	"events.k8s.io":             {"events"},
-	"networking.k8s.io":         {"ingresses", "networkpolicies"},
-	"policy":                    {"poddisruptionbudgets"},
-	"rbac.authorization.k8s.io": {"rolebindings", "roles"},
-	"resource.k8s.io":           {"resourceclaims", "resourceclaimtemplates"},
-	"storage.k8s.io":            {"csistoragecapacities"},
-}
-
 // scopeTable answers "is group/resource granted cluster-wide?".
 type scopeTable struct {
 	cluster     map[string]bool // "group/resource" -> cluster-scoped
@@ -64,17 +29,7 @@ type scopeTable struct {
 }
 
 func newScopeTable(crdDirs, clusterWide []string) (*scopeTable, error) {
-	t := &scopeTable{cluster: map[string]bool{}, clusterWide: map[string]bool{}}
-	for g, rs := range clusterScopedBuiltins {
-		for _, r := range rs {
-			t.cluster[g+"/"+r] = true
-		}
-	}
-	for g, rs := range namespacedBuiltins {
-		for _, r := range rs {
-			t.cluster[g+"/"+r] = false
-		}
-	}
+	t := &scopeTable{cluster: olmscope.Builtins(), clusterWide: map[string]bool{}}
 	for _, dir := range crdDirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		if err != nil {
@@ -112,7 +67,7 @@ func (t *scopeTable) isCluster(group, resource string) (bool, error) {
 	gr := group + "/" + strings.SplitN(resource, "/", 2)[0]
 	cluster, known := t.cluster[gr]
 	if !known {
-		return false, fmt.Errorf("cannot tell whether %q is namespaced: add its CRD with -crds or the resource to the tables in hack/olmtool/rbac.go", gr)
+		return false, fmt.Errorf("cannot tell whether %q is namespaced: add its CRD with -crds or the resource to the tables in internal/olmscope", gr)
 	}
 	return cluster || t.clusterWide[gr], nil
 }

@@ -3,8 +3,6 @@ package resources
 import (
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -146,16 +144,6 @@ func ControllerCredentials(spec *datasancev3.ControlPlaneSpec, password string) 
 		creds[VaultSecretName] = vaultSecretData(spec.Vault)
 	}
 	return creds
-}
-
-// OpaqueSecret is an Opaque Secret of the controller component.
-func OpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	m := MetaFor(cp, ComponentController, name)
-	return corev1ac.Secret(m.Name, m.Namespace).
-		WithLabels(m.Labels).
-		WithOwnerReferences(ownerReference(cp)).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(data)
 }
 
 // RolloutKeySecretName holds the per-ControlPlane key of the credentials hash.

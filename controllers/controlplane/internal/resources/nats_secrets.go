@@ -13,17 +13,17 @@ import (
 // NatsOperatorSeedSecret is Secret nats-operator-seed: the NATS operator seed from the bootstrap
 // (docs/controlplane.md#nats-bootstrap). It is rewritten from each bootstrap answer.
 func NatsOperatorSeedSecret(cp *datasancev3.ControlPlane, seed string) *corev1ac.SecretApplyConfiguration {
-	return natsOpaqueSecret(cp, NatsOperatorSeedSecretName, map[string][]byte{NatsOperatorSeedKey: []byte(seed)})
+	return Secret(cp, ComponentNats, NatsOperatorSeedSecretName, corev1.SecretTypeOpaque, map[string][]byte{NatsOperatorSeedKey: []byte(seed)})
 }
 
 // NatsSysCredsSecret is Secret nats-creds-sys-admin-hub: the hub system user's decoded .creds
 // file from the bootstrap (docs/controlplane.md#nats-bootstrap), mounted into the NATS pods.
 func NatsSysCredsSecret(cp *datasancev3.ControlPlane, creds []byte) *corev1ac.SecretApplyConfiguration {
-	return natsOpaqueSecret(cp, NatsSysCredsSecretName, map[string][]byte{NatsSysCredsKey: creds})
+	return Secret(cp, ComponentNats, NatsSysCredsSecretName, corev1.SecretTypeOpaque, map[string][]byte{NatsSysCredsKey: creds})
 }
 
 // NatsJetStreamKeySecret is Secret nats-jetstream-key-<name> with the JetStream encryption key
-// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like natsTLSSecret): a new key would make the stored
+// (docs/controlplane.md#jetstream-encryption-key). It is created once (Create, like NatsTLSSecret): a new key would make the stored
 // streams unreadable.
 func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Secret {
 	meta := natsCreateOnceMeta(cp, NatsJetStreamKeySecretName(cp.Name))
@@ -35,14 +35,6 @@ func NatsJetStreamKeySecret(cp *datasancev3.ControlPlane, jsk string) *corev1.Se
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{NatsJetStreamKeyKey: []byte(jsk)},
 	}
-}
-
-func natsOpaqueSecret(cp *datasancev3.ControlPlane, name string, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
-	return corev1ac.Secret(name, cp.Namespace).
-		WithLabels(StandardLabels(cp.Name, ComponentNats)).
-		WithOwnerReferences(ownerReference(cp)).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(data)
 }
 
 // NatsTLSSecret is one of the four NATS TLS Secrets (docs/controlplane.md#nats-tls-secrets) with the data of pki.SecretData.

@@ -67,7 +67,7 @@ func (a NatsStorage) Equal(b NatsStorage) bool {
 type NatsWorkload struct {
 	// Image is the NATS image in force.
 	Image string
-	// Storage is the js-data template (desiredNatsStorage, or the live values).
+	// Storage is the js-data template (DesiredNatsStorage, or the live values).
 	Storage NatsStorage
 	// PodAnnotations are the pod template's annotations (restartedAt, docs/controlplane.md#nats-statefulset).
 	PodAnnotations map[string]string
@@ -115,11 +115,11 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullAlways).
 		WithPorts(
-			natsContainerPort("client", natsconf.ClientPort),
-			natsContainerPort("cluster", natsconf.ClusterPort),
-			natsContainerPort("leaf", natsconf.LeafPort),
-			natsContainerPort("mqtt", natsconf.MQTTPort),
-			natsContainerPort("monitor", natsconf.MonitorPort),
+			containerPort("client", natsconf.ClientPort),
+			containerPort("cluster", natsconf.ClusterPort),
+			containerPort("leaf", natsconf.LeafPort),
+			containerPort("mqtt", natsconf.MQTTPort),
+			containerPort("monitor", natsconf.MonitorPort),
 		).
 		WithEnv(natsEnv(cp)...).
 		WithVolumeMounts(
@@ -134,10 +134,6 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 		WithReadinessProbe(natsProbe(10)).
 		WithLivenessProbe(natsProbe(30)).
 		WithSecurityContext(containerSecurityContext())
-}
-
-func natsContainerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
-	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
 }
 
 // natsProbe is the JetStream health check of the readiness (period 10 s) and liveness (30 s)

@@ -87,6 +87,18 @@ func RoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.Name).WithNamespace(m.Namespace))
 }
 
+// Secret is a component's Secret of type typ holding data, owned by the ControlPlane: the one
+// builder of the Secrets the operator applies (credentials, bootstrap material, router
+// certificates). Secrets written with Create are typed objects (NatsTLSSecret).
+func Secret(cp *datasancev3.ControlPlane, component, name string, typ corev1.SecretType, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	m := MetaFor(cp, component, name)
+	return corev1ac.Secret(m.Name, m.Namespace).
+		WithLabels(m.Labels).
+		WithOwnerReferences(ownerReference(cp)).
+		WithType(typ).
+		WithData(data)
+}
+
 // Verb sets of the operand Roles. Never "*": every verb is named.
 var (
 	verbsRead = []string{"get", "list", "watch"}
@@ -163,7 +175,7 @@ func HashData(named map[string]map[string][]byte) string {
 	return hashWith(sha256.New(), named)
 }
 
-// KeyedHashData is hashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
+// KeyedHashData is HashData as an HMAC-SHA256 under key: the credentials hash, whose inputs are
 // mostly visible in the ControlPlane, so an unkeyed hash would allow guessing offline the one
 // value that is not (a passwordSecretRef password).
 func KeyedHashData(key []byte, named map[string]map[string][]byte) string {

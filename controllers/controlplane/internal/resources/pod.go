@@ -1,6 +1,8 @@
 package resources
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -36,4 +38,14 @@ func secretVolume(volume, secret string) *corev1ac.VolumeApplyConfiguration {
 // metaLabelSelector selects pods by labels.
 func metaLabelSelector(labels map[string]string) *metav1ac.LabelSelectorApplyConfiguration {
 	return metav1ac.LabelSelector().WithMatchLabels(labels)
+}
+
+// servicePort is a TCP Service port.
+func servicePort(name string, port int32, target intstr.IntOrString) *corev1ac.ServicePortApplyConfiguration {
+	return corev1ac.ServicePort().WithName(name).WithProtocol(corev1.ProtocolTCP).WithPort(port).WithTargetPort(target)
+}
+
+// containerPort is a TCP container port, the one builder of every component's ports.
+func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
+	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
 }

@@ -49,16 +49,6 @@ func RouterService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfigura
 	)
 }
 
-// servicePort is a TCP Service port.
-func servicePort(name string, port int32, target intstr.IntOrString) *corev1ac.ServicePortApplyConfiguration {
-	return corev1ac.ServicePort().WithName(name).WithProtocol(corev1.ProtocolTCP).WithPort(port).WithTargetPort(target)
-}
-
-// containerPort is a TCP container port.
-func containerPort(name string, port int32) *corev1ac.ContainerPortApplyConfiguration {
-	return corev1ac.ContainerPort().WithName(name).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)
-}
-
 // routerServerHosts are the SANs of both router server certificates (docs/controlplane.md#router-tls-secrets).
 func routerServerHosts(namespace, address string) []string {
 	return []string{"router." + namespace + ".svc.cluster.local", address}
