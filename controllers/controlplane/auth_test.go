@@ -89,8 +89,9 @@ func TestWrongCredentials(t *testing.T) {
 	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonLoginFailed))
 }
 
-// A missing passwordSecretRef Secret is SecretNotFound, retried; creating the Secret fixes it.
-// A missing key of an optional reference falls back to the inline password.
+// A missing passwordSecretRef Secret is SecretNotFound and a missing key SecretKeyNotFound, both
+// terminal (the Secret watch brings the ControlPlane back; no backoff retries meanwhile); creating
+// the Secret fixes it. A missing key of an optional reference falls back to the inline password.
 func TestPasswordSecretMissing(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
@@ -101,15 +102,16 @@ func TestPasswordSecretMissing(t *testing.T) {
 	}))
 	h.mustRequeue(controlplane.RequeueTransition)
 	_, err := h.reconcile()
-	g.Expect(err).To(MatchError(ContainSubstring(`bootstrap password Secret bootstrap (spec.auth.bootstrap.passwordSecretRef) not found`)))
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse())
+	g.Expect(err).To(MatchError(ContainSubstring(`secret bootstrap (spec.auth.bootstrap.passwordSecretRef) not found`)))
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonSecretNotFound)
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning SecretNotFound")))
 	g.Expect(h.exists(&corev1.Secret{}, "controller-auth-credentials")).To(BeFalse())
 
 	h.createSecret("bootstrap", map[string]string{"other": "x"})
 	_, err = h.reconcile()
-	g.Expect(err).To(MatchError(ContainSubstring(`bootstrap password Secret bootstrap has no key "password"`)))
+	g.Expect(err).To(MatchError(ContainSubstring(`secret bootstrap has no key "password" (spec.auth.bootstrap.passwordSecretRef)`)))
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonSecretKeyNotFound)
 
 	h.update(func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.Bootstrap.PasswordSecretRef.Optional = ptr.To(true) })
 	h.mustRequeue(controlplane.RequeueTransition)

@@ -60,6 +60,8 @@ type harness struct {
 	clock *clocktesting.FakePassiveClock
 
 	writes atomic.Int64
+	// passes counts the reads of the ControlPlane object: Reconcile reads it once per pass.
+	passes atomic.Int64
 	// cpWrites counts the writes (status and metadata patches) of ControlPlane objects.
 	cpWrites atomic.Int64
 
@@ -215,9 +217,15 @@ func (h *harness) requestedBaseURLs() []string {
 	return slices.Clone(h.baseURLs)
 }
 
-// countWrites counts every request that could change the API server's state.
+// countWrites counts every request that could change the API server's state, and the passes.
 func (h *harness) countWrites() interceptor.Funcs {
 	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*datasancev3.ControlPlane); ok {
+				h.passes.Add(1)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			h.writes.Add(1)
 			return c.Create(ctx, obj, opts...)

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,14 +21,16 @@ import (
 // external reachability check. The credential restart of step 7 is the credentials hash in the
 // pod template: a changed Secret rolls the pods when the Deployment is applied.
 func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
-	password, err := bootstrapPassword(ctx, s)
+	// Every credential reference is resolved before anything of the Controller is written: a
+	// missing Secret or key writes nothing (no half-resolved credential Secrets).
+	resolved, err := s.credentials(ctx)
 	if err != nil {
 		return result{}, err
 	}
-	if err := applyWorkloadIdentity(ctx, s, resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName), resources.ControllerRules); err != nil {
+	if err := applyWorkloadIdentity(ctx, s, resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName), resources.ControllerRules(s.spec)); err != nil {
 		return result{}, err
 	}
-	creds := resources.ControllerCredentials(s.spec, password)
+	creds := resources.ControllerCredentials(resolved, bootstrapPassword(resolved))
 	if err := applyCredentialSecrets(ctx, s, creds); err != nil {
 		return result{}, err
 	}
@@ -140,37 +141,13 @@ func ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, e
 	return sec.Data, nil
 }
 
-// bootstrapPassword resolves the embedded-mode bootstrap password (docs/controlplane.md#controller-reconcile-steps step 1):
-// passwordSecretRef (same namespace) wins over the inline password. A missing Secret or key fails
-// with reason SecretNotFound unless the reference is optional. External mode has none.
-func bootstrapPassword(ctx context.Context, s *scope) (string, error) {
-	b := s.spec.Auth.Bootstrap
-	if s.spec.Auth.Mode != datasancev3.AuthModeEmbedded || b == nil {
-		return "", nil
+// bootstrapPassword is the embedded-mode bootstrap password of a resolved spec (credentials):
+// passwordSecretRef's value, or the inline password. External mode has none.
+func bootstrapPassword(resolved *datasancev3.ControlPlaneSpec) string {
+	if b := resolved.Auth.Bootstrap; resolved.Auth.Mode == datasancev3.AuthModeEmbedded && b != nil {
+		return b.Password
 	}
-	ref := b.PasswordSecretRef
-	if ref == nil {
-		return b.Password, nil
-	}
-	optional := ref.Optional != nil && *ref.Optional
-	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, ref.Name, sec)
-	if err != nil {
-		return "", err
-	}
-	value, hasKey := sec.Data[ref.Key]
-	switch {
-	case found && hasKey:
-		return string(value), nil
-	case optional:
-		return b.Password, nil
-	case !found:
-		return "", withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
-			"bootstrap password Secret %s (spec.auth.bootstrap.passwordSecretRef) not found in namespace %s", ref.Name, s.namespace()))
-	default:
-		return "", withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
-			"bootstrap password Secret %s has no key %q (spec.auth.bootstrap.passwordSecretRef)", ref.Name, ref.Key))
-	}
+	return ""
 }
 
 // updateConsoleClientURLs calls the injectable console-client hook (docs/controlplane.md#url-resolution). Its failure is

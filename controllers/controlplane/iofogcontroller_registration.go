@@ -124,12 +124,12 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 // mode, the OAuth2 client-credentials grant at the issuer's token endpoint in external mode.
 // Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): rejected is true and the
 // pass goes on without a token.
-func login(ctx context.Context, s *scope, api ControllerAPI, password string) (rejected bool, res result, err error) {
+func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, res result, err error) {
 	var token string
 	switch s.spec.Auth.Mode {
 	case datasancev3.AuthModeExternal:
 		var id, secret string
-		if c := s.spec.Auth.Client; c != nil {
+		if c := resolved.Auth.Client; c != nil {
 			id, secret = c.ID, c.Secret
 		}
 		token, err = api.LoginClientCredentials(ctx, s.spec.Auth.IssuerURL, id, secret)
@@ -139,7 +139,7 @@ func login(ctx context.Context, s *scope, api ControllerAPI, password string) (r
 			username = b.Username
 		}
 		var tokens *iofog.Tokens
-		if tokens, err = api.Login(ctx, username, password); err == nil {
+		if tokens, err = api.Login(ctx, username, bootstrapPassword(resolved)); err == nil {
 			token = tokens.AccessToken
 		}
 	}

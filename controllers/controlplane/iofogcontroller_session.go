@@ -80,12 +80,12 @@ func (s *scope) controllerSession(ctx context.Context) (*controllerSession, resu
 		return cs, cs.loginRes, cs.loginErr
 	}
 	cs.loggedIn = true
-	password, err := bootstrapPassword(ctx, s)
+	resolved, err := s.credentials(ctx)
 	if err != nil {
 		cs.loginErr = err
 		return cs, result{}, err
 	}
-	cs.loginRejected, cs.loginRes, cs.loginErr = login(ctx, s, cs.api, password)
+	cs.loginRejected, cs.loginRes, cs.loginErr = login(ctx, s, cs.api, resolved)
 	return cs, cs.loginRes, cs.loginErr
 }
 

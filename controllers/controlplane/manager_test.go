@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -89,7 +90,17 @@ func (h *harness) startManager() {
 	})
 	h.g.Expect(err).NotTo(HaveOccurred())
 	r := controlplane.NewReconciler(mgr, h.r.Options)
-	r.Client = interceptor.NewClient(noWatch{mgr.GetClient()}, h.countWrites())
+	// Secrets are read from the API server, as the operator's manager does for the Secrets it
+	// does not own (controllers.secretReads): a cached read could miss a Secret whose creation
+	// the metadata watch already reported.
+	live := mgr.GetAPIReader()
+	liveSecrets := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			return live.Get(ctx, key, obj, opts...)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}}
+	r.Client = interceptor.NewClient(interceptor.NewClient(noWatch{mgr.GetClient()}, liveSecrets), h.countWrites())
 	r.NewControllerClient = h.clientFactory()
 	r.KeyGenerator = testKeyGenerator
 	h.g.Expect(r.SetupWithManager(mgr)).To(Succeed())

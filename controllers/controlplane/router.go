@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -107,13 +108,14 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 }
 
 // applyWorkloadIdentity makes the component's ServiceAccount (applied: it carries the image pull
-// Secret) and creates its Role and RoleBinding when absent; existing ones are left as they are
-// (docs/controlplane.md#iofog-controller-objects, docs/controlplane.md#create-once-objects).
+// Secret) and Role, and creates its RoleBinding when absent. The Role is applied, not only
+// created, so that an upgraded operator narrows a Role an earlier version made with broader
+// rules and an edited Role is restored (docs/controlplane.md#operand-rbac).
 func applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta, rules []rbacv1.PolicyRule) error {
 	if _, err := applyIfChanged(ctx, s, resources.ServiceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 		return err
 	}
-	if _, err := createIfAbsent(ctx, s, resources.Role(m, rules...), &rbacv1.Role{}); err != nil {
+	if _, err := applyIfChanged(ctx, s, resources.Role(m, rules...), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
 		return err
 	}
 	_, err := createIfAbsent(ctx, s, resources.RoleBinding(m), &rbacv1.RoleBinding{})

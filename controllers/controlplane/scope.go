@@ -36,6 +36,8 @@ type scope struct {
 	// announced holds the messages of failures whose Warning Event a component emitted itself
 	// (or, unchanged since the last pass, already had), so the state change does not repeat it.
 	announced map[string]bool
+	// creds are the pass's resolved credential references (credentials.go).
+	creds resolvedCredentials
 }
 
 // newScope builds the scope of one pass.

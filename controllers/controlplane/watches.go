@@ -15,7 +15,8 @@ import (
 const indexReferencedSecrets = ".spec.referencedSecrets"
 
 // referencedSecretNames lists the Secrets a ControlPlane reads without owning them: the
-// bootstrap password Secret, the controller TLS Secret and CA Secret, the JetStream key (kept on
+// credential references in use (bootstrap password, database password, client and session
+// secrets, vault credentials; datasancev3.ControlPlaneSpec.CredentialRefs), the controller TLS Secret and CA Secret, the JetStream key (kept on
 // deletion), and the fixed-name TLS Secrets a user may bring (bring-your-own CAs and server
 // certificates).
 func referencedSecretNames(obj client.Object) []string {
@@ -24,8 +25,8 @@ func referencedSecretNames(obj client.Object) []string {
 		return nil
 	}
 	var names []string
-	if b := cp.Spec.Auth.Bootstrap; b != nil && b.PasswordSecretRef != nil && b.PasswordSecretRef.Name != "" {
-		names = append(names, b.PasswordSecretRef.Name)
+	for _, r := range cp.Spec.CredentialRefs() {
+		names = append(names, r.Ref.Name)
 	}
 	if cp.Spec.Controller.SecretName != "" {
 		names = append(names, cp.Spec.Controller.SecretName)

@@ -153,12 +153,7 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	defer tr.stop()
 
 	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	ref := cp.Spec.Auth.Bootstrap.PasswordSecretRef
-	g.Expect(host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-		Data:       map[string][]byte{ref.Key: []byte(password)},
-	})).To(Succeed())
-	tr.secret = watchKeySecrets(ctx, ns, ref.Name)
+	tr.secret = watchKeySecrets(ctx, ns, createCredentialSecrets(ctx, g, cp, password)...)
 	defer tr.secret.stop()
 
 	// Phase 1: first install, NATS on.
@@ -296,6 +291,31 @@ func sampleControlPlane(g Gomega, ns string) *datasancev3.ControlPlane {
 	g.Expect(cp.Spec.Auth.Bootstrap.PasswordSecretRef).NotTo(BeNil())
 	cp.Namespace = ns
 	return cp
+}
+
+// createCredentialSecrets creates the Secrets the ControlPlane's credential references name (the
+// bootstrap password the fake accepts; any value for the others, which the fake never checks)
+// and returns their names.
+func createCredentialSecrets(ctx context.Context, g Gomega, cp *datasancev3.ControlPlane, password string) []string {
+	data := map[string]map[string][]byte{}
+	var names []string
+	for _, r := range cp.Spec.CredentialRefs() {
+		if _, ok := data[r.Ref.Name]; !ok {
+			data[r.Ref.Name] = map[string][]byte{}
+			names = append(names, r.Ref.Name)
+		}
+		value := "chaos-" + r.Ref.Key
+		if r.Field == datasancev3.FieldBootstrapPasswordSecretRef {
+			value = password
+		}
+		data[r.Ref.Name][r.Ref.Key] = []byte(value)
+	}
+	for _, name := range names {
+		g.Expect(host.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: name}, Data: data[name],
+		})).To(Succeed())
+	}
+	return names
 }
 
 // natsReplicasAnnotation is the replica count a NATS server certificate's SANs were made for

@@ -50,11 +50,7 @@ func TestFailover(t *testing.T) {
 		"--leader-elect-retry-period=" + failoverRetry.String(),
 	}
 	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	ref := cp.Spec.Auth.Bootstrap.PasswordSecretRef
-	g.Expect(host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-		Data:       map[string][]byte{ref.Key: []byte(password)},
-	})).To(Succeed())
+	credentialSecrets := createCredentialSecrets(ctx, g, cp, password)
 
 	holder := func() string {
 		l := &coordinationv1.Lease{}
@@ -84,7 +80,7 @@ func TestFailover(t *testing.T) {
 	g.Expect(takeover).To(BeNumerically("<=", failoverLease+failoverRetry+time.Second),
 		"within the lease duration plus a retry period (1s allowed for the 50ms poll and API latency)")
 
-	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: f, mgr: b, secret: watchKeySecrets(ctx, ns, ref.Name)}
+	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: f, mgr: b, secret: watchKeySecrets(ctx, ns, credentialSecrets...)}
 	defer tr.secret.stop()
 	tr.expectReady()
 	tr.expectSingleCAImports()

@@ -4,6 +4,10 @@
 //
 // PodSecurity enforces on Pods, not on Deployments, so each pod template is submitted as a Pod
 // (server-side dry run: nothing is stored, nothing needs a kubelet).
+//
+// The ControlPlane operands (Controller, Router, NATS) are checked the same way by
+// controllers/controlplane TestOperandPodsAreRestricted, beside their builders, which are
+// internal to that package.
 package podsecurity
 
 import (

@@ -93,12 +93,7 @@ type installInputs struct {
 func install(ctx context.Context, c client.Client, smp *samples, in installInputs, log logr.Logger) error {
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}}
 	for _, cp := range smp.controlPlanes {
-		if ref := passwordSecretRef(cp); ref != nil {
-			objs = append(objs, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ref.Name},
-				Data:       map[string][]byte{ref.Key: []byte(in.bootstrapPassword)},
-			})
-		}
+		objs = append(objs, credentialSecrets(cp, in.bootstrapPassword)...)
 	}
 	tenants := map[string]string{} // name → CloudSpace
 	for _, app := range smp.apps {
@@ -152,12 +147,27 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 	return nil
 }
 
-func passwordSecretRef(cp *datasancev3.ControlPlane) *corev1.SecretKeySelector {
-	b := cp.Spec.Auth.Bootstrap
-	if cp.Spec.Auth.Mode != datasancev3.AuthModeEmbedded || b == nil || b.PasswordSecretRef == nil {
-		return nil
+// credentialSecrets are the Secrets the ControlPlane's credential references name, one per
+// Secret name: the bootstrap password is the one the fake Controller accepts, every other
+// credential (database password, client and session secrets, vault keys) a random string the
+// fake never checks.
+func credentialSecrets(cp *datasancev3.ControlPlane, bootstrapPassword string) []client.Object {
+	byName := map[string]*corev1.Secret{}
+	var out []client.Object
+	for _, r := range cp.Spec.CredentialRefs() {
+		sec, ok := byName[r.Ref.Name]
+		if !ok {
+			sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: r.Ref.Name}, Data: map[string][]byte{}}
+			byName[r.Ref.Name] = sec
+			out = append(out, sec)
+		}
+		value := randomString()
+		if r.Field == datasancev3.FieldBootstrapPasswordSecretRef {
+			value = bootstrapPassword
+		}
+		sec.Data[r.Ref.Key] = []byte(value)
 	}
-	return b.PasswordSecretRef
+	return out
 }
 
 // createReadyTenant creates the Tenant and writes its Ready condition through the status

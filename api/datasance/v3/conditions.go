@@ -34,8 +34,11 @@ const (
 	// the operator dials, or is not signed by a CA it trusts (spec.controller.secretName's ca.crt,
 	// spec.controller.caSecretRef, the system roots, --controller-ca-file).
 	ReasonControllerCertificateInvalid = "ControllerCertificateInvalid"
-	// ReasonSecretNotFound: a Secret the spec references does not exist or lacks the key.
+	// ReasonSecretNotFound: a Secret the spec references (a *SecretRef, passwordSecretRef, the
+	// controller TLS Secret) does not exist.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyNotFound: a Secret the spec references by key exists but lacks the key.
+	ReasonSecretKeyNotFound = "SecretKeyNotFound"
 	// ReasonInvalidCertificate: a user-supplied (BYO) CA Secret holds invalid PEM or no CA.
 	ReasonInvalidCertificate = "InvalidCertificate"
 	// ReasonInvalidConfiguration: the spec is valid for the API server but cannot be acted on.

@@ -75,7 +75,7 @@ const (
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'embedded' || self.?bootstrap.?username.orValue("") != ""`,message="spec.auth.bootstrap.username is required when spec.auth.mode is embedded",fieldPath=".bootstrap.username",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'embedded' || self.?bootstrap.?password.orValue("") != "" || self.?bootstrap.?passwordSecretRef.hasValue()`,message="spec.auth.bootstrap.password or spec.auth.bootstrap.passwordSecretRef is required when spec.auth.mode is embedded",fieldPath=".bootstrap.password",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'external' || self.?issuerUrl.orValue("") != ""`,message="spec.auth.issuerUrl is required when spec.auth.mode is external",fieldPath=".issuerUrl",reason=FieldValueRequired
-// +kubebuilder:validation:XValidation:rule=`self.mode != 'external' || (self.?client.?id.orValue("") != "" && self.?client.?secret.orValue("") != "")`,message="spec.auth.client.id and spec.auth.client.secret are required when spec.auth.mode is external",fieldPath=".client",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule=`self.mode != 'external' || (self.?client.?id.orValue("") != "" && (self.?client.?secret.orValue("") != "" || self.?client.?secretRef.hasValue()))`,message="spec.auth.client.id and one of spec.auth.client.secretRef or spec.auth.client.secret are required when spec.auth.mode is external",fieldPath=".client",reason=FieldValueRequired
 type Auth struct {
 	// Mode is embedded (the Controller's own OIDC provider and a bootstrap admin) or external (an
 	// external OIDC identity provider).
@@ -142,8 +142,8 @@ type Bootstrap struct {
 	// +optional
 	Username string `json:"username,omitempty"`
 
-	// Password is the inline bootstrap password. Prefer passwordSecretRef: an inline password is
-	// visible to anyone who can read the ControlPlane.
+	// Password is the inline bootstrap password. Discouraged: an inline password is visible to
+	// anyone who can read the ControlPlane; use passwordSecretRef.
 	// +optional
 	Password string `json:"password,omitempty"`
 
@@ -153,14 +153,24 @@ type Bootstrap struct {
 	PasswordSecretRef *corev1.SecretKeySelector `json:"passwordSecretRef,omitempty"`
 }
 
-// OIDCClient is an OAuth2 confidential client.
+// OIDCClient is an OAuth2 confidential client. The client secret comes from secretRef or, discouraged,
+// from the inline secret; at most one of the two may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?secret.orValue("") != "" && has(self.secretRef))`,message="set at most one of spec.auth.client.secret and spec.auth.client.secretRef",fieldPath=".secretRef",reason=FieldValueForbidden
 type OIDCClient struct {
 	// ID is the client id.
 	// +optional
 	ID string `json:"id,omitempty"`
-	// Secret is the client secret.
+	// Secret is the inline client secret. Discouraged: anyone who can read the ControlPlane reads
+	// it; use secretRef.
 	// +optional
 	Secret string `json:"secret,omitempty"`
+	// SecretRef selects the key of a Secret in the ControlPlane's namespace that holds the client
+	// secret (OIDC_CLIENT_SECRET). The operator reads it at each pass and watches the Secret; a
+	// change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.auth.client.secretRef.name is required"
+	// +optional
+	SecretRef *corev1.SecretKeySelector `json:"secretRef,omitempty"`
 }
 
 // RateLimit tunes the authentication rate limit (AUTH_RATE_LIMIT_*).
@@ -178,7 +188,10 @@ type RateLimit struct {
 	WindowMs *int32 `json:"windowMs,omitempty"`
 }
 
-// SessionStore selects the login session store.
+// SessionStore selects the login session store. The session secret comes from secretRef or,
+// discouraged, from the inline secret; at most one of the two may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?secret.orValue("") != "" && has(self.secretRef))`,message="set at most one of spec.auth.sessionStore.secret and spec.auth.sessionStore.secretRef",fieldPath=".secretRef",reason=FieldValueForbidden
 type SessionStore struct {
 	// Type is memory or database (AUTH_SESSION_STORE_TYPE).
 	// +kubebuilder:validation:Enum=memory;database
@@ -188,10 +201,16 @@ type SessionStore struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	TTLMs *int32 `json:"ttlMs,omitempty"`
-	// Secret signs session cookies (AUTH_SESSION_SECRET). The operator passes it through the
-	// controller-auth-credentials Secret, never as a plain environment value.
+	// Secret is the inline secret that signs session cookies (AUTH_SESSION_SECRET). Discouraged:
+	// anyone who can read the ControlPlane reads it; use secretRef. The operator passes it through
+	// the controller-auth-credentials Secret, never as a plain environment value.
 	// +optional
 	Secret string `json:"secret,omitempty"`
+	// SecretRef selects the key of a Secret in the ControlPlane's namespace that holds the session
+	// secret (AUTH_SESSION_SECRET). Watched; a change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.auth.sessionStore.secretRef.name is required"
+	// +optional
+	SecretRef *corev1.SecretKeySelector `json:"secretRef,omitempty"`
 }
 
 // TokenTTL sets token lifetimes in seconds.
@@ -227,7 +246,10 @@ type OIDCTTL struct {
 }
 
 // Database selects the Controller's database. Credentials reach the Controller through the
-// controller-db-credentials Secret, never as plain environment values.
+// controller-db-credentials Secret, never as plain environment values. The password comes from
+// passwordSecretRef or, discouraged, from the inline password; at most one of the two may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?password.orValue("") != "" && has(self.passwordSecretRef))`,message="set at most one of spec.database.password and spec.database.passwordSecretRef",fieldPath=".passwordSecretRef",reason=FieldValueForbidden
 type Database struct {
 	// Provider is the database kind, e.g. postgres or mysql (DB_PROVIDER).
 	// +kubebuilder:validation:MaxLength=63
@@ -246,9 +268,15 @@ type Database struct {
 	// User of the external database.
 	// +optional
 	User string `json:"user,omitempty"`
-	// Password of the external database user.
+	// Password is the inline password of the external database user. Discouraged: anyone who can
+	// read the ControlPlane reads it; use passwordSecretRef.
 	// +optional
 	Password string `json:"password,omitempty"`
+	// PasswordSecretRef selects the key of a Secret in the ControlPlane's namespace that holds the
+	// database password (DB_PASSWORD). Watched; a change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.database.passwordSecretRef.name is required"
+	// +optional
+	PasswordSecretRef *corev1.SecretKeySelector `json:"passwordSecretRef,omitempty"`
 	// DatabaseName is the name of the database.
 	// +optional
 	DatabaseName string `json:"databaseName,omitempty"`
@@ -555,33 +583,62 @@ type Vault struct {
 	Google *VaultGoogle `json:"google,omitempty"`
 }
 
-// VaultHashicorp holds HashiCorp Vault / OpenBao settings.
+// VaultHashicorp holds HashiCorp Vault / OpenBao settings. The token comes from tokenSecretRef
+// or, discouraged, from the inline token; at most one of the two may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?token.orValue("") != "" && has(self.tokenSecretRef))`,message="set at most one of spec.vault.hashicorp.token and spec.vault.hashicorp.tokenSecretRef",fieldPath=".tokenSecretRef",reason=FieldValueForbidden
 type VaultHashicorp struct {
 	// Address of the vault.
 	// +optional
 	Address string `json:"address,omitempty"`
-	// Token for the vault.
+	// Token is the inline vault token. Discouraged: anyone who can read the ControlPlane reads it;
+	// use tokenSecretRef.
 	// +optional
 	Token string `json:"token,omitempty"`
+	// TokenSecretRef selects the key of a Secret in the ControlPlane's namespace that holds the
+	// vault token (VAULT_HASHICORP_TOKEN). Watched; a change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.vault.hashicorp.tokenSecretRef.name is required"
+	// +optional
+	TokenSecretRef *corev1.SecretKeySelector `json:"tokenSecretRef,omitempty"`
 	// Mount path of the secrets engine.
 	// +optional
 	Mount string `json:"mount,omitempty"`
 }
 
-// VaultAWS holds AWS Secrets Manager settings.
+// VaultAWS holds AWS Secrets Manager settings. The access key id and the secret access key each
+// come from their Secret reference or, discouraged, from the inline field; at most one of each
+// pair may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?accessKeyId.orValue("") != "" && has(self.accessKeyIdSecretRef))`,message="set at most one of spec.vault.aws.accessKeyId and spec.vault.aws.accessKeyIdSecretRef",fieldPath=".accessKeyIdSecretRef",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule=`!(self.?accessKey.orValue("") != "" && has(self.accessKeySecretRef))`,message="set at most one of spec.vault.aws.accessKey and spec.vault.aws.accessKeySecretRef",fieldPath=".accessKeySecretRef",reason=FieldValueForbidden
 type VaultAWS struct {
 	// Region of the secrets manager.
 	// +optional
 	Region string `json:"region,omitempty"`
-	// AccessKeyID of the IAM credentials.
+	// AccessKeyID of the IAM credentials, inline. Prefer accessKeyIdSecretRef when the id is
+	// kept beside the key.
 	// +optional
 	AccessKeyID string `json:"accessKeyId,omitempty"`
-	// AccessKey is the IAM secret access key.
+	// AccessKeyIDSecretRef selects the key of a Secret in the ControlPlane's namespace that holds
+	// the access key id (VAULT_AWS_ACCESS_KEY_ID). Watched; a change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.vault.aws.accessKeyIdSecretRef.name is required"
+	// +optional
+	AccessKeyIDSecretRef *corev1.SecretKeySelector `json:"accessKeyIdSecretRef,omitempty"`
+	// AccessKey is the inline IAM secret access key. Discouraged: anyone who can read the
+	// ControlPlane reads it; use accessKeySecretRef.
 	// +optional
 	AccessKey string `json:"accessKey,omitempty"`
+	// AccessKeySecretRef selects the key of a Secret in the ControlPlane's namespace that holds
+	// the IAM secret access key (VAULT_AWS_ACCESS_KEY). Watched; a change rolls the Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.vault.aws.accessKeySecretRef.name is required"
+	// +optional
+	AccessKeySecretRef *corev1.SecretKeySelector `json:"accessKeySecretRef,omitempty"`
 }
 
-// VaultAzure holds Azure Key Vault settings.
+// VaultAzure holds Azure Key Vault settings. The client secret comes from clientSecretRef or,
+// discouraged, from the inline clientSecret; at most one of the two may be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?clientSecret.orValue("") != "" && has(self.clientSecretRef))`,message="set at most one of spec.vault.azure.clientSecret and spec.vault.azure.clientSecretRef",fieldPath=".clientSecretRef",reason=FieldValueForbidden
 type VaultAzure struct {
 	// URL of the key vault.
 	// +optional
@@ -592,19 +649,37 @@ type VaultAzure struct {
 	// ClientID of the service principal.
 	// +optional
 	ClientID string `json:"clientId,omitempty"`
-	// ClientSecret of the service principal.
+	// ClientSecret is the inline secret of the service principal. Discouraged: anyone who can
+	// read the ControlPlane reads it; use clientSecretRef.
 	// +optional
 	ClientSecret string `json:"clientSecret,omitempty"`
+	// ClientSecretRef selects the key of a Secret in the ControlPlane's namespace that holds the
+	// service principal's secret (VAULT_AZURE_CLIENT_SECRET). Watched; a change rolls the
+	// Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.vault.azure.clientSecretRef.name is required"
+	// +optional
+	ClientSecretRef *corev1.SecretKeySelector `json:"clientSecretRef,omitempty"`
 }
 
-// VaultGoogle holds Google Secret Manager settings.
+// VaultGoogle holds Google Secret Manager settings. The service account key comes from
+// credentialsSecretRef or, discouraged, from the inline credentials; at most one of the two may
+// be set.
+//
+// +kubebuilder:validation:XValidation:rule=`!(self.?credentials.orValue("") != "" && has(self.credentialsSecretRef))`,message="set at most one of spec.vault.google.credentials and spec.vault.google.credentialsSecretRef",fieldPath=".credentialsSecretRef",reason=FieldValueForbidden
 type VaultGoogle struct {
 	// ProjectID of the secret manager.
 	// +optional
 	ProjectID string `json:"projectId,omitempty"`
-	// Credentials is the service account key JSON.
+	// Credentials is the inline service account key JSON. Discouraged: anyone who can read the
+	// ControlPlane reads it; use credentialsSecretRef.
 	// +optional
 	Credentials string `json:"credentials,omitempty"`
+	// CredentialsSecretRef selects the key of a Secret in the ControlPlane's namespace that holds
+	// the service account key JSON (VAULT_GOOGLE_CREDENTIALS). Watched; a change rolls the
+	// Controller.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.vault.google.credentialsSecretRef.name is required"
+	// +optional
+	CredentialsSecretRef *corev1.SecretKeySelector `json:"credentialsSecretRef,omitempty"`
 }
 
 // ComponentStatus is the outcome of one component's last pass.

@@ -73,7 +73,7 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls ControllerU
 	for _, e := range authSecretEnv {
 		env = append(env, envSecret(e.env, AuthSecretName, e.key))
 	}
-	if spec.Auth.SessionStore != nil && spec.Auth.SessionStore.Secret != "" {
+	if spec.Auth.SessionStore.SessionSecretSet() {
 		env = append(env, envSecret("AUTH_SESSION_SECRET", AuthSecretName, authSessionSecretKey))
 	}
 	if vaultActive(spec.Vault) {

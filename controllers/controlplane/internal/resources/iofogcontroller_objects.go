@@ -32,12 +32,26 @@ const (
 )
 
 // ControllerRules are the Controller Role's rules (docs/controlplane.md#iofog-controller-objects): it manages ConfigMaps and
-// Services, reads Secrets and StatefulSets, and may update the StatefulSet nats.
-var ControllerRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: verbsAll},
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsRead},
-	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbsRead},
-	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{ComponentNats}, Verbs: []string{"update", "patch"}},
+// Services, reads StatefulSets, and may update the StatefulSet nats. Of the Secrets it may get
+// only the CA Secrets the operator imports into it (docs/controlplane.md#operand-rbac): the
+// Controller reads a Kubernetes Secret only when it imports a CA of type k8s-secret.
+func ControllerRules(spec *datasancev3.ControlPlaneSpec) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: verbsAll},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: ControllerCASecretNames(spec), Verbs: []string{"get"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: verbsRead},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, ResourceNames: []string{ComponentNats}, Verbs: []string{"update", "patch"}},
+	}
+}
+
+// ControllerCASecretNames are the CA Secrets the operator imports into the Controller's CA
+// catalog: the router's two and, with NATS on, the NATS two.
+func ControllerCASecretNames(spec *datasancev3.ControlPlaneSpec) []string {
+	names := append([]string(nil), RouterCASecretNames...)
+	if spec.NatsEnabled() {
+		names = append(names, NatsCASecretNames()...)
+	}
+	return names
 }
 
 // ControllerService is Service controller (docs/controlplane.md#controller-service).

@@ -31,9 +31,11 @@ var RouterTLSSecretNames = []string{routerSiteCASecretName, routerLocalCASecretN
 // RouterCASecretNames are imported into the Controller's CA catalog (docs/controlplane.md#hub-registration-and-ca-import).
 var RouterCASecretNames = []string{routerSiteCASecretName, routerLocalCASecretName}
 
-// RouterRules are the router Role's rules (docs/controlplane.md#router-objects).
+// RouterRules are the router Role's rules (docs/controlplane.md#router-objects). Of the Secrets it
+// may get only its own four TLS Secrets (docs/controlplane.md#operand-rbac).
 var RouterRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "secrets", "services"}, Verbs: verbsRead},
+	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "services"}, Verbs: verbsRead},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: RouterTLSSecretNames, Verbs: []string{"get"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: verbsAll},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
 }
