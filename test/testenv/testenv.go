@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 
@@ -81,6 +82,11 @@ type Options struct {
 	// APIServerFlags are set on the kube-apiserver command line (e.g. the audit log, or
 	// --advertise-address in a network namespace with only loopback).
 	APIServerFlags map[string]string
+	// StateDir, when set, keeps etcd's data (StateDir/etcd) and the API server's certificates
+	// (StateDir/apiserver) there instead of in directories envtest removes on stop, so
+	// StopAPIServer and StartAPIServer can restart the cluster on the same port with the same
+	// objects, serving certificate and client CA (the caller removes the directory).
+	StateDir string
 }
 
 // Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
@@ -106,6 +112,18 @@ func Start(opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
+	if opts.StateDir != "" {
+		// A restart stops the API server while clients hold watches open; its graceful shutdown
+		// can outlast envtest's default 20s.
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd"), StopTimeout: 2 * time.Minute}
+		env.ControlPlane.GetAPIServer().CertDir = filepath.Join(opts.StateDir, "apiserver")
+		env.ControlPlane.GetAPIServer().StopTimeout = 2 * time.Minute
+		for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.GetAPIServer().CertDir} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				return nil, fmt.Errorf("create envtest state dir: %w", err)
+			}
+		}
+	}
 	for k, v := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
@@ -130,6 +148,18 @@ func (e *Env) Stop() error {
 		return nil
 	}
 	return e.Env.Stop()
+}
+
+// StopAPIServer stops the API server and etcd (an outage of the whole cluster); with
+// Options.StateDir, StartAPIServer brings them back as they were.
+func (e *Env) StopAPIServer() error {
+	return e.Env.ControlPlane.Stop()
+}
+
+// StartAPIServer starts the API server and etcd stopped by StopAPIServer again, on the same
+// addresses; it returns once the API server answers its health check.
+func (e *Env) StartAPIServer() error {
+	return e.Env.ControlPlane.Start()
 }
 
 // Kubeconfig returns a kubeconfig of a new cluster-admin user with inline credentials, as a
