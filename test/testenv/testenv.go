@@ -1,6 +1,12 @@
 // Package testenv starts real kube-apiserver + etcd test environments (controller-runtime envtest)
 // with the project's CRDs, for the suites of every package. The binaries come from
 // `make envtest-assets` (KUBEBUILDER_ASSETS); nothing is downloaded.
+//
+// It is also the one home of the helpers every test harness needs (test/chaos, test/bench,
+// test/olminstall, test/metricsendpoint, internal/apptest, hack/devenv): free loopback ports
+// and addresses (net.go), one GET for /metrics scrapes and /readyz probes, `go build` of the
+// manager, and child processes with a log file, an exit noticed while the test runs, SIGKILL and
+// graceful stop (process.go).
 package testenv
 
 import (
