@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,7 +142,7 @@ func expectAppConverged(ctx context.Context, g Gomega, f *appFixture, exited fun
 		g.Expect(exited()).To(Succeed())
 		g.Expect(host.Client.Get(ctx, f.key(), a)).To(Succeed())
 		for _, c := range []string{kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ConditionSynced} {
-			cond := findAppCondition(a, c)
+			cond := apimeta.FindStatusCondition(a.Status.Conditions, c)
 			g.Expect(cond).NotTo(BeNil(), "conditions: %+v", a.Status.Conditions)
 			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "conditions: %+v", a.Status.Conditions)
 			g.Expect(cond.ObservedGeneration).To(Equal(a.Generation))
@@ -190,15 +191,6 @@ func expectedFiles(g Gomega, a *kubeoperav1alpha1.KubeOperaApp, dir string) map[
 	// The marker's content (owner and UID) is the Git writer's; its presence is checked here.
 	want[path.Join(dir, gitops.OwnerFile)] = ""
 	return want
-}
-
-func findAppCondition(a *kubeoperav1alpha1.KubeOperaApp, t string) *metav1.Condition {
-	for i := range a.Status.Conditions {
-		if a.Status.Conditions[i].Type == t {
-			return &a.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // folderWatch polls the head of a repository and records whether dir, once it held exactly
@@ -301,7 +293,7 @@ func markApplied(ctx context.Context, ks *kustomizev1.Kustomization) {
 		return
 	}
 	revision := repo.Spec.Reference.Branch + "@sha1:" + head
-	ready := findCondition(ks.Status.Conditions, meta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 	if ks.Status.LastAppliedRevision == revision && ks.Status.ObservedGeneration == ks.Generation && ready != nil && ready.Status == metav1.ConditionTrue {
 		return
 	}
@@ -312,13 +304,4 @@ func markApplied(ctx context.Context, ks *kustomizev1.Kustomization) {
 		Message: "Applied revision: " + revision, LastTransitionTime: metav1.Now(), ObservedGeneration: ks.Generation,
 	}}
 	_ = tenant.Client.Status().Update(ctx, ks) // a conflict is retried on the next poll
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/url"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -106,7 +106,7 @@ func TestGitServerDownAndBack(t *testing.T) {
 	const down = 10 * time.Second
 	n, took := outage(ctx, proxy, Down, down, func() {
 		setImage(ctx, g, f, "ghcr.io/example/web:2.0.0")
-		waitAppReady(ctx, g, f, metav1.ConditionFalse)
+		waitAppNotReady(ctx, g, f)
 	})
 	bound := attemptsWithin(took, outageAppRetryBase) * connsPerPass
 	t.Logf("git down %v: %d connections (bound %d: retries every %v doubling, %d per pass)", took.Round(time.Millisecond), n, bound, outageAppRetryBase, connsPerPass)
@@ -144,7 +144,7 @@ func TestTenantAPIServerDownAndBack(t *testing.T) {
 	const down = 10 * time.Second
 	n, took := outage(ctx, proxy, Down, down, func() {
 		setImage(ctx, g, f, "ghcr.io/example/web:3.0.0")
-		waitAppReady(ctx, g, f, metav1.ConditionFalse)
+		waitAppNotReady(ctx, g, f)
 	})
 	// client-go retries a GET whose connection was reset once a second (an artificial
 	// Retry-After: 1, at most 10 times) inside a pass; the passes retry on the app's backoff.
@@ -261,7 +261,7 @@ func TestHostAPIServerRestart(t *testing.T) {
 		g.Expect(m.Exited()).To(Succeed())
 		got := &datasancev3.ControlPlane{}
 		g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(cp), got)).To(Succeed())
-		c := findCondition(got.Status.Conditions, datasancev3.ConditionReady)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, datasancev3.ConditionReady)
 		g.Expect(c).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "conditions: %+v", got.Status.Conditions)
 		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
@@ -303,16 +303,17 @@ func setImage(ctx context.Context, g Gomega, f *appFixture, image string) {
 	}).Should(Succeed())
 }
 
-// waitAppReady waits for the app's Ready condition of its current generation to have status.
-func waitAppReady(ctx context.Context, g Gomega, f *appFixture, status metav1.ConditionStatus) {
+// waitAppNotReady waits for the app's Ready condition of its current generation to be False
+// (the pass failed against the missing dependency).
+func waitAppNotReady(ctx context.Context, g Gomega, f *appFixture) {
 	g.Eventually(func(g Gomega) {
 		a := &kubeoperav1alpha1.KubeOperaApp{}
 		g.Expect(host.Client.Get(ctx, f.key(), a)).To(Succeed())
-		c := findAppCondition(a, kubeoperav1alpha1.ConditionReady)
+		c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionReady)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.ObservedGeneration).To(Equal(a.Generation))
-		g.Expect(c.Status).To(Equal(status), "Ready: %+v", c)
-	}).Should(Succeed(), fmt.Sprintf("%s: Ready=%s", f.ns, status))
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "Ready: %+v", c)
+	}).Should(Succeed(), "%s: Ready=False", f.ns)
 }
 
 func deleteApp(ctx context.Context, g Gomega, f *appFixture, exited func() error) {

@@ -129,7 +129,7 @@ func (p *FaultProxy) serve() {
 func (p *FaultProxy) forward(c net.Conn) {
 	defer p.untrack(c)
 	d := net.Dialer{Timeout: 5 * time.Second}
-	t, err := d.Dial("tcp", p.target)
+	t, err := d.DialContext(context.Background(), "tcp", p.target)
 	if err != nil {
 		p.unreachable.Add(1)
 		return
