@@ -121,9 +121,10 @@ func Start(opts Options) (*Env, error) {
 	if opts.StateDir != "" {
 		// A restart stops the API server while clients hold watches open; its graceful shutdown
 		// can outlast envtest's default 20s.
-		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd"), StopTimeout: 2 * time.Minute}
+		// (envtest sets each process's stop timeout from ControlPlaneStopTimeout.)
+		env.ControlPlaneStopTimeout = 2 * time.Minute
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd")}
 		env.ControlPlane.GetAPIServer().CertDir = filepath.Join(opts.StateDir, "apiserver")
-		env.ControlPlane.GetAPIServer().StopTimeout = 2 * time.Minute
 		for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.GetAPIServer().CertDir} {
 			if err := os.MkdirAll(d, 0o750); err != nil {
 				return nil, fmt.Errorf("create envtest state dir: %w", err)
