@@ -118,9 +118,9 @@ test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the das
 CHAOS_TRIALS ?= 50
 
 .PHONY: chaos
-chaos: envtest-assets ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
-		go test ./test/chaos -count=1 -v -timeout 40m -run 'TestKillAnywhere'
+chaos: envtest-assets flux-controllers git-cli ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
+		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).

@@ -59,6 +59,10 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"How often an app's Flux Kustomization is read back until it applied the pushed commit (0: 15s).")
 	fs.DurationVar(&opts.Apps.ResyncInterval, "app-resync-interval", opts.Apps.ResyncInterval,
 		"How often a synced app is re-verified against Git and its vCluster (0: 10m).")
+	fs.DurationVar(&opts.Apps.RetryBase, "app-retry-base", opts.Apps.RetryBase,
+		"First delay before a failed app pass is retried; it doubles per consecutive failure (0: 30s).")
+	fs.DurationVar(&opts.Apps.RetryMax, "app-retry-max", opts.Apps.RetryMax,
+		"Longest delay between retries of a failing app (0: 10m).")
 	fs.BoolVar(&opts.Apps.AllowInsecureKubeconfig, "app-allow-insecure-kubeconfig", opts.Apps.AllowInsecureKubeconfig,
 		"Accept exported vCluster kubeconfigs with insecure-skip-tls-verify (development only).")
 	fs.Int64Var(&opts.Apps.MaxGitRepositorySize, "app-max-git-repository-size", opts.Apps.MaxGitRepositorySize,

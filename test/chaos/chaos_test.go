@@ -27,8 +27,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
@@ -37,6 +39,11 @@ var (
 	host       *testenv.Env
 	kubeconfig string
 	managerBin string
+	// tenant is the vCluster stand-in of the KubeOperaApp trials (a second API server with the
+	// Flux CRDs), tenantKubeconfig its exported kubeconfig, gitServer the apps' Git server.
+	tenant           *testenv.Env
+	tenantKubeconfig []byte
+	gitServer        *apptest.GitServer
 )
 
 func TestMain(m *testing.M) {
@@ -66,12 +73,16 @@ func run(m *testing.M) int {
 		err = os.WriteFile(kubeconfig, kc, 0o600)
 	}
 	if err == nil {
-		managerBin, err = BuildManager(context.Background(), dir)
+		managerBin, err = testenv.BuildManager(context.Background(), dir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if code := startAppParts(); code >= 0 {
+		return code
+	}
+	defer stopAppParts()
 	// SIMULATED: load balancer, ingress, deployment and statefulset controllers (see doc.go).
 	cloud, err := sandbox.StartLocalCloud("host", host.Config, ctrl.Log.WithName("local-cloud"))
 	if err != nil {
@@ -80,6 +91,46 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = cloud.Stop() }()
 	return m.Run()
+}
+
+// startAppParts starts what the KubeOperaApp trials add to the host: the tenant API server with
+// the Flux CRDs and a flux-system namespace, the Git server and the Kustomization stand-in. It
+// returns an exit code on failure, -1 on success.
+func startAppParts() int {
+	fluxDir, err := apptest.FluxDir()
+	if err != nil {
+		return apptest.ExitCode(err)
+	}
+	tenant, err = testenv.Start(testenv.Options{CRDDirs: []string{filepath.Join(fluxDir, "crds")}})
+	if err == nil {
+		tenantKubeconfig, err = tenant.Kubeconfig("vcluster-admin")
+	}
+	if err == nil {
+		err = tenant.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: render.DefaultFluxNamespace}})
+	}
+	if err == nil {
+		gitServer, err = apptest.StartGitServer("chaos", fmt.Sprintf("chaos-%d", time.Now().UnixNano()))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		stopAppParts()
+		return 1
+	}
+	standInCtx, cancel := context.WithCancel(context.Background())
+	stopStandIn = cancel
+	go kustomizeStandIn(standInCtx)
+	return -1
+}
+
+var stopStandIn context.CancelFunc = func() {}
+
+func stopAppParts() {
+	stopStandIn()
+	if gitServer != nil {
+		gitServer.StopHTTP()
+		_ = os.RemoveAll(gitServer.Root())
+	}
+	_ = tenant.Stop()
 }
 
 // settings are the run's seed and trial count (CHAOS_SEED, CHAOS_TRIALS).
@@ -129,7 +180,7 @@ type trial struct {
 	fake   *fake.Server
 	dir    string
 	args   []string
-	mgr    *Manager
+	mgr    *testenv.Process
 	kills  int
 	secret *secretWatch
 }

@@ -1,6 +1,12 @@
 // Package testenv starts real kube-apiserver + etcd test environments (controller-runtime envtest)
 // with the project's CRDs, for the suites of every package. The binaries come from
 // `make envtest-assets` (KUBEBUILDER_ASSETS); nothing is downloaded.
+//
+// It is also the one home of the helpers every test harness needs (test/chaos, test/bench,
+// test/olminstall, test/metricsendpoint, internal/apptest, hack/devenv): free loopback ports
+// and addresses (net.go), one GET for /metrics scrapes and /readyz probes, `go build` of the
+// manager, and child processes with a log file, an exit noticed while the test runs, SIGKILL and
+// graceful stop (process.go).
 package testenv
 
 import (
@@ -13,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 
@@ -85,6 +92,11 @@ type Options struct {
 	// APIServerFlags are set on the kube-apiserver command line (e.g. the audit log, or
 	// --advertise-address in a network namespace with only loopback).
 	APIServerFlags map[string]string
+	// StateDir, when set, keeps etcd's data (StateDir/etcd) and the API server's certificates
+	// (StateDir/apiserver) there instead of in directories envtest removes on stop, so
+	// StopAPIServer and StartAPIServer can restart the cluster on the same port with the same
+	// objects, serving certificate and client CA (the caller removes the directory).
+	StateDir string
 }
 
 // Start starts an API server with the operator's CRDs (config/crd/bases) and, unless told
@@ -109,6 +121,19 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	if opts.StateDir != "" {
+		// A restart stops the API server while clients hold watches open; its graceful shutdown
+		// can outlast envtest's default 20s.
+		// (envtest sets each process's stop timeout from ControlPlaneStopTimeout.)
+		env.ControlPlaneStopTimeout = 2 * time.Minute
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd")}
+		env.ControlPlane.GetAPIServer().CertDir = filepath.Join(opts.StateDir, "apiserver")
+		for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.GetAPIServer().CertDir} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				return nil, fmt.Errorf("create envtest state dir: %w", err)
+			}
+		}
 	}
 	e := &Env{Env: env}
 	if _, own := opts.APIServerFlags["audit-policy-file"]; !own {
@@ -145,6 +170,18 @@ func (e *Env) Stop() error {
 		_ = os.RemoveAll(e.auditDir)
 	}
 	return err
+}
+
+// StopAPIServer stops the API server and etcd (an outage of the whole cluster); with
+// Options.StateDir, StartAPIServer brings them back as they were.
+func (e *Env) StopAPIServer() error {
+	return e.Env.ControlPlane.Stop()
+}
+
+// StartAPIServer starts the API server and etcd stopped by StopAPIServer again, on the same
+// addresses; it returns once the API server answers its health check.
+func (e *Env) StartAPIServer() error {
+	return e.Env.ControlPlane.Start()
 }
 
 // Kubeconfig returns a kubeconfig of a new cluster-admin user with inline credentials, as a
