@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 )
 
 // Name is the project's one name: module, binary, OLM package, app.kubernetes.io/name label.
@@ -63,6 +64,10 @@ type Options struct {
 	ControlPlane controlplane.Options
 	// Apps configures the KubeOperaApp reconciler.
 	Apps app.Options
+	// GitBatchWindow is how long the Git writer waits after an app's change before it commits,
+	// so that apps of one repository reconciled one after the other share a push; 0 disables
+	// it (gitops.WithBatchWindow).
+	GitBatchWindow time.Duration
 }
 
 // DefaultOptions returns the options main.go starts from.
@@ -74,6 +79,7 @@ func DefaultOptions() Options {
 		EnableControlPlane:     true,
 		EnableApps:             true,
 		ControlPlane:           controlplane.DefaultOptions(),
+		GitBatchWindow:         gitops.DefaultBatchWindow,
 		Apps: app.Options{
 			GitCacheDir: filepath.Join(os.TempDir(), Name, "git"),
 		},
@@ -131,6 +137,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	if opts.EnableApps {
+		opts.Apps.GitOptions = append([]gitops.Option{gitops.WithBatchWindow(opts.GitBatchWindow)}, opts.Apps.GitOptions...)
 		r, err := app.NewReconciler(mgr, opts.Apps)
 		if err != nil {
 			return nil, fmt.Errorf("create KubeOperaApp reconciler: %w", err)
