@@ -59,7 +59,7 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"How long the Git writer waits after an app's change for other changes to the same repository branch, "+
 			"so that they share one commit and one push (0: no wait, only changes queued during a push are grouped).")
 	fs.DurationVar(&opts.Apps.SyncPollInterval, "app-sync-poll-interval", opts.Apps.SyncPollInterval,
-		"How often an app's Flux Kustomization is read back until it applied the pushed commit (0: 15s).")
+		"Safety-net poll of an app's Flux Kustomization until it applied the pushed commit; the vCluster's Kustomizations are watched, so a change is seen at once (0: 2m).")
 	fs.DurationVar(&opts.Apps.ResyncInterval, "app-resync-interval", opts.Apps.ResyncInterval,
 		"How often a synced app is re-verified against Git and its vCluster (0: 10m).")
 	fs.BoolVar(&opts.Apps.AllowInsecureKubeconfig, "app-allow-insecure-kubeconfig", opts.Apps.AllowInsecureKubeconfig,

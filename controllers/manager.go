@@ -19,8 +19,11 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
@@ -101,9 +104,17 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	var secretHolders []client.Object
+	if opts.EnableControlPlane {
+		secretHolders = append(secretHolders, &datasancev3.ControlPlane{})
+	}
+	if opts.EnableApps {
+		secretHolders = append(secretHolders, &kubeoperav1alpha1.KubeOperaApp{})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cacheOpts,
+		NewCache:                newScopedSecretsCache(secretHolders...),
 		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,

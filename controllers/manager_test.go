@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
@@ -44,7 +45,9 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = probe
 	opts.Apps.GitCacheDir = t.TempDir()
-	mgr, err := controllers.New(env.Config, opts)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(scopeRequests.wrap)
+	mgr, err := controllers.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,6 +69,7 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	g.Eventually(mgr.Elected(), 30*time.Second).Should(BeClosed())
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 	assertCacheScope(ctx, g, mgr.GetCache())
+	assertSecretScope(ctx, g, env.Client, mgr.GetCache())
 	// Both reconcilers are running; the manager has not stopped with an error.
 	g.Consistently(done, 2*time.Second, 100*time.Millisecond).ShouldNot(Receive())
 }
