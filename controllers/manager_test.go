@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -15,15 +14,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testenv.MustFreeAddr(t) }
 
 func TestNewRefusesToRunNothing(t *testing.T) {
 	g := NewWithT(t)

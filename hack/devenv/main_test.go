@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,24 +18,6 @@ import (
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the child's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRealClusterStartsNoSandbox: when $KUBECONFIG answers, make run's command runs the operator
 // against that cluster and starts no part of the sandbox: no child process (no API server, no
@@ -57,32 +36,27 @@ func TestRealClusterStartsNoSandbox(t *testing.T) {
 	kubeconfigFile := filepath.Join(work, "kubeconfig")
 	g.Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
 
-	bin := filepath.Join(work, "devenv")
-	build := exec.CommandContext(context.Background(), "go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(testenv.Root(), "hack", "devenv")
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	bin, err := testenv.GoBuild(t.Context(), filepath.Join("hack", "devenv"), filepath.Join(work, "devenv"))
+	g.Expect(err).NotTo(HaveOccurred())
 
-	var output syncBuffer
-	cmd := exec.CommandContext(context.Background(), bin, "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigFile)
-	cmd.Stdout, cmd.Stderr = &output, &output
-	g.Expect(cmd.Start()).To(Succeed())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p, err := testenv.StartProcess(bin, []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"},
+		filepath.Join(t.TempDir(), "devenv.log"), testenv.ProcessOptions{Dir: work, Env: append(os.Environ(), "KUBECONFIG="+kubeconfigFile)})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(p.Kill)
+	output := func() string { return p.TailLog(1 << 20) }
 
-	g.Eventually(output.String, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring("Running the operator against " + strings.TrimSuffix(cluster.Config.Host, "/")))
+	g.Eventually(output, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring("Running the operator against " + strings.TrimSuffix(cluster.Config.Host, "/")))
 	// The operator is up when its reconcilers' workers start.
-	g.Eventually(output.String, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"controller": "kubeoperaapp"`))
-	g.Expect(childrenOf(cmd.Process.Pid)).To(BeEmpty(), "make run started processes against a real cluster")
-	g.Expect(output.String()).NotTo(ContainSubstring("sandbox"))
+	g.Eventually(output, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(`"controller": "kubeoperaapp"`))
+	g.Expect(childrenOf(p.Pid())).To(BeEmpty(), "make run started processes against a real cluster")
+	g.Expect(output()).NotTo(ContainSubstring("sandbox"))
 	_, err = os.Stat(filepath.Join(work, sandboxDir))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the sandbox directory was created: %v", err)
 	err = cluster.Client.Get(context.Background(), client.ObjectKey{Name: sandbox.Namespace}, &corev1.Namespace{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the samples' namespace exists in the real cluster: %v", err)
 
-	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
-	g.Expect(cmd.Wait()).To(Succeed(), "%s", output.String())
+	g.Expect(p.Signal(syscall.SIGINT)).To(Succeed())
+	g.Expect(p.Err()).To(Succeed(), "%s", output())
 }
 
 // childrenOf lists the pids whose parent is pid.

@@ -1,7 +1,6 @@
 package apptest
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -15,16 +14,17 @@ import (
 func TestExitedSeesAnExitedController(t *testing.T) {
 	g := NewWithT(t)
 	f := &Flux{LogDir: t.TempDir()}
-	logFile, err := os.Create(filepath.Join(f.LogDir, "false.log"))
+	falseBin, err := exec.LookPath("false")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.run(exec.CommandContext(t.Context(), "false"), logFile)).To(Succeed())
-	g.Eventually(f.Exited, 10*time.Second, 10*time.Millisecond).Should(MatchError(ContainSubstring("false exited (see false.log): exit status 1")))
+	g.Expect(f.run(t.Context(), falseBin, nil, nil)).To(Succeed())
+	g.Eventually(f.Exited, 10*time.Second, 10*time.Millisecond).Should(MatchError(And(
+		ContainSubstring("false: the process exited by itself"), ContainSubstring(filepath.Join(f.LogDir, "false.log")), ContainSubstring("exit status 1"))))
 	f.Stop()
 
 	running := &Flux{LogDir: t.TempDir()}
-	logFile, err = os.Create(filepath.Join(running.LogDir, "sleep.log"))
+	sleepBin, err := exec.LookPath("sleep")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(running.run(exec.CommandContext(t.Context(), "sleep", "60"), logFile)).To(Succeed())
+	g.Expect(running.run(t.Context(), sleepBin, []string{"60"}, nil)).To(Succeed())
 	g.Consistently(running.Exited, 300*time.Millisecond, 50*time.Millisecond).Should(Succeed())
 	running.Stop()
 }

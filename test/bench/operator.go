@@ -5,14 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,98 +17,53 @@ import (
 
 // buildOperator builds the manager from main.go, as it ships, into dir.
 func buildOperator(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "kubeopera-operator")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".") //nolint:gosec // G204: the work directory of this run
-	cmd.Dir = testenv.Root()
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the operator: %w", err)
-	}
-	return bin, nil
+	return testenv.BuildManager(ctx, dir)
 }
 
 // operator is the manager running as its own process, so its memory is its own.
 type operator struct {
-	cmd      *exec.Cmd
-	log      string
-	done     chan struct{} // closed when the process has exited; err is then its exit error
-	err      error
-	stopOnce sync.Once
+	*testenv.Process
 }
 
 // startOperator runs bin against the cluster of kubeconfig, with its default options except the
 // addresses and the Git cache directory, and waits for /readyz. proxy is the HTTP proxy the
 // process reaches the Controller APIs through (see controllerNet).
 func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, extraEnv ...string) (*operator, error) {
-	port, err := freePort()
+	probe, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(workDir, "operator.log")
-	logFile, err := os.Create(logPath) //nolint:gosec // G304: the run's own directory
+	env := append(testenv.Environ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "WATCH_NAMESPACE", "KUBECONFIG"),
+		"KUBECONFIG="+kubeconfig, "HTTP_PROXY="+proxy, "http_proxy="+proxy)
+	p, err := testenv.StartProcess(bin, []string{
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
+		"--git-cache-dir=" + filepath.Join(workDir, "git"),
+	}, filepath.Join(workDir, "operator.log"), testenv.ProcessOptions{
+		Env: append(env, extraEnv...), Context: ctx, WaitDelay: 15 * time.Second,
+	})
 	if err != nil {
-		return nil, err
-	}
-	probe := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.CommandContext(ctx, bin, //nolint:gosec // G204: the binary this run built
-		"--metrics-bind-address=0", "--health-probe-bind-address="+probe,
-		"--git-cache-dir="+filepath.Join(workDir, "git"))
-	cmd.Env = append(filteredEnv(), "KUBECONFIG="+kubeconfig, "HTTP_PROXY="+proxy, "http_proxy="+proxy)
-	cmd.Env = append(cmd.Env, extraEnv...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 15 * time.Second
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	o := &operator{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		o.err = cmd.Wait()
-		_ = logFile.Close()
-		close(o.done)
-	}()
+	o := &operator{Process: p}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return o, nil
-			}
-		}
+	for testenv.Ready(ctx, probe) != nil {
 		select {
-		case <-o.done:
-			return nil, fmt.Errorf("the operator exited before it was ready (log: %s): %w", o.log, o.err)
+		case <-o.Done():
+			return nil, fmt.Errorf("the operator exited before it was ready (log: %s): %w", o.Log, o.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			o.stop()
-			return nil, fmt.Errorf("the operator was not ready within 60s; log: %s", o.log)
+			return nil, fmt.Errorf("the operator was not ready within 60s; log: %s", o.Log)
 		}
 	}
+	return o, nil
 }
 
-// filteredEnv is the benchmark's environment without proxy and namespace settings, which the
-// operator gets explicitly.
-func filteredEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch strings.ToUpper(k) {
-		case "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "WATCH_NAMESPACE", "KUBECONFIG":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-func (o *operator) pid() int { return o.cmd.Process.Pid }
+func (o *operator) pid() int { return o.Pid() }
 
 // memory returns the current and the peak resident set size of the process, in MiB.
 func (o *operator) memory() (rss, peak float64, err error) {
@@ -168,29 +119,8 @@ func (o *operator) settledRSS() (float64, error) {
 
 // stop terminates the process (SIGTERM, SIGKILL after 20 s) and waits for it; it is idempotent.
 func (o *operator) stop() {
-	if o == nil || o.cmd.Process == nil {
+	if o == nil {
 		return
 	}
-	o.stopOnce.Do(func() {
-		_ = o.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-o.done:
-		case <-time.After(20 * time.Second):
-			_ = o.cmd.Process.Kill()
-			<-o.done
-		}
-	})
-}
-
-func freePort() (int, error) {
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("not a TCP address")
-	}
-	return addr.Port, nil
+	o.Stop(syscall.SIGTERM, 20*time.Second)
 }

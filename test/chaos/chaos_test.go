@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 		err = os.WriteFile(kubeconfig, kc, 0o600)
 	}
 	if err == nil {
-		managerBin, err = BuildManager(context.Background(), dir)
+		managerBin, err = testenv.BuildManager(context.Background(), dir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,7 +129,7 @@ type trial struct {
 	fake   *fake.Server
 	dir    string
 	args   []string
-	mgr    *Manager
+	mgr    *testenv.Process
 	kills  int
 	secret *secretWatch
 }

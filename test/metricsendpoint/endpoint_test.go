@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,7 +42,7 @@ func TestSecureMetricsEndpoint(t *testing.T) {
 	ctx := t.Context()
 
 	certDir, caPool := servingCertificate(t)
-	addr := freeAddr(t)
+	addr := testenv.MustFreeAddr(t)
 	opts := controllers.DefaultOptions()
 	g.Expect(opts.MetricsSecure).To(BeTrue(), "secure is the default")
 	opts.MetricsBindAddress = addr
@@ -113,20 +112,8 @@ func TestSecureMetricsEndpoint(t *testing.T) {
 		TLSClientConfig: &tls.Config{RootCAs: caPool, MinVersion: tls.VersionTLS12},
 	}}
 	scrape := func(bearer string) (int, string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
-		if err != nil {
-			return 0, "", err
-		}
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body), err
+		code, body, err := testenv.Get(ctx, hc, "https://"+addr+"/metrics", bearer)
+		return code, string(body), err
 	}
 	status := func(bearer string) func() (int, error) {
 		return func() (int, error) {
@@ -193,14 +180,4 @@ func servingCertificate(t *testing.T) (string, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CertPEM)
 	return dir, pool
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

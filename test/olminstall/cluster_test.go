@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,7 +95,7 @@ func startCluster(t *testing.T) *cluster {
 	writeFile(t, kubeconfigPath, kubeconfig)
 	// olm-operator reads only KUBECONFIG; with CI set, OLM's validating round-tripper panics on
 	// writes of objects without its labels, so CI is removed from their environment.
-	olmEnv := append(environWithout("CI", "KUBECONFIG"), "KUBECONFIG="+kubeconfigPath)
+	olmEnv := append(testenv.Environ("CI", "KUBECONFIG"), "KUBECONFIG="+kubeconfigPath)
 	startProcess(t, dir, "olm-operator", olmEnv, filepath.Join(tools.olm, "olm"),
 		"--namespace", catalogNamespace, "--writeStatusName", "")
 	startProcess(t, dir, "catalog-operator", olmEnv, filepath.Join(tools.olm, "catalog"),
@@ -134,11 +130,11 @@ func serveCatalog(t *testing.T, dir string) string {
 	t.Helper()
 	served := filepath.Join(dir, "catalog")
 	writeServedCatalog(t, filepath.Join(testenv.Root(), "catalog"), served)
-	port := freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	port := testenv.MustFreePort(t)
+	addr := testenv.LoopbackAddr(port)
 	startProcess(t, dir, "opm-serve", os.Environ(), filepath.Join(tools.opm, "opm"), "serve", served,
 		"--port", fmt.Sprint(port), "--termination-log", filepath.Join(dir, "opm-termination.log"),
-		"--pprof-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		"--pprof-addr", testenv.MustFreeAddr(t))
 	NewWithT(t).Eventually(func() error {
 		d := net.Dialer{Timeout: time.Second}
 		conn, err := d.DialContext(t.Context(), "tcp", addr)
@@ -152,38 +148,20 @@ func serveCatalog(t *testing.T, dir string) string {
 
 // startProcess runs a binary until the test ends; its output goes to a file that is printed when
 // the test fails.
-func startProcess(t *testing.T, dir, name string, env []string, bin string, args ...string) *exec.Cmd {
+func startProcess(t *testing.T, dir, name string, env []string, bin string, args ...string) *testenv.Process {
 	t.Helper()
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
+	p, err := testenv.StartProcess(bin, args, filepath.Join(dir, name+".log"), testenv.ProcessOptions{Env: env})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
 		t.Fatalf("start %s: %v", name, err)
 	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			_ = cmd.Wait()
-			_ = logFile.Close()
-		})
-	}
 	t.Cleanup(func() {
-		stop()
+		p.Stop(syscall.SIGINT, 10*time.Second)
 		if t.Failed() || os.Getenv("OLM_TEST_LOGS") != "" {
-			data, _ := os.ReadFile(logPath)
+			data, _ := os.ReadFile(p.Log)
 			t.Logf("%s log (last 12 KiB):\n%s", name, tail(data, 12<<10))
 		}
 	})
-	return cmd
+	return p
 }
 
 func tail(b []byte, n int) []byte {
@@ -191,33 +169,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// environWithout is the process environment without the named variables.
-func environWithout(names ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		drop := false
-		for _, n := range names {
-			drop = drop || name == n
-		}
-		if !drop {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	var lc net.ListenConfig
-	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -256,7 +207,7 @@ func currentBundle(t *testing.T) *apimanifests.Bundle {
 
 // manager is the operator binary started from a Deployment's pod template.
 type manager struct {
-	cmd      *exec.Cmd
+	proc     *testenv.Process
 	probe    string
 	template corev1.PodTemplateSpec
 	user     string
@@ -294,39 +245,23 @@ func (c *cluster) startManager(t *testing.T, dep *appsv1.Deployment, name string
 	for k, v := range olmtest.ResolveEnv(t, container, dep.Spec.Template.ObjectMeta, dep.Namespace) {
 		env = append(env, k+"="+v)
 	}
-	probe := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	probe := testenv.MustFreeAddr(t)
 	args := append(append([]string{}, container.Args...),
 		"--health-probe-bind-address="+probe, "--metrics-bind-address=0",
 		"--leader-election-namespace="+dep.Namespace, "--git-cache-dir="+filepath.Join(c.dir, name+"-git"))
-	cmd := startProcess(t, c.dir, name, env, tools.manager, args...)
-	return &manager{cmd: cmd, probe: probe, template: *dep.Spec.Template.DeepCopy(),
+	proc := startProcess(t, c.dir, name, env, tools.manager, args...)
+	return &manager{proc: proc, probe: probe, template: *dep.Spec.Template.DeepCopy(),
 		user: fmt.Sprintf("system:serviceaccount:%s:%s", dep.Namespace, sa)}
 }
 
 // ready reports whether the manager answers /readyz with 200.
 func (m *manager) ready() error {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+m.probe+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz: %s", resp.Status)
-	}
-	return nil
+	return testenv.Ready(context.Background(), m.probe)
 }
 
 // stop stops the manager (a rolling update replacing the pod).
 func (m *manager) stop() {
-	if m.cmd.Process != nil {
-		_ = m.cmd.Process.Signal(os.Interrupt)
-		_ = m.cmd.Wait()
-	}
+	m.proc.Stop(syscall.SIGINT, 10*time.Second)
 }
 
 // markAvailable stands in for the deployment controller, which does not run here: once the

@@ -51,13 +51,10 @@ func reexecInNetNS() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "kubeopera-operator")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = testenv.Root()
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	bin, err := testenv.BuildManager(ctx, dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL olminstall: build the manager:", err)
 		return 1
 	}
