@@ -77,7 +77,10 @@ func (r *Reconciler) setupKustomizationWatches(mgr ctrl.Manager, b *builder.Buil
 	return b.WatchesRawSource(source.TypedChannel(w.events, &handler.TypedEnqueueRequestForObject[*kubeoperav1alpha1.KubeOperaApp]{})), nil
 }
 
-// appsOfKustomization lists the apps placed in Tenant t whose Flux Kustomization is ks.
+// appsOfKustomization lists the apps placed in Tenant t whose Flux Kustomization is ks. Apps
+// being deleted are left out: deletion removes the Kustomization itself and waits for it on its
+// own requeue (DeletePollInterval), and an event queued behind the last deletion pass would only
+// run a stale one.
 func (r *Reconciler) appsOfKustomization(ctx context.Context, t, ks types.NamespacedName) []types.NamespacedName {
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
 	if err := r.List(ctx, apps, client.InNamespace(t.Namespace), client.MatchingFields{indexTenant: t.Name}); err != nil {
@@ -87,7 +90,7 @@ func (r *Reconciler) appsOfKustomization(ctx context.Context, t, ks types.Namesp
 	var out []types.NamespacedName
 	for i := range apps.Items {
 		a := &apps.Items[i]
-		if render.FluxNamespace(a) == ks.Namespace && render.FluxName(a) == ks.Name {
+		if a.DeletionTimestamp.IsZero() && render.FluxNamespace(a) == ks.Namespace && render.FluxName(a) == ks.Name {
 			out = append(out, types.NamespacedName{Namespace: a.Namespace, Name: a.Name})
 		}
 	}
