@@ -91,6 +91,7 @@ make bench          # full run (< 15 min on 2 cores); rewrites docs/benchmarks.m
 make bench-quick    # small sizes, a few minutes; writes bin/benchmarks-quick.md
 make bench-check    # exit 1 when a figure of docs/benchmarks.json misses its goal
 go run ./test/bench -quick -only latency   # one phase: latency, scale, memory or git
+go run ./test/bench -render docs/benchmarks.json   # rewrite the .md of a stored run with the current explanations
 `+"```"+`
 
 The tools come from `+"`make envtest-assets flux-controllers git-cli`"+` (the bench targets depend on them).
