@@ -127,7 +127,7 @@ func assertSecretScope(ctx context.Context, g Gomega, c client.Client, mgrCache 
 	g.Eventually(func(g Gomega) {
 		before := scopeRequests.count("GET /api/v1/namespaces/" + appNS + "/secrets/git")
 		g.Expect(mgrCache.Get(ctx, client.ObjectKey{Namespace: appNS, Name: "git"}, meta)).To(Succeed())
-		g.Expect(scopeRequests.count("GET /api/v1/namespaces/" + appNS + "/secrets/git")).To(Equal(before),
+		g.Expect(scopeRequests.count("GET /api/v1/namespaces/"+appNS+"/secrets/git")).To(Equal(before),
 			"a Secret of a watched namespace was read from the API server")
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	g.Expect(meta.UID).NotTo(BeEmpty())

@@ -147,9 +147,13 @@ func knownCause(id string) string {
 			"Secrets watched only in namespaces that hold a ControlPlane or an app), so what differs is the Go " +
 			"heap's growth between two settled readings of an otherwise idle process, not a cache."
 	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".pushes"):
-		return "The Git writer groups only the changes that are waiting while a push is in flight, so apps that " +
-			"arrive one by one (16 workers, spread over repositories) get a commit each; a short batching window " +
-			"in internal/gitops would trade a little latency for fewer pushes."
+		return "The Git writer groups the changes of one repository branch that arrive within --git-batch-window " +
+			"(200 ms) of the oldest or while a push is in flight, but an app's reconcile holds its worker until its " +
+			"push is done, so at most --app-max-concurrent-reconciles (16) changes wait at once: spread round-robin " +
+			"over 20 repositories that is less than one per repository, and most apps still get a push of their own. " +
+			"Fewer pushes there need a reconciler that does not hold its worker while its push is pending (a requeue " +
+			"when the writer reports the commit) or many more workers; that is a change of controllers/app, left for " +
+			"a follow-up."
 	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".wall"):
 		return "The wall time follows the number of pushes (see the pushes row): each push is a fetch, a commit " +
 			"and a push round trip, where the floor pushes each repository once."
