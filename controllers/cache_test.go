@@ -2,6 +2,9 @@ package controllers_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 )
 
 // cacheScopeObjects creates, before the manager starts, what assertCacheScope looks for: an
@@ -52,4 +56,79 @@ func assertCacheScope(ctx context.Context, g Gomega, c cache.Cache) {
 	g.Expect(meta.Labels).To(BeEmpty())
 	g.Expect(meta.Annotations).To(BeEmpty())
 	g.Expect(meta.ManagedFields).To(BeEmpty())
+}
+
+// scopeRequests counts the manager's requests by "<METHOD> <path>?<query>".
+var scopeRequests = &requestLog{}
+
+type requestLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.seen = append(l.seen, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
+		l.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// count is the number of requests whose "<METHOD> <path>?<query>" starts with prefix and
+// contains every one of parts.
+func (l *requestLog) count(prefix string, parts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+next:
+	for _, r := range l.seen {
+		if !strings.HasPrefix(r, prefix) {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(r, p) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// assertSecretScope: Secrets are never listed or watched cluster-wide, nor in a namespace that
+// holds no ControlPlane or app (scopeNS: the user Secret above was read from the API server);
+// once an app appears in a namespace, that namespace's Secrets are watched and read from the
+// cache (no further request).
+func assertSecretScope(ctx context.Context, g Gomega, c client.Client, mgrCache cache.Cache) {
+	g.Expect(scopeRequests.count("GET /api/v1/secrets")).To(BeZero(), "Secrets listed or watched cluster-wide")
+	g.Expect(scopeRequests.count("GET /api/v1/namespaces/"+scopeNS+"/secrets?")).To(BeZero(),
+		"Secrets of a namespace without ControlPlanes or apps listed or watched")
+
+	const appNS = "cache-scope-apps"
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})).To(Succeed())
+	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "git"},
+		Data: map[string][]byte{"password": []byte("p")}})).To(Succeed())
+	g.Expect(c.Create(ctx, apptest.App(appNS, "a", "cs", "https://git.example.com/apps.git"))).To(Succeed())
+	g.Eventually(func() int {
+		return scopeRequests.count("GET /api/v1/namespaces/"+appNS+"/secrets?", "watch=true")
+	}, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 1), "the app's namespace is not watched")
+
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	g.Eventually(func() error {
+		return mgrCache.Get(ctx, client.ObjectKey{Namespace: appNS, Name: "git"}, meta)
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	// Once the namespace's informer synced, a read costs no request.
+	g.Eventually(func(g Gomega) {
+		before := scopeRequests.count("GET /api/v1/namespaces/" + appNS + "/secrets/git")
+		g.Expect(mgrCache.Get(ctx, client.ObjectKey{Namespace: appNS, Name: "git"}, meta)).To(Succeed())
+		g.Expect(scopeRequests.count("GET /api/v1/namespaces/"+appNS+"/secrets/git")).To(Equal(before),
+			"a Secret of a watched namespace was read from the API server")
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(meta.UID).NotTo(BeEmpty())
 }

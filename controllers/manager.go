@@ -19,10 +19,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 )
 
 // Name is the project's one name: module, binary, OLM package, app.kubernetes.io/name label.
@@ -63,6 +67,10 @@ type Options struct {
 	ControlPlane controlplane.Options
 	// Apps configures the KubeOperaApp reconciler.
 	Apps app.Options
+	// GitBatchWindow is how long the Git writer waits after an app's change before it commits,
+	// so that apps of one repository reconciled one after the other share a push; 0 disables
+	// it (gitops.WithBatchWindow).
+	GitBatchWindow time.Duration
 }
 
 // DefaultOptions returns the options main.go starts from.
@@ -74,6 +82,7 @@ func DefaultOptions() Options {
 		EnableControlPlane:     true,
 		EnableApps:             true,
 		ControlPlane:           controlplane.DefaultOptions(),
+		GitBatchWindow:         gitops.DefaultBatchWindow,
 		Apps: app.Options{
 			GitCacheDir: filepath.Join(os.TempDir(), Name, "git"),
 		},
@@ -95,9 +104,17 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	var secretHolders []client.Object
+	if opts.EnableControlPlane {
+		secretHolders = append(secretHolders, &datasancev3.ControlPlane{})
+	}
+	if opts.EnableApps {
+		secretHolders = append(secretHolders, &kubeoperav1alpha1.KubeOperaApp{})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cacheOpts,
+		NewCache:                newScopedSecretsCache(secretHolders...),
 		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
@@ -131,6 +148,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	if opts.EnableApps {
+		opts.Apps.GitOptions = append([]gitops.Option{gitops.WithBatchWindow(opts.GitBatchWindow)}, opts.Apps.GitOptions...)
 		r, err := app.NewReconciler(mgr, opts.Apps)
 		if err != nil {
 			return nil, fmt.Errorf("create KubeOperaApp reconciler: %w", err)

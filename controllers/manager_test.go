@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
@@ -35,7 +36,9 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = probe
 	opts.Apps.GitCacheDir = t.TempDir()
-	mgr, err := controllers.New(env.MustManagerConfig(t, "manager"), opts) // the bundle's RBAC, AllNamespaces
+	cfg := rest.CopyConfig(env.MustManagerConfig(t, "manager")) // the bundle's RBAC, AllNamespaces
+	cfg.Wrap(scopeRequests.wrap)
+	mgr, err := controllers.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,6 +60,7 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	g.Eventually(mgr.Elected(), 30*time.Second).Should(BeClosed())
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 	assertCacheScope(ctx, g, mgr.GetCache())
+	assertSecretScope(ctx, g, env.Client, mgr.GetCache())
 	// Both reconcilers are running; the manager has not stopped with an error.
 	g.Consistently(done, 2*time.Second, 100*time.Millisecond).ShouldNot(Receive())
 }

@@ -38,6 +38,8 @@ type Reconciler struct {
 	clients   *tenant.Clients
 	tenantAPI *tenantAPI
 	repoUsers *repoUsers
+	// kustomizations watches the Kustomizations in each vCluster (tenantwatch.go).
+	kustomizations *kustomizationWatches
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.

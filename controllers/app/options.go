@@ -22,9 +22,10 @@ const (
 	DefaultRetryBase = 30 * time.Second
 	// DefaultRetryMax caps the failure backoff.
 	DefaultRetryMax = 10 * time.Minute
-	// DefaultSyncPollInterval is the requeue while Flux has not applied the pushed commit yet:
-	// the operator does not watch the vCluster, so it reads the Kustomization back this often.
-	DefaultSyncPollInterval = 15 * time.Second
+	// DefaultSyncPollInterval is the requeue while Flux has not applied the pushed commit yet.
+	// The Kustomization watch (tenantwatch.go) brings the app back as soon as Flux reports;
+	// this poll is only the safety net for a vCluster that cannot be watched.
+	DefaultSyncPollInterval = 2 * time.Minute
 	// DefaultResyncInterval is the requeue once the app is Synced: the Kustomization is read
 	// back and the Git folder re-verified (external edits are repaired) this often.
 	DefaultResyncInterval = 10 * time.Minute

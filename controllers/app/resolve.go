@@ -127,7 +127,9 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		return nil, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
 	}
 	version := tenant.SecretVersion{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Key: key}
-	return r.clients.Get(types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, version, func() (*rest.Config, error) {
+	tenantKey := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	var built *rest.Config
+	vc, err := r.clients.Get(tenantKey, version, func() (*rest.Config, error) {
 		secret := &corev1.Secret{}
 		if err := r.apiReader.Get(ctx, secretKey, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -151,8 +153,13 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		if err := r.checkVClusterServer(cfg.Host); err != nil {
 			return nil, fmt.Errorf("kubeconfig Secret %s: %w", secretKey, err)
 		}
+		built = cfg
 		return cfg, nil
 	})
+	if err == nil && built != nil {
+		r.kustomizations.watch(tenantKey, version, built)
+	}
+	return vc, err
 }
 
 func findCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {

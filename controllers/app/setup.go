@@ -57,6 +57,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			RateLimiter:             newRateLimiter(r.Options),
 		}).
 		Named("kubeoperaapp")
+	b, err := r.setupKustomizationWatches(mgr, b)
+	if err != nil {
+		return fmt.Errorf("watch vCluster Kustomizations: %w", err)
+	}
 
 	served, err := r.tenantAPI.served()
 	if err != nil {

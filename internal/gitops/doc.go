@@ -28,9 +28,13 @@
 // 100; only changes with the same credentials share a batch), writes them all
 // to the worktree and makes one commit and one push. Changes queued while a
 // push is in flight therefore form the next batch: under load, reconciles of
-// many apps in one repository cost a handful of commits instead of one each,
-// and no fixed delay is ever added to collect them. Every caller in a batch
-// receives the commit that contains its change.
+// many apps in one repository cost a handful of commits instead of one each.
+// WithBatchWindow (the manager's --git-batch-window, 200ms) adds a batching
+// window: a batch starts only once its oldest change waited that long, or
+// when it is full, so changes arriving one after the other also share a
+// push; a change that already waited behind a push adds no wait. Without the
+// option no delay is added. Every caller in a batch receives the commit that
+// contains its change.
 //
 // # Freshness and determinism
 //

@@ -23,6 +23,10 @@ const (
 	DefaultMaxBatch = 100
 	// DefaultTimeout bounds one batch: sync, commit and every push attempt.
 	DefaultTimeout = 2 * time.Minute
+	// DefaultBatchWindow is the batching window the manager uses (--git-batch-window); a
+	// Writer without WithBatchWindow has none. docs/benchmarks.md records the measurements it
+	// was chosen from.
+	DefaultBatchWindow = 200 * time.Millisecond
 )
 
 // DefaultBackoff is the retry policy for pushes rejected because the remote
@@ -64,6 +68,10 @@ type options struct {
 	maxRepoSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
+	// batchWindow is how long a batch waits after its oldest change was queued (0: none).
+	batchWindow time.Duration
+	// after starts the window's timer; time.After unless a test gates it.
+	after func(time.Duration) <-chan time.Time
 }
 
 // WithAuthor sets the commit author and committer.
@@ -116,6 +124,16 @@ func WithOnQueued(f func()) Option {
 	return func(o *options) { o.onQueued = f }
 }
 
+// WithBatchWindow makes a batch wait until d after its oldest change was
+// queued before it is written, so that changes arriving one after the other
+// (reconciles of many apps of one repository) share one commit and one push.
+// A batch starts at once when it is full (WithMaxBatch) or when its oldest
+// change already waited d (behind a push in flight). 0, the default, adds no
+// wait: only the changes queued during a push are grouped.
+func WithBatchWindow(d time.Duration) Option {
+	return func(o *options) { o.batchWindow = max(d, 0) }
+}
+
 // Writer commits and pushes application folders to Git repositories. Create
 // one per manager with NewWriter and share it between reconcilers; it is safe
 // for concurrent use. See the package documentation for the layout, the
@@ -138,6 +156,7 @@ func NewWriter(cacheDir string, opts ...Option) *Writer {
 		backoff:     DefaultBackoff,
 		maxBatch:    DefaultMaxBatch,
 		timeout:     DefaultTimeout,
+		after:       time.After,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -161,6 +180,9 @@ type repoState struct {
 	mu      sync.Mutex
 	pending []*request
 	running bool
+	// full wakes a drain waiting out the batching window when the queue
+	// holds a full batch (capacity 1, never blocks the sender).
+	full chan struct{}
 
 	// work is held while the clone is in use, so Forget never deletes it
 	// under a running batch. It also guards owners.
@@ -177,6 +199,7 @@ type request struct {
 	auth   Auth
 	change Change
 	done   chan struct{}
+	queued time.Time
 
 	// Written by the batch goroutine before done is closed.
 	changed bool
@@ -213,7 +236,7 @@ func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, e
 	if !change.Delete {
 		change.Files[OwnerFile] = change.Owner.marker()
 	}
-	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{})}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), queued: time.Now()}
 	st := w.state(repo)
 	defer w.unref(st)
 	w.enqueue(st, req)
@@ -251,7 +274,7 @@ func (w *Writer) state(repo Repo) *repoState {
 	defer w.mu.Unlock()
 	st, ok := w.repos[name]
 	if !ok {
-		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name)}
+		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name), full: make(chan struct{}, 1)}
 		w.repos[name] = st
 		metrics.SetGitClones(len(w.repos))
 	}
@@ -311,12 +334,19 @@ func cloneDirName(url, branch string) string {
 
 // enqueue adds req to the queue and starts the queue's goroutine when none
 // runs. The goroutine drains the queue in batches and exits when it is empty,
-// so requests that arrive during a push form the next batch.
+// so requests that arrive during a push (or the batching window) form the
+// next batch.
 func (w *Writer) enqueue(st *repoState, req *request) {
 	st.mu.Lock()
 	st.pending = append(st.pending, req)
 	start := !st.running
 	st.running = true
+	if len(st.pending) >= w.opts.maxBatch {
+		select {
+		case st.full <- struct{}{}:
+		default:
+		}
+	}
 	st.mu.Unlock()
 
 	if w.opts.onQueued != nil {
@@ -329,6 +359,7 @@ func (w *Writer) enqueue(st *repoState, req *request) {
 
 func (w *Writer) drain(st *repoState) {
 	for {
+		w.awaitWindow(st)
 		st.mu.Lock()
 		batch := st.takeBatch(w.opts.maxBatch)
 		if len(batch) == 0 {
@@ -338,6 +369,35 @@ func (w *Writer) drain(st *repoState) {
 		}
 		st.mu.Unlock()
 		w.process(st, batch)
+	}
+}
+
+// awaitWindow waits until the batching window of the oldest queued change
+// has passed, or the queue holds a full batch. It returns at once without a
+// window, with an empty queue, or when the oldest change waited long enough
+// already (behind the previous push).
+func (w *Writer) awaitWindow(st *repoState) {
+	if w.opts.batchWindow <= 0 {
+		return
+	}
+	st.mu.Lock()
+	// A stale wake-up of an earlier full queue must not cut this window short.
+	select {
+	case <-st.full:
+	default:
+	}
+	if len(st.pending) == 0 || len(st.pending) >= w.opts.maxBatch {
+		st.mu.Unlock()
+		return
+	}
+	wait := w.opts.batchWindow - time.Since(st.pending[0].queued)
+	st.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	select {
+	case <-w.opts.after(wait):
+	case <-st.full:
 	}
 }
 

@@ -48,11 +48,20 @@ func main() {
 	quickMode := flag.Bool("quick", false, "small sizes (a few minutes): for development; writes -out-quick, not docs/")
 	out := flag.String("out", filepath.Join(testenv.Root(), "docs", "benchmarks.md"), "where a full run writes the table (and the .json beside it)")
 	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
+	renderFile := flag.String("render", "", "rewrite the .md beside a stored run (a .json written by this command) with the current explanations, without measuring")
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
 	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
+	flag.BoolVar(&keepWork, "keep", false, "keep the work directory (each phase's operator.log) instead of deleting it")
 	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
 	flag.Parse()
 
+	if *renderFile != "" {
+		if err := rerender(*renderFile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if *checkFile != "" {
 		missed, err := check(*checkFile)
 		if err != nil {
@@ -103,6 +112,9 @@ func main() {
 
 // operatorBin, when set, replaces the build of main.go.
 var operatorBin string
+
+// keepWork keeps the run's work directory.
+var keepWork bool
 
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))

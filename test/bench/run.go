@@ -37,7 +37,13 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { _ = os.RemoveAll(work) }()
+	defer func() {
+		if keepWork {
+			progress("kept the work directory (operator logs): %s", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	}()
 	b := &bench{m: m, work: work}
 	if b.flux, err = apptest.FluxDir(); err != nil {
 		return Result{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -141,6 +142,21 @@ func writeJSON(path string, r Result) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// rerender rewrites the Markdown document beside a stored result (same name, .md) from that
+// result: the figures are the stored ones; the explanations of missed goals are the current.
+func rerender(path string) error {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the results file named on the command line
+	if err != nil {
+		return err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	md := strings.TrimSuffix(path, filepath.Ext(path)) + ".md"
+	return os.WriteFile(md, []byte(document(r)), 0o600)
 }
 
 // check compares a stored result with the goals: it prints every missed goal and returns how
