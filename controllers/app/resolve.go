@@ -84,6 +84,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 		// The Tenant the app was placed in is gone: so is its vCluster; drop its client.
 		if pinned := s.app.Status.Tenant; pinned != nil {
 			r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
+			r.kustomizations.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
 		}
 		return retry(cond, kubeoperav1alpha1.ReasonTenantNotFound, err)
 	case errors.Is(err, tenant.ErrNotReady):

@@ -27,6 +27,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
@@ -160,17 +161,18 @@ func benchApp(ns, name, repoURL string) *kubeoperav1alpha1.KubeOperaApp {
 	})
 }
 
-// expectedFiles are the repository paths of an app's manifests.
+// expectedFiles are the repository paths of an app's folder: its manifests and the Git writer's
+// ownership marker (gitops.OwnerFile).
 func expectedFiles(app *kubeoperav1alpha1.KubeOperaApp) ([]string, error) {
 	files, err := render.Manifests(app)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(files))
+	out := make([]string, 0, len(files)+1)
 	for name := range files {
 		out = append(out, path.Join(render.Path(app), name))
 	}
-	return out, nil
+	return append(out, path.Join(render.Path(app), gitops.OwnerFile)), nil
 }
 
 // repoComplete reports how many of want are missing at the head of repo, and how many files

@@ -44,6 +44,17 @@ type cloud struct {
 }
 
 func startCloud(ctx context.Context, cfg *rest.Config, net *controllerNet) (*cloud, error) {
+	return runCloud(ctx, cfg, net, true)
+}
+
+// startTenantWorkloads plays only the deployment and statefulset controllers, for a vCluster's
+// API server: Flux's health checks (the Kustomization's wait) read the applied Deployment's
+// status there, which envtest has no controller to write.
+func startTenantWorkloads(ctx context.Context, cfg *rest.Config) (*cloud, error) {
+	return runCloud(ctx, cfg, nil, false)
+}
+
+func runCloud(ctx context.Context, cfg *rest.Config, net *controllerNet, host bool) (*cloud, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
@@ -64,10 +75,12 @@ func startCloud(ctx context.Context, cfg *rest.Config, net *controllerNet) (*clo
 		}()
 	}
 	handlers := map[client.Object]func(any){
-		&corev1.Service{}:           cl.onService,
-		&appsv1.Deployment{}:        cl.onDeployment,
-		&appsv1.StatefulSet{}:       cl.onStatefulSet,
-		&datasancev3.ControlPlane{}: cl.onControlPlane,
+		&appsv1.Deployment{}:  cl.onDeployment,
+		&appsv1.StatefulSet{}: cl.onStatefulSet,
+	}
+	if host {
+		handlers[&corev1.Service{}] = cl.onService
+		handlers[&datasancev3.ControlPlane{}] = cl.onControlPlane
 	}
 	for obj, h := range handlers {
 		inf, err := ca.GetInformer(ctx, obj)

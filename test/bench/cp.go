@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
@@ -182,7 +183,7 @@ func scaleFloor(ctx context.Context, h *cluster, prefix string, n int) (create, 
 		}
 		objs = append(objs, controlPlane(dst))
 		for _, list := range ownedKinds() {
-			if err := h.Client.List(ctx, list, client.InNamespace(src), client.MatchingLabels{"app.kubernetes.io/managed-by": "kubeopera-operator"}); err != nil {
+			if err := h.Client.List(ctx, list, client.InNamespace(src), client.MatchingLabels(controlplane.OwnedLabels())); err != nil {
 				return 0, 0, 0, err
 			}
 			items, err := metaItems(list)

@@ -195,6 +195,11 @@ func (b *bench) latencyAndSteadyState(ctx context.Context) error {
 		return err
 	}
 	defer flux.Stop() // before the tenant API server stops (deferred earlier, runs later)
+	wctx, stopWorkloads := context.WithCancel(ctx)
+	defer stopWorkloads()
+	if _, err := startTenantWorkloads(wctx, tenant.Config); err != nil {
+		return err
+	}
 
 	// P1 floor, then ControlPlanes.
 	rtt, err := watchRoundTrip(ctx, e.host, b.m.runs)
