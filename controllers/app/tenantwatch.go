@@ -2,13 +2,16 @@ package app
 
 import (
 	"context"
+	"net"
 	"sync"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -160,8 +163,22 @@ func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, 
 	// The cache's requests must not be cut by the per-request timeout of the reconciler's
 	// client: a watch is one long request.
 	cfg.Timeout = 0
+	// A transport of its own (a dialer of its own keeps client-go's TLS cache from sharing one)
+	// whose connections are all closed when the watch stops, idle or not (a watch stream that
+	// ended a moment ago may not count as idle yet): a dropped Tenant keeps no connection of the
+	// operator open (internal/tenant.Clients closes its clients' idle connections likewise).
+	conns := &trackedDialer{d: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, open: map[net.Conn]struct{}{}}
+	defer conns.closeAll()
+	cfg.Dial = conns.DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled")
+		return
+	}
+	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	c, err := cache.New(cfg, cache.Options{
-		Scheme: w.scheme,
+		HTTPClient: hc,
+		Scheme:     w.scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&kustomizev1.Kustomization{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
 		},
@@ -225,4 +242,51 @@ func kustomizationChanged(oldObj, newObj any) bool {
 // tests use it to prove a watch stops with its client.
 func (r *Reconciler) WatchesKustomizations(namespace, name string) bool {
 	return r.kustomizations.watching(types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// trackedDialer dials with d and remembers the connections still open, so that closeAll can
+// end them when their only user (one Tenant's Kustomization watch) stops.
+type trackedDialer struct {
+	d    *net.Dialer
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+}
+
+func (t *trackedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := t.d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, owner: t}
+	t.mu.Lock()
+	t.open[tc] = struct{}{}
+	t.mu.Unlock()
+	return tc, nil
+}
+
+func (t *trackedDialer) closeAll() {
+	t.mu.Lock()
+	open := make([]net.Conn, 0, len(t.open))
+	for c := range t.open {
+		open = append(open, c)
+	}
+	t.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	owner *trackedDialer
+	once  sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.owner.mu.Lock()
+		delete(c.owner.open, c)
+		c.owner.mu.Unlock()
+	})
+	return c.Conn.Close()
 }

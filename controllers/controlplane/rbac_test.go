@@ -46,6 +46,8 @@ var rbacUnusedHere = map[string]string{
 	"update coordination.k8s.io/leases":           escalation,
 	"watch coordination.k8s.io/leases":            escalation,
 	"patch events.k8s.io/events":                  "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
+	"delete /secrets": "deleteOwned removes the vault credentials Secret when the spec drops its vault block " +
+		"(certificates are renewed in place, never deleted); no test of this suite drops one",
 	"delete networking.k8s.io/ingresses": "deleteOwned removes the Controller Ingress when the ControlPlane leaves " +
 		"Ingress mode; no test of this suite switches it off",
 }

@@ -144,11 +144,12 @@ func knownCause(id string) string {
 			"on controllers/app and controllers/controlplane addresses it."
 	case id == "P1.app.synced", id == "latency":
 		return "In the run of 2026-12-01 13:21 kustomize-controller's health check timed out on every app's " +
-			"Deployment in the vCluster (\"timeout waiting for: [Deployment/lat-00/lat-00 status: 'InProgress']\"), " +
-			"so Flux reported no applied revision and neither the figure nor its floor could be measured: the " +
-			"harness's stand-in for the vCluster's deployment controller did not report the Deployment available " +
-			"(to be investigated in test/bench). The operator side (the Kustomization watch that replaced the 15 s " +
-			"read-back) is covered by controllers/app TestKustomizationStatusChangeEnqueuesTheApp."
+			"Deployment in the vCluster, so neither the figure nor its floor was measured: the harness played the " +
+			"deployment controller only on the host, and the Kustomization's wait (health checks) needs the " +
+			"Deployment's status in the vCluster too. The harness now runs that stand-in in the vCluster as well " +
+			"(test/bench cloud.go startTenantWorkloads); the figure awaits the next full run. The operator side " +
+			"(the Kustomization watch that replaced the 15 s read-back) is covered by controllers/app " +
+			"TestKustomizationStatusChangeEnqueuesTheApp."
 	case strings.HasPrefix(id, "P3.rss-") && id != "P3.rss-unrelated":
 		return "With GODEBUG=gctrace=1 the operator's live heap peaked at 49 MB during 100 ControlPlanes and the " +
 			"heap at a collection at 90 MB (GOGC=100 lets it grow to twice the live heap); the rest is the runtime " +
@@ -177,15 +178,15 @@ func knownCause(id string) string {
 		return "The wall time follows the number of pushes (see the pushes row): each push is a fetch, a commit " +
 			"and a push round trip, where the floor pushes each repository once."
 	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".files"):
-		return "0 files were lost; exactly one stray file per app, in the run of 2026-12-01 13:21 and not in the one " +
-			"of 10:17, points at the harness's expected set (render.Manifests) no longer matching what the operator " +
-			"writes into an app folder (e.g. a file the renderer or the writer adds), not at a lost or duplicated " +
-			"change; to be checked in test/bench before this figure is read as a failure."
+		return "0 files were lost; the one stray file per app of the run of 2026-12-01 13:21 is the Git writer's " +
+			"ownership marker (gitops.OwnerFile), which the harness's expected set did not list; it does now " +
+			"(test/bench apps.go expectedFiles), and the floor pushes the same files. Awaits the next full run."
 	case strings.HasPrefix(id, "P3.cp"):
-		return "The floor of the run of 2026-12-01 13:21 is broken, not the operator slow: it found 0 RSA keys and " +
-			"created the objects in 0.1-0.5 s (18-73 s of keys and 3-17 s of objects at 10:17), so the harness no " +
-			"longer reads back the objects the operator created (to be fixed in test/bench); the wall time itself " +
-			"fell from 108 s to 48 s at 100 ControlPlanes."
+		return "The floor of the run of 2026-12-01 13:21 was broken, not the operator slow: it selected the " +
+			"operator's objects by the label managed-by=kubeopera-operator, which the operands no longer carry " +
+			"(they carry the upstream iofog-operator value), so it found no object and no RSA key. It now selects " +
+			"them by controlplane.OwnedLabels; the ratio awaits the next full run. The wall time itself fell from " +
+			"108 s to 48 s at 100 ControlPlanes."
 	}
 	return ""
 }

@@ -204,7 +204,7 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	defer tr.stop()
 
 	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	tr.secret = watchKeySecrets(ctx, ns, createCredentialSecrets(ctx, g, cp, password)...)
+	tr.secret = watchKeySecrets(ctx, ns, createCredentialSecrets(ctx, g, host.Client, cp, password)...)
 	defer tr.secret.stop()
 
 	// Phase 1: first install, NATS on.
@@ -347,7 +347,7 @@ func sampleControlPlane(g Gomega, ns string) *datasancev3.ControlPlane {
 // createCredentialSecrets creates the Secrets the ControlPlane's credential references name (the
 // bootstrap password the fake accepts; any value for the others, which the fake never checks)
 // and returns their names.
-func createCredentialSecrets(ctx context.Context, g Gomega, cp *datasancev3.ControlPlane, password string) []string {
+func createCredentialSecrets(ctx context.Context, g Gomega, c client.Client, cp *datasancev3.ControlPlane, password string) []string {
 	data := map[string]map[string][]byte{}
 	var names []string
 	for _, r := range cp.Spec.CredentialRefs() {
@@ -362,7 +362,7 @@ func createCredentialSecrets(ctx context.Context, g Gomega, cp *datasancev3.Cont
 		data[r.Ref.Name][r.Ref.Key] = []byte(value)
 	}
 	for _, name := range names {
-		g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		g.Expect(c.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: name}, Data: data[name],
 		})).To(Succeed())
 	}

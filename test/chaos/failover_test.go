@@ -50,7 +50,7 @@ func TestFailover(t *testing.T) {
 		"--leader-elect-retry-period=" + failoverRetry.String(),
 	}
 	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	credentialSecrets := createCredentialSecrets(ctx, g, cp, password)
+	credentialSecrets := createCredentialSecrets(ctx, g, host.Client, cp, password)
 
 	holder := func() string {
 		l := &coordinationv1.Lease{}

@@ -171,9 +171,18 @@ func TestSandbox(t *testing.T) {
 	// A ControlPlane whose Controller Service is a LoadBalancer is checked through that address
 	// (docs/controlplane.md#controller-reconcile-steps step 6): the fake Controller answers there too, so it becomes ready.
 	g.Expect(host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}})).To(Succeed())
-	bootstrap := &corev1.Secret{}
-	g.Expect(host.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: "controller-bootstrap"}, bootstrap)).To(Succeed())
-	g.Expect(host.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: bootstrap.Name}, Data: bootstrap.Data})).To(Succeed())
+	// The credential Secrets the sample references (bootstrap password, database password).
+	copied := map[string]bool{}
+	for _, r := range cp.Spec.CredentialRefs() {
+		if copied[r.Ref.Name] {
+			continue
+		}
+		copied[r.Ref.Name] = true
+		src := &corev1.Secret{}
+		g.Expect(host.Get(ctx, client.ObjectKey{Namespace: sandbox.Namespace, Name: r.Ref.Name}, src)).To(Succeed())
+		g.Expect(host.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: src.Name}, Data: src.Data})).To(Succeed())
+	}
+	g.Expect(copied).To(HaveKey("controller-bootstrap"))
 	edge := &datasancev3.ControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "edge", Name: "edge"}, Spec: *cp.Spec.DeepCopy()}
 	edge.Spec.Services.Controller = nil // LoadBalancer
 	edge.Spec.Ingresses.Controller = nil
