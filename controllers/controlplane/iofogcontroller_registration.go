@@ -96,11 +96,7 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 // (NATS only, docs/controlplane.md#hub-registration-and-ca-import) and the CAs to import. It requeues while the router LoadBalancer has no
 // address, and fails when a non-LoadBalancer router has no ingress address.
 func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
-	svc := &corev1.Service{}
-	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
-		return registration{}, result{}, err
-	}
-	host, res, err := routerAddress(s.spec, svc)
+	host, res, err := s.routerAddress(ctx)
 	if err != nil || !res.isContinue() {
 		return registration{}, res, err
 	}

@@ -14,8 +14,18 @@ import (
 // natsExternalAddress is the external NATS address (docs/controlplane.md#external-nats-address): the load-balancer address of
 // Service nats when its (defaulted) type is LoadBalancer — waiting reports that it has none
 // yet — else ingresses.nats.address, else "". It is used for the server certificates' SANs,
-// leafnodes.advertise and the hub registration.
+// leafnodes.advertise and the hub registration. It is observed once per pass and kept in the
+// scope, so the NATS component and the hub registration use the same address.
 func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
+	if o := s.observed.nats; o != nil {
+		return o.address, o.waiting, o.err
+	}
+	address, waiting, err = observeNatsExternalAddress(ctx, s)
+	s.observed.nats = &natsObservation{address: address, waiting: waiting, err: err}
+	return address, waiting, err
+}
+
+func observeNatsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
 	if datasancev3.ServiceType(s.spec.Services.Nats) == corev1.ServiceTypeLoadBalancer {
 		var svc corev1.Service
 		if found, err := s.getExisting(ctx, resources.NatsServiceName, &svc); err != nil || !found {

@@ -34,7 +34,7 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		return result{}, err
 	}
 
-	address, res, err := routerAddress(s.spec, svc)
+	address, res, err := s.observeRouterAddress(svc)
 	s.cp.Status.Router.Address = address
 	if err != nil || !res.isContinue() {
 		return res, err

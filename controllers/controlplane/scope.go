@@ -1,8 +1,10 @@
 package controlplane
 
 import (
+	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -38,6 +40,49 @@ type scope struct {
 	announced map[string]bool
 	// creds are the pass's resolved credential references (credentials.go).
 	creds resolvedCredentials
+	// observed holds what the pass learned once and several components use.
+	observed observations
+}
+
+// observations are the facts of one pass that more than one component needs, observed once:
+// the router address (router component, Controller registration) and the external NATS
+// address (NATS component, hub registration). Nil: not observed yet in this pass.
+type observations struct {
+	router *routerObservation
+	nats   *natsObservation
+}
+
+type routerObservation struct {
+	address string
+	res     result
+	err     error
+}
+
+type natsObservation struct {
+	address string
+	waiting bool
+	err     error
+}
+
+// observeRouterAddress computes the router address from the router Service (routerAddress)
+// and keeps it for the rest of the pass.
+func (s *scope) observeRouterAddress(svc *corev1.Service) (string, result, error) {
+	address, res, err := routerAddress(s.spec, svc)
+	s.observed.router = &routerObservation{address: address, res: res, err: err}
+	return address, res, err
+}
+
+// routerAddress is the router address of this pass: as the router component observed it, or,
+// when that component ended before, from the router Service read now.
+func (s *scope) routerAddress(ctx context.Context) (string, result, error) {
+	if o := s.observed.router; o != nil {
+		return o.address, o.res, o.err
+	}
+	svc := &corev1.Service{}
+	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
+		return "", result{}, err
+	}
+	return s.observeRouterAddress(svc)
 }
 
 // newScope builds the scope of one pass.
