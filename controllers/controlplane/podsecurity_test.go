@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -29,15 +28,9 @@ func TestOperandPodsAreRestricted(t *testing.T) {
 		t.Skip("envtest is not started under -short")
 	}
 	g := NewWithT(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "restricted-",
-		Labels:       map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"},
-	}}
-	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
-	admit := func(tpl corev1.PodTemplateSpec) error {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns.Name, Labels: tpl.Labels}, Spec: tpl.Spec}
-		return env.Client.Create(t.Context(), pod, client.DryRunAll)
-	}
+	nsName, err := env.RestrictedNamespace(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	admit := func(tpl corev1.PodTemplateSpec) error { return env.AdmitPod(t.Context(), nsName, tpl) }
 
 	// The negative control: the namespace enforces, so the cases below can fail.
 	g.Expect(apierrors.IsForbidden(admit(corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -48,13 +41,13 @@ func TestOperandPodsAreRestricted(t *testing.T) {
 	urls := resources.ControllerURLs{PublicURL: "https://controller.example.com", ConsoleURL: "https://controller.example.com"}
 	specs := map[string]*datasancev3.ControlPlane{
 		"defaults (SQLite, NATS and JetStream on)": {
-			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: ns.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: nsName},
 			Spec: datasancev3.ControlPlaneSpec{
 				Auth: datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "x"}},
 			},
 		},
 		"external database, HTTPS, pull Secret, JetStream sized": {
-			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: ns.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: nsName},
 			Spec: datasancev3.ControlPlaneSpec{
 				Auth:       datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "x"}},
 				Database:   datasancev3.Database{Provider: "postgres", Host: "db", Port: 5432},

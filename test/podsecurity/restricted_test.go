@@ -48,21 +48,16 @@ func TestMain(m *testing.M) {
 // restrictedNamespace creates a namespace that enforces the restricted standard.
 func restrictedNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "restricted-",
-		Labels:       map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
-	}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	ns, err := env.RestrictedNamespace(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ns.Name
+	return ns
 }
 
-// admitPod submits the template as a Pod in namespace ns (dry run) and returns the API server's
-// answer: nil when PodSecurity admits it.
+// admitPod submits the template as a Pod in namespace ns (dry run): nil when PodSecurity admits it.
 func admitPod(ns string, tpl corev1.PodTemplateSpec) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns, Labels: tpl.Labels}, Spec: tpl.Spec}
-	return env.Client.Create(context.Background(), pod, client.DryRunAll)
+	return env.AdmitPod(context.Background(), ns, tpl)
 }
 
 func app(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
