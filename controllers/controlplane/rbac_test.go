@@ -9,7 +9,7 @@ const (
 	applyCreates = "server-side apply of a new object is authorized for create (inside the PATCH)"
 	// escalation: an operand Role grants it, and Kubernetes lets the operator create that Role
 	// only if it holds the permission itself.
-	escalation = "granted by an operand Role (resources.ControllerRules, RouterRules, NatsRole): no escalation"
+	escalation = "granted by an operand Role (resources.ControllerRules, RouterRules): no escalation"
 )
 
 // rbacUnusedHere lists the permissions of rbac.go this suite never exercises, each with the
