@@ -120,9 +120,7 @@ func TestNatsServiceAccountReadsNothing(t *testing.T) {
 	g.Eventually(func() bool { return h.serviceAccountCan("nats", "get", "secrets", "users-own") }).
 		Should(BeTrue(), "the earlier version's Role is in force")
 
-	h.writes.Store(0)
-	h.mustBeReady()
-	g.Expect(h.writes.Load()).To(BeEquivalentTo(1), "one patch of the Role")
+	g.Expect(h.readyPassWrites()).To(BeEquivalentTo(1), "one patch of the Role")
 	role := &rbacv1.Role{}
 	g.Expect(h.exists(role, "nats")).To(BeTrue())
 	g.Expect(role.Rules).To(BeEmpty())
@@ -130,9 +128,7 @@ func TestNatsServiceAccountReadsNothing(t *testing.T) {
 	g.Eventually(func() bool { return h.serviceAccountCan("nats", "get", "secrets", "users-own") }).
 		Should(BeFalse(), "the emptied Role grants nothing")
 	denied("after an upgrade")
-	h.writes.Store(0)
-	h.mustBeReady()
-	g.Expect(h.writes.Load()).To(BeZero(), "an emptied Role is not written again")
+	g.Expect(h.readyPassWrites()).To(BeZero(), "an emptied Role is not written again")
 
 	// A Role nats the ControlPlane does not control is not the operator's: left as it is.
 	g.Expect(env.Client.Delete(h.ctx, role)).To(Succeed())
@@ -141,11 +137,17 @@ func TestNatsServiceAccountReadsNothing(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"users-config"}, Verbs: []string{"get"}},
 	}}
 	g.Expect(env.Client.Create(h.ctx, users)).To(Succeed())
-	h.writes.Store(0)
-	h.mustBeReady()
-	g.Expect(h.writes.Load()).To(BeZero(), "a user's Role nats is not touched")
+	g.Expect(h.readyPassWrites()).To(BeZero(), "a user's Role nats is not touched")
 	g.Expect(h.exists(role, "nats")).To(BeTrue())
 	g.Expect(role.Rules).To(Equal(users.Rules))
+}
+
+// readyPassWrites runs one pass that must end ready and returns the writes it sent.
+func (h *harness) readyPassWrites() int64 {
+	h.t.Helper()
+	h.writes.Store(0)
+	h.mustBeReady()
+	return h.writes.Load()
 }
 
 // objectOf is an empty object of a core resource natsAPIObjects names.
