@@ -31,6 +31,7 @@ var rbacUnusedHere = map[string]string{
 	"create apps/deployments":                     applyCreates,
 	"create apps/statefulsets":                    applyCreates,
 	"create networking.k8s.io/ingresses":          applyCreates,
+	"create rbac.authorization.k8s.io/roles":      applyCreates,
 	"delete /configmaps":                          escalation,
 	"update /configmaps":                          escalation,
 	"update /services":                            escalation,
