@@ -35,4 +35,6 @@ const requeueNatsBootstrap = 10 * time.Second
 const (
 	eventNatsRestarted = "NatsRestarted"
 	eventNatsRemoved   = "NatsRemoved"
+	// eventNatsRoleEmptied: an earlier version's Role nats lost its rules (emptyLegacyNatsRole).
+	eventNatsRoleEmptied = "NatsRoleEmptied"
 )

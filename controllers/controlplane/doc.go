@@ -168,7 +168,12 @@
 //   - spec.nats.enabled false creates and calls nothing NATS, and deletes only the running parts
 //     of an earlier generation that the ControlPlane controls (StatefulSet nats and the three
 //     Services). PVCs, the JetStream key, CAs, certificates, bootstrap Secrets, ConfigMaps and
-//     RBAC stay, so enabling NATS again resumes with the same data, key and trust.
+//     the ServiceAccount stay, so enabling NATS again resumes with the same data, key and trust.
+//   - ServiceAccount nats is granted nothing and the NATS pods mount no token: the NATS image
+//     reads only mounted files (resources/nats_rbac.go). An owned Role nats of an earlier
+//     version, which read every ConfigMap and Secret, loses its rules by one patch on every
+//     pass that finds it with rules (emptyLegacyNatsRole); it and its RoleBinding are collected
+//     with the ControlPlane, since the operator holds no delete on RBAC objects.
 //
 // The Controller component's hub registration and NATS CA import go through the hooks
 // natsHubRegistration and resources.NatsCASecretNames and run only when NATS is enabled. A CA is imported

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,6 +18,9 @@ import (
 // StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
 // running parts of an earlier enabled generation (removeNats).
 func reconcileNats(ctx context.Context, s *scope) (result, error) {
+	if err := emptyLegacyNatsRole(ctx, s); err != nil {
+		return result{}, err
+	}
 	st := &s.cp.Status.Nats
 	st.Enabled = s.natsEnabled()
 	if !st.Enabled {
@@ -57,16 +59,11 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 	return proceed(), applyNatsStatefulSet(ctx, s, resources.NatsServerTLSHash(certs))
 }
 
-// applyNatsAccessAndServices writes step 5: ServiceAccount, Role and RoleBinding nats (created
-// once, docs/controlplane.md#create-once-objects) and the three Services (applied every pass).
+// applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,
+// docs/controlplane.md#create-once-objects; no Role, the NATS pods use no Kubernetes API) and the
+// three Services (applied every pass).
 func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 	if _, err := createIfAbsent(ctx, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
-		return err
-	}
-	if _, err := createIfAbsent(ctx, s, resources.NatsRole(s.cp), &rbacv1.Role{}); err != nil {
-		return err
-	}
-	if _, err := createIfAbsent(ctx, s, resources.NatsRoleBinding(s.cp), &rbacv1.RoleBinding{}); err != nil {
 		return err
 	}
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{resources.NatsHeadlessService(s.cp), resources.NatsService(s.cp), resources.NatsServerService(s.cp)} {

@@ -156,10 +156,10 @@ func TestNatsFirstInstall(t *testing.T) {
 	server := h.service("nats-server")
 	g.Expect(server.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
 	g.Expect(servicePorts(server)).To(Equal(map[string]int32{"client": 4222, "monitor": 8222}))
-	role := &rbacv1.Role{}
-	g.Expect(env.Client.Get(h.ctx, h.key("nats"), role)).To(Succeed())
-	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}}}))
-	g.Expect(h.exists(&rbacv1.RoleBinding{}, "nats")).To(BeTrue())
+	// ServiceAccount nats, with no Role or RoleBinding: the NATS pods use no Kubernetes API
+	// (docs/controlplane.md#operand-rbac; TestNatsServiceAccountReadsNothing checks the grants).
+	g.Expect(h.exists(&rbacv1.Role{}, "nats")).To(BeFalse(), "Role nats")
+	g.Expect(h.exists(&rbacv1.RoleBinding{}, "nats")).To(BeFalse(), "RoleBinding nats")
 	g.Expect(h.exists(&corev1.ServiceAccount{}, "nats")).To(BeTrue())
 
 	// StatefulSet, owned, with the storage template.
@@ -169,6 +169,8 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(sts.OwnerReferences[0].Name).To(Equal(cpName))
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("10Gi")))
 	g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(controlplane.AnnotationRestartedAt))
+	g.Expect(sts.Spec.Template.Spec.ServiceAccountName).To(Equal("nats"))
+	g.Expect(sts.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()), "the NATS pods mount no API token")
 	g.Expect(envOf(h.deployment("controller").Spec.Template.Spec.Containers[0])).To(HaveKeyWithValue("NATS_ENABLED", "true"))
 }
 

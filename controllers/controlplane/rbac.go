@@ -6,7 +6,7 @@ package controlplane
 // requires besides:
 //
 //   - The operator creates Roles for the operand workloads (resources.ControllerRules,
-//     resources.RouterRules, NatsRole), so it must itself hold every permission those Roles grant
+//     resources.RouterRules), so it must itself hold every permission those Roles grant
 //     (Kubernetes refuses privilege escalation): that is why pods and leases appear here although
 //     the operator never touches them itself, and why ConfigMaps, Services and StatefulSets carry
 //     verbs the reconciler does not send.

@@ -5,28 +5,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/fixture"
 )
 
-// testCP is a minimal valid ControlPlane (internal/resources has its own copy for its tests).
-func testCP(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
-	cp := &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: "iofog", Namespace: "edge", UID: "uid-1", Generation: 1},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth:     datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "pw"}},
-			Database: datasancev3.Database{Provider: "postgres", Host: "db", Port: 5432},
-		},
-	}
-	for _, m := range mods {
-		m(cp)
-	}
-	return cp
-}
-
-var testImages = Images{Controller: "c:1", Router: "r:1", Nats: "n:1"}
+// testCP and testImages are the shared unit-test inputs (package fixture).
+var (
+	testCP     = fixture.ControlPlane
+	testImages = Images{Controller: fixture.ControllerImage, Router: fixture.RouterImage, Nats: fixture.NatsImage}
+)
 
 func TestRouterAddress(t *testing.T) {
 	g := NewWithT(t)

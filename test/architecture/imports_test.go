@@ -34,6 +34,12 @@ var pure = []rule{
 	{from: module + "/controllers/controlplane/internal/resources", why: "the ControlPlane's builders are pure: the reconcile package does the I/O"},
 }
 
+// fixtures are the packages of shared test inputs: imported by tests only, never by a package's
+// own files, so nothing of them reaches the operator's binary.
+var fixtures = []string{
+	module + "/controllers/controlplane/internal/fixture",
+}
+
 // pureForbidden are the import paths (and everything under them) a pure package may not import.
 var pureForbidden = []string{
 	"context",
@@ -130,6 +136,32 @@ func TestPurePackagesDoNoIO(t *testing.T) {
 			for _, f := range pureForbidden {
 				if under(d, f) {
 					t.Errorf("%s imports %s: %s", r.from, d, r.why)
+				}
+			}
+		}
+	}
+}
+
+func TestFixturesOnlyInTests(t *testing.T) {
+	own, all := ownImports(t), imports(t)
+	for _, f := range fixtures {
+		if _, ok := own[f]; !ok {
+			// A moved or renamed fixture must take its entry along.
+			t.Errorf("fixture package %s does not exist", f)
+		}
+		usedByTests := false
+		for pkg, deps := range all {
+			for _, d := range deps {
+				usedByTests = usedByTests || (d == f && pkg != f)
+			}
+		}
+		if !usedByTests {
+			t.Errorf("no test imports fixture package %s: the check would pass vacuously", f)
+		}
+		for pkg, deps := range own {
+			for _, d := range deps {
+				if d == f {
+					t.Errorf("%s imports the test fixture %s in its own (non-test) files", pkg, f)
 				}
 			}
 		}

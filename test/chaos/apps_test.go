@@ -42,17 +42,7 @@ func appArgs(gitCache string) []string {
 // TestKillAnywhereApp runs the KubeOperaApp scenarios (first placement, a path move, the
 // deletion) with the manager SIGKILLed at random moments of each.
 func TestKillAnywhereApp(t *testing.T) {
-	seed, trials := settings(t)
-	t.Logf("chaos seed %d, %d trials (reproduce: CHAOS_SEED=%d CHAOS_TRIALS=%d)", seed, trials, seed, trials)
-	rng := rand.New(rand.NewPCG(seed, 0x61707073)) // a reproducible schedule, not a secret
-	total := 0
-	for i := range trials {
-		total += appTrial(t, rng, i)
-		if t.Failed() {
-			t.Fatalf("trial %d failed (seed %d)", i, seed)
-		}
-	}
-	t.Logf("chaos: %d app trials x 3 phases, %d SIGKILLs survived (seed %d)", trials, total, seed)
+	runTrials(t, 0x61707073, "app ", appTrial)
 }
 
 // appFixture is one app's namespace on the host: a Ready Tenant with its exported kubeconfig,
@@ -93,9 +83,7 @@ func (f *appFixture) key() types.NamespacedName {
 
 func appTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(3 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	g := newTrialGomega(t, 3*time.Minute, 200*time.Millisecond)
 	ns := fmt.Sprintf("chaos-app-%d", i)
 	f := newAppFixture(ctx, g, ns, ns, gitServer.URL(ns))
 	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, dir: t.TempDir()}

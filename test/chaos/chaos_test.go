@@ -158,17 +158,34 @@ func settings(t *testing.T) (seed uint64, trials int) {
 // TestKillAnywhereControlPlane runs the ControlPlane scenarios (first install with NATS on, a
 // spec change, the deletion) with the manager SIGKILLed at random moments of each.
 func TestKillAnywhereControlPlane(t *testing.T) {
+	runTrials(t, 0x6b696c6c, "", controlPlaneTrial)
+}
+
+// runTrials runs the CHAOS_TRIALS trials of a kill-anywhere scenario on the schedule of the
+// seed (CHAOS_SEED) and the scenario's stream, stopping at the first failed trial; each trial
+// returns how many SIGKILLs it survived. what names the trials in the summary ("app ", or "").
+func runTrials(t *testing.T, stream uint64, what string, trial func(*testing.T, *rand.Rand, int) int) {
+	t.Helper()
 	seed, trials := settings(t)
 	t.Logf("chaos seed %d, %d trials (reproduce: CHAOS_SEED=%d CHAOS_TRIALS=%d)", seed, trials, seed, trials)
-	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c)) // a reproducible schedule, not a secret
+	rng := rand.New(rand.NewPCG(seed, stream)) // a reproducible schedule, not a secret
 	total := 0
 	for i := range trials {
-		total += controlPlaneTrial(t, rng, i)
+		total += trial(t, rng, i)
 		if t.Failed() {
 			t.Fatalf("trial %d failed (seed %d)", i, seed)
 		}
 	}
-	t.Logf("chaos: %d trials x 3 phases, %d SIGKILLs survived (seed %d)", trials, total, seed)
+	t.Logf("chaos: %d %strials x 3 phases, %d SIGKILLs survived (seed %d)", trials, what, total, seed)
+}
+
+// newTrialGomega is the Gomega of one trial or outage test: waits of up to timeout, polled
+// every poll.
+func newTrialGomega(t *testing.T, timeout, poll time.Duration) Gomega {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(timeout)
+	g.SetDefaultEventuallyPollingInterval(poll)
+	return g
 }
 
 // trial is one ControlPlane's life under kills.
@@ -187,9 +204,7 @@ type trial struct {
 
 func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(3 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	g := newTrialGomega(t, 3*time.Minute, 200*time.Millisecond)
 	ns := fmt.Sprintf("chaos-cp-%d", i)
 	password := fmt.Sprintf("bootstrap-%d-%d", i, rng.Uint64())
 	cp := sampleControlPlane(g, ns)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/url"
 	"os"
@@ -84,82 +85,118 @@ func outage(ctx context.Context, p *FaultProxy, mode Mode, d time.Duration, duri
 	return n, took
 }
 
-// TestGitServerDownAndBack: the apps' Git server goes away while an app change waits to be
-// pushed, and comes back. While it is down the app retries on its backoff only (counted at the
-// proxy in front of the Git server); once it is back the change is pushed and synced.
-func TestGitServerDownAndBack(t *testing.T) {
-	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(2 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	u, err := url.Parse(gitServer.HTTPAddress())
+// startOutage is the start every outage test shares: its context, a Gomega whose waits last up
+// to timeout, and a fault proxy in front of upstream (a URL or host:port), closed at the end.
+func startOutage(t *testing.T, timeout time.Duration, upstream string) (context.Context, Gomega, *FaultProxy) {
+	t.Helper()
+	g := newTrialGomega(t, timeout, 100*time.Millisecond)
+	if u, err := url.Parse(upstream); err == nil && u.Host != "" {
+		upstream = u.Host
+	}
+	proxy, err := StartFaultProxy(upstream)
 	g.Expect(err).NotTo(HaveOccurred())
-	proxy, err := StartFaultProxy(u.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer proxy.Close()
-	ns := "outage-git"
-	f := newAppFixture(ctx, g, ns, ns, "http://"+proxy.Addr()+"/"+ns+".git")
+	t.Cleanup(proxy.Close)
+	return t.Context(), g, proxy
+}
+
+// expectNoHotLoop logs and checks the connections n that the faulted dependency (what) accepted
+// during the took it was down: at least one, so the count can fail, and no more than bound,
+// which how explains.
+func expectNoHotLoop(t *testing.T, g Gomega, what string, n, bound int64, took time.Duration, how string) {
+	t.Helper()
+	t.Logf("%s down %v: %d connections (bound %d: %s)", what, took.Round(time.Millisecond), n, bound, how)
+	g.Expect(n).To(BeNumerically(">=", 1), "the manager tried %s while it was down (the count can fail)", what)
+	g.Expect(n).To(BeNumerically("<=", bound), "no hot loop against %s while it is down", what)
+}
+
+// appOutage is an outage of a dependency of a placed app, the shape of TestGitServerDownAndBack
+// and TestTenantAPIServerDownAndBack: the app converges; the dependency, behind a fault proxy,
+// is Down for 10 s while an image change waits; connections while down stay within bound; the
+// app then converges to the change and is deleted.
+type appOutage struct {
+	// what names the dependency in the log and the failure messages.
+	what string
+	// ns is the app's namespace and repository.
+	ns string
+	// upstream is the dependency's address, which the proxy fronts.
+	upstream string
+	// gitURL is the app's Git URL, given the proxy's address.
+	gitURL func(proxy string) string
+	// prepare, if set, points the app's fixture at the proxy before the manager starts.
+	prepare func(ctx context.Context, g Gomega, proxy string)
+	// image is the changed image that waits during the outage.
+	image string
+	// bound is the most connections the dependency may accept in took, and how it is made.
+	bound func(took time.Duration) (int64, string)
+}
+
+func runAppOutage(t *testing.T, o appOutage) {
+	t.Helper()
+	ctx, g, proxy := startOutage(t, 2*time.Minute, o.upstream)
+	f := newAppFixture(ctx, g, o.ns, o.ns, o.gitURL(proxy.Addr()))
+	if o.prepare != nil {
+		o.prepare(ctx, g, proxy.Addr())
+	}
 	m := outageManager(t, g, kubeconfig, append(appArgs(t.TempDir()), "--app-retry-base="+outageAppRetryBase.String())...)
 	g.Expect(host.Client.Create(ctx, f.app())).To(Succeed())
 	expectAppConverged(ctx, g, f, m.Exited)
 
 	const down = 10 * time.Second
 	n, took := outage(ctx, proxy, Down, down, func() {
-		setImage(ctx, g, f, "ghcr.io/example/web:2.0.0")
+		setImage(ctx, g, f, o.image)
 		waitAppNotReady(ctx, g, f)
 	})
-	bound := attemptsWithin(took, outageAppRetryBase) * connsPerPass
-	t.Logf("git down %v: %d connections (bound %d: retries every %v doubling, %d per pass)", took.Round(time.Millisecond), n, bound, outageAppRetryBase, connsPerPass)
-	g.Expect(n).To(BeNumerically(">=", 1), "the app tried Git while it was down (the count can fail)")
-	g.Expect(n).To(BeNumerically("<=", bound), "no hot loop against the Git server while it is down")
+	bound, how := o.bound(took)
+	expectNoHotLoop(t, g, o.what, n, bound, took, how)
 	a := expectAppConverged(ctx, g, f, m.Exited)
-	g.Expect(a.Spec.App.Image).To(Equal("ghcr.io/example/web:2.0.0"))
+	g.Expect(a.Spec.App.Image).To(Equal(o.image))
 	deleteApp(ctx, g, f, m.Exited)
+}
+
+// TestGitServerDownAndBack: the apps' Git server goes away while an app change waits to be
+// pushed, and comes back. While it is down the app retries on its backoff only (counted at the
+// proxy in front of the Git server); once it is back the change is pushed and synced.
+func TestGitServerDownAndBack(t *testing.T) {
+	const ns = "outage-git"
+	runAppOutage(t, appOutage{
+		what: "the Git server", ns: ns, upstream: gitServer.HTTPAddress(),
+		gitURL: func(proxy string) string { return "http://" + proxy + "/" + ns + ".git" },
+		image:  "ghcr.io/example/web:2.0.0",
+		bound: func(took time.Duration) (int64, string) {
+			return attemptsWithin(took, outageAppRetryBase) * connsPerPass,
+				fmt.Sprintf("retries every %v doubling, %d per pass", outageAppRetryBase, connsPerPass)
+		},
+	})
 }
 
 // TestTenantAPIServerDownAndBack: the app's vCluster API server goes away while an app change
 // waits to be placed, and comes back. The kubeconfig the Tenant exports names the proxy in front
 // of the tenant API server.
 func TestTenantAPIServerDownAndBack(t *testing.T) {
-	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(2 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	u, err := url.Parse(tenant.Config.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	proxy, err := StartFaultProxy(u.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer proxy.Close()
-	ns := "outage-tenant"
-	f := newAppFixture(ctx, g, ns, ns, gitServer.URL(ns))
-	// The Tenant's exported kubeconfig names the proxy.
-	g.Expect(host.Client.Patch(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-" + appTenant},
-		Data:       map[string][]byte{"config": kubeconfigVia(g, tenantKubeconfig, proxy.Addr())},
-	}, client.Merge)).To(Succeed())
-	m := outageManager(t, g, kubeconfig, append(appArgs(t.TempDir()), "--app-retry-base="+outageAppRetryBase.String())...)
-	g.Expect(host.Client.Create(ctx, f.app())).To(Succeed())
-	expectAppConverged(ctx, g, f, m.Exited)
-
-	const down = 10 * time.Second
-	n, took := outage(ctx, proxy, Down, down, func() {
-		setImage(ctx, g, f, "ghcr.io/example/web:3.0.0")
-		waitAppNotReady(ctx, g, f)
+	const ns = "outage-tenant"
+	runAppOutage(t, appOutage{
+		what: "the tenant API server", ns: ns, upstream: tenant.Config.Host,
+		gitURL: func(string) string { return gitServer.URL(ns) },
+		// The Tenant's exported kubeconfig names the proxy.
+		prepare: func(ctx context.Context, g Gomega, proxy string) {
+			g.Expect(host.Client.Patch(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-" + appTenant},
+				Data:       map[string][]byte{"config": kubeconfigVia(g, tenantKubeconfig, proxy)},
+			}, client.Merge)).To(Succeed())
+		},
+		image: "ghcr.io/example/web:3.0.0",
+		// client-go retries a GET whose connection was reset once a second (an artificial
+		// Retry-After: 1, at most 10 times) inside a pass; the passes retry on the app's backoff.
+		// The vCluster's Kustomization watch (controllers/app tenantwatch.go) is a second client:
+		// its reflector lists again on its own backoff, and each LIST is such a GET.
+		bound: func(took time.Duration) (int64, string) {
+			resetRetries := int64(math.Ceil(took.Seconds() / clientGoResetRetry.Seconds()))
+			return resetRetries + attemptsWithin(took, outageAppRetryBase)*connsPerPass +
+					resetRetries + attemptsWithin(took, reflectorBackoff)*connsPerPass,
+				fmt.Sprintf("the pass and the Kustomization watch, each with client-go's GET retry every %v; passes every %v doubling, the watch every %v doubling, %d per try",
+					clientGoResetRetry, outageAppRetryBase, reflectorBackoff, connsPerPass)
+		},
 	})
-	// client-go retries a GET whose connection was reset once a second (an artificial
-	// Retry-After: 1, at most 10 times) inside a pass; the passes retry on the app's backoff.
-	// The vCluster's Kustomization watch (controllers/app tenantwatch.go) is a second client:
-	// its reflector lists again on its own backoff, and each LIST is such a GET.
-	resetRetries := int64(math.Ceil(took.Seconds() / clientGoResetRetry.Seconds()))
-	bound := resetRetries + attemptsWithin(took, outageAppRetryBase)*connsPerPass +
-		resetRetries + attemptsWithin(took, reflectorBackoff)*connsPerPass
-	t.Logf("tenant API server down %v: %d connections (bound %d: the pass and the Kustomization watch, each with client-go's GET retry every %v; passes every %v doubling, the watch every %v doubling, %d per try)",
-		took.Round(time.Millisecond), n, bound, clientGoResetRetry, outageAppRetryBase, reflectorBackoff, connsPerPass)
-	g.Expect(n).To(BeNumerically(">=", 1), "the app tried the vCluster while it was down (the count can fail)")
-	g.Expect(n).To(BeNumerically("<=", bound), "no hot loop against the tenant API server while it is down")
-	a := expectAppConverged(ctx, g, f, m.Exited)
-	g.Expect(a.Spec.App.Image).To(Equal("ghcr.io/example/web:3.0.0"))
-	deleteApp(ctx, g, f, m.Exited)
 }
 
 // TestControllerAPIHanging: the ioFog Controller API accepts connections and never answers
@@ -167,20 +204,12 @@ func TestTenantAPIServerDownAndBack(t *testing.T) {
 // (iofog.DefaultTimeout); the pass fails and is retried; nothing piles up. Once the Controller
 // answers again the install finishes and each CA is imported once.
 func TestControllerAPIHanging(t *testing.T) {
-	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(3 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	ns := "outage-controller"
-	cp := sampleControlPlane(g, ns)
+	const ns = "outage-controller"
+	cp := sampleControlPlane(NewWithT(t), ns)
 	password := "hang-bootstrap"
 	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
 	defer fk.Close()
-	fu, err := url.Parse(fk.URL())
-	g.Expect(err).NotTo(HaveOccurred())
-	proxy, err := StartFaultProxy(fu.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer proxy.Close()
+	ctx, g, proxy := startOutage(t, 3*time.Minute, fk.URL())
 	proxy.Set(Hang)
 	createControlPlane(ctx, g, host.Client, cp, password)
 	m := outageManager(t, g, kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
@@ -192,9 +221,7 @@ func TestControllerAPIHanging(t *testing.T) {
 	n, took := outage(ctx, proxy, Hang, hang, nil)
 	// Each pass waits for one call at a time; a call ends after the client timeout.
 	bound := (int64(took/iofog.DefaultTimeout) + 1) * connsPerPass
-	t.Logf("Controller API hanging %v: %d connections (bound %d: one call per %v timeout)", took.Round(time.Millisecond), n, bound, iofog.DefaultTimeout)
-	g.Expect(n).To(BeNumerically(">=", 1), "the install kept trying while the Controller hung (the count can fail)")
-	g.Expect(n).To(BeNumerically("<=", bound), "no pile-up of calls against a hanging Controller")
+	expectNoHotLoop(t, g, "the hanging Controller API", n, bound, took, fmt.Sprintf("one call per %v timeout, %d per pass", iofog.DefaultTimeout, connsPerPass))
 	g.Expect(fk.Requests()).To(BeEmpty(), "no request got through the hang")
 
 	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: fk, mgr: m, secret: watchKeySecrets(ctx, ns, cp.Spec.Auth.Bootstrap.PasswordSecretRef.Name)}
@@ -208,20 +235,12 @@ func TestControllerAPIHanging(t *testing.T) {
 // kubeconfig names a proxy in front of the API server, which counts its connection attempts
 // while the server is down.
 func TestHostAPIServerRestart(t *testing.T) {
-	ctx := t.Context()
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(3 * time.Minute)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	// A host of its own, so the restart touches no other test.
 	h := testenv.StartForTest(t, testenv.Options{StateDir: t.TempDir()})
+	ctx, g, proxy := startOutage(t, 3*time.Minute, h.Config.Host)
 	cloud, err := sandbox.StartLocalCloud("restart-host", h.Config, ctrl.Log.WithName("local-cloud"))
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = cloud.Stop() }()
-	u, err := url.Parse(h.Config.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	proxy, err := StartFaultProxy(u.Host)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer proxy.Close()
 	kc, err := h.Kubeconfig("restart-operator")
 	g.Expect(err).NotTo(HaveOccurred())
 	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
@@ -256,10 +275,8 @@ func TestHostAPIServerRestart(t *testing.T) {
 	// the default rate limiter, the event sink and the status patch once per pass.
 	const informers = 20
 	bound := informers*attemptsWithin(took, reflectorBackoff) + attemptsWithin(took, cpRetryBase)*connsPerPass
-	t.Logf("host API server down %v: %d connections, %d found it refusing (bound %d: %d informers on %v backoff, the pass on %v doubling)",
-		took.Round(time.Millisecond), n, proxy.Unreachable(), bound, informers, reflectorBackoff, cpRetryBase)
-	g.Expect(n).To(BeNumerically(">=", 1), "the manager tried the API server while it was down (the count can fail)")
-	g.Expect(n).To(BeNumerically("<=", bound), "no hot loop against the restarting API server")
+	expectNoHotLoop(t, g, "the host API server", n, bound, took, fmt.Sprintf("%d informers on %v backoff, the pass on %v doubling; %d found it refusing",
+		informers, reflectorBackoff, cpRetryBase, proxy.Unreachable()))
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(m.Exited()).To(Succeed())

@@ -132,8 +132,6 @@ func renderOperands(cp *datasancev3.ControlPlane) map[string]runtime.ApplyConfig
 		out["StatefulSet nats"] = resources.NatsStatefulSet(cp, resources.NatsWorkload{Image: images.Nats, Storage: resources.DesiredNatsStorage(spec)})
 		out["ConfigMap nats"] = resources.NatsConfigMap(cp, "port: 4222\n")
 		out["ServiceAccount nats"] = resources.NatsServiceAccount(cp)
-		out["Role nats"] = resources.NatsRole(cp)
-		out["RoleBinding nats"] = resources.NatsRoleBinding(cp)
 	}
 	for k, v := range out {
 		if isNil(v) {

@@ -80,6 +80,8 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 	labels := StandardLabels(cp.Name, ComponentNats)
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(natsServiceAccountName).
+		// The NATS image uses no Kubernetes client, so the pods carry no API token (nats_rbac.go).
+		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(podSecurityContext()).
 		WithContainers(natsContainer(cp, w.Image)).
 		WithVolumes(natsVolumes(cp)...)

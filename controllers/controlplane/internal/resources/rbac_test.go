@@ -93,3 +93,13 @@ func TestControllerEnvCredentialReferences(t *testing.T) {
 		}
 	}
 }
+
+// The NATS pods use no Kubernetes API (nats_rbac.go): they run as ServiceAccount nats, which no
+// builder grants anything, and mount no ServiceAccount token.
+func TestNatsPodsMountNoToken(t *testing.T) {
+	g := NewWithT(t)
+	pod := NatsStatefulSet(testCP(), NatsWorkload{Image: testImages.Nats, Storage: DesiredNatsStorage(&testCP().Spec)}).Spec.Template.Spec
+	g.Expect(pod.ServiceAccountName).To(HaveValue(Equal(NatsRoleName)))
+	g.Expect(pod.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+	g.Expect(NatsServiceAccount(testCP()).Name).To(HaveValue(Equal("nats")))
+}
