@@ -46,6 +46,9 @@ type Options struct {
 	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof (heap profiles for test/bench); "" or "0" is off,
+	// the default. Bind it to loopback: it is unauthenticated.
+	PprofBindAddress string
 	// LeaderElect turns leader election on.
 	LeaderElect bool
 	// LeaderElectionID is the Lease name.
@@ -117,6 +120,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		NewCache:                newScopedSecretsCache(secretHolders...),
 		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
