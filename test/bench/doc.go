@@ -133,9 +133,10 @@ Every figure stands beside its floor, measured in the same run on the same machi
 }
 
 // p3After is the outcome of the P3 memory changes, as measured.
-const p3After = " Measured with them (run of 2026-12-01 15:26, -only scale,memory): peak RSS 128 MiB at " +
-	"100 ControlPlanes (160 before, same machine, 14:49) and 87.9 MiB at 25 (101 before); wall time 91 s " +
-	"(1.20× floor; 110 s, 1.26× before), so the extra collections did not slow the install. The live heap " +
+const p3After = " Measured with them (two runs of 2026-12-01, -only scale,memory): peak RSS 128 and 125 MiB at " +
+	"100 ControlPlanes (160 before, same machine) and 87.9 and 84.6 MiB at 25 (101 before); wall time 91 " +
+	"and 75 s (1.20× and 1.10× floor; 110 s, 1.26× before), so the extra collections did not slow the " +
+	"install; 0.4 and -0.5 MiB with the unrelated objects. The live heap " +
 	"at the end was still 48 MB: the generated Secrets in full (8.5 MB), one HTTP/1.1 connection's " +
 	"buffers per Controller API client (3.6 MB; the operator keeps one client per ControlPlane) and the " +
 	"owned objects with their managed fields. Below 100 MiB needs less live heap (generated Secrets " +
