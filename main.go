@@ -19,6 +19,7 @@ func main() {
 }
 
 func run() int {
+	controllers.ApplyGCDefaults(os.Getenv)
 	opts := controllers.DefaultOptions()
 	opts.ControlPlane.ControllerEndpointTemplate = envOr("CONTROLLER_ENDPOINT_TEMPLATE", opts.ControlPlane.ControllerEndpointTemplate)
 

@@ -18,6 +18,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Directory with tls.crt and tls.key for the secure metrics endpoint (default: a self-signed certificate).")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", opts.HealthProbeBindAddress,
 		"Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", opts.PprofBindAddress,
+		`Address of an unauthenticated net/http/pprof endpoint, for profiling ("" or "0": off, the default; bind it to loopback).`)
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect,
 		"Enable leader election, so only one replica reconciles at a time.")
 	// The upstream iofog-operator's names, so an upstream Deployment's args keep working.

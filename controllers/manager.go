@@ -46,6 +46,9 @@ type Options struct {
 	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof (heap profiles for test/bench); "" or "0" is off,
+	// the default. Bind it to loopback: it is unauthenticated.
+	PprofBindAddress string
 	// LeaderElect turns leader election on.
 	LeaderElect bool
 	// LeaderElectionID is the Lease name.
@@ -97,6 +100,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if !opts.EnableControlPlane && !opts.EnableApps {
 		return nil, errors.New("both reconcilers are disabled: nothing to run")
 	}
+	// No gzip on the API server's responses (docs/benchmarks.md, "Cache scope"): the operator runs
+	// beside the API server, and every gzip-encoded watch holds an inflater with a 32 KB window
+	// for as long as it runs (4.6 MB of live heap over the watches of 100 ControlPlanes).
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
 	cacheOpts := cache.Options{ByObject: mainCacheByObject()}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -117,6 +125,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		NewCache:                newScopedSecretsCache(secretHolders...),
 		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -52,6 +52,7 @@ func main() {
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
 	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
 	flag.BoolVar(&keepWork, "keep", false, "keep the work directory (each phase's operator.log) instead of deleting it")
+	flag.StringVar(&heapProfileDir, "heap-profile", "", "serve the operator's pprof on loopback and write its heap profile at the end of each P3 scale run into this directory (go tool pprof)")
 	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
 	flag.Parse()
 
@@ -112,6 +113,9 @@ func main() {
 
 // operatorBin, when set, replaces the build of main.go.
 var operatorBin string
+
+// heapProfileDir, when set, receives the operator's heap profile after each P3 scale run.
+var heapProfileDir string
 
 // keepWork keeps the run's work directory.
 var keepWork bool

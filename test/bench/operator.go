@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +25,8 @@ func buildOperator(ctx context.Context, dir string) (string, error) {
 // operator is the manager running as its own process, so its memory is its own.
 type operator struct {
 	*testenv.Process
+	// pprof is the address of its pprof endpoint, "" when off (see -heap-profile).
+	pprof string
 }
 
 // startOperator runs bin against the cluster of kubeconfig, with its default options except the
@@ -38,16 +42,24 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 	}
 	env := append(testenv.Environ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "WATCH_NAMESPACE", "KUBECONFIG"),
 		"KUBECONFIG="+kubeconfig, "HTTP_PROXY="+proxy, "http_proxy="+proxy)
-	p, err := testenv.StartProcess(bin, []string{
+	args := []string{
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
 		"--git-cache-dir=" + filepath.Join(workDir, "git"),
-	}, filepath.Join(workDir, "operator.log"), testenv.ProcessOptions{
+	}
+	var pprofAddr string
+	if heapProfileDir != "" {
+		if pprofAddr, err = testenv.FreeAddr(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address="+pprofAddr)
+	}
+	p, err := testenv.StartProcess(bin, args, filepath.Join(workDir, "operator.log"), testenv.ProcessOptions{
 		Env: append(env, extraEnv...), Context: ctx, WaitDelay: 15 * time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	o := &operator{Process: p}
+	o := &operator{Process: p, pprof: pprofAddr}
 	deadline := time.Now().Add(60 * time.Second)
 	for testenv.Ready(ctx, probe) != nil {
 		select {
@@ -64,6 +76,38 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 }
 
 func (o *operator) pid() int { return o.Pid() }
+
+// heapProfile writes the operator's heap profile (after a collection) to path; nothing when
+// its pprof endpoint is off.
+func (o *operator) heapProfile(ctx context.Context, path string) error {
+	if o.pprof == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+o.pprof+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	f, err := os.Create(path) //nolint:gosec // G304: a path under the directory given by -heap-profile
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
 
 // memory returns the current and the peak resident set size of the process, in MiB.
 func (o *operator) memory() (rss, peak float64, err error) {

@@ -337,6 +337,12 @@ func (b *bench) scale(ctx context.Context) error {
 			e.stop()
 			return err
 		}
+		if heapProfileDir != "" {
+			if err := e.op.heapProfile(ctx, filepath.Join(heapProfileDir, fmt.Sprintf("heap-scale-%d.pb.gz", n))); err != nil {
+				e.stop()
+				return err
+			}
+		}
 		e.op.stop()
 		b.add(Figure{ID: fmt.Sprintf("P3.rss-%d", n), What: fmt.Sprintf("operator peak RSS during %d ControlPlanes", n),
 			Unit: "MiB", Value: peak, Goal: goalMax, Limit: 100})
