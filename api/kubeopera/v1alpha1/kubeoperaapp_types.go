@@ -59,6 +59,7 @@ type KubeOperaAppSpec struct {
 // AppSpec is the workload: one Deployment and its Service.
 //
 // +kubebuilder:validation:XValidation:rule=`!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))`,message="spec.app.ports names must be unique",fieldPath=".ports"
+// +kubebuilder:validation:XValidation:rule=`!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.?servicePort.orValue(q.containerPort) == p.?servicePort.orValue(p.containerPort) && q.?protocol.orValue('TCP') == p.?protocol.orValue('TCP')))`,message="spec.app.ports must not publish the same Service port (servicePort, default containerPort) and protocol twice",fieldPath=".ports"
 type AppSpec struct {
 	// Image of the app's container.
 	// +kubebuilder:validation:MinLength=1
