@@ -4,12 +4,18 @@
 # and any files under the package's testdata/fuzz/<Target>/ (a failing input the fuzzer finds is
 # written there: commit it with the fix, and it becomes a regression test of the plain `go test`).
 #
-#   hack/fuzz.sh            # every target
-#   FUZZTIME=5m hack/fuzz.sh internal/natsconf   # longer, one package
+# The rendered-objects dry-run targets (internal/render, controllers/controlplane/internal/resources)
+# send every input to a real API server: each fuzz worker process starts one (envtest, a few
+# seconds) on its first input and keeps it. -parallel 1 keeps that to one start per target, so
+# these targets cost FUZZTIME plus one start each; they need KUBEBUILDER_ASSETS (and FLUX_BIN_DIR
+# for the Flux CRDs), which `make fuzz` passes.
+#
+#   hack/fuzz.sh                                   # every target
+#   FUZZTIME=5m hack/fuzz.sh internal/natsconf     # longer, some packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
-filter=${1:-}
+filters=" $* "
 
 targets=$(git grep -n -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' -- '*_test.go' |
 	sed -E 's#^(.*)/[^/]+_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]+).*#\1 \2#' | sort -u)
@@ -19,13 +25,13 @@ if [ -z "$targets" ]; then
 fi
 n=0
 while read -r dir name; do
-	[ -n "$filter" ] && [ "$dir" != "$filter" ] && continue
+	[ "$filters" != "  " ] && [[ "$filters" != *" $dir "* ]] && continue
 	echo "fuzz.sh: $dir $name ($fuzztime)"
 	go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 1
 	n=$((n + 1))
 done <<<"$targets"
 if [ "$n" -eq 0 ]; then
-	echo "fuzz.sh: no target matched '$filter'" >&2
+	echo "fuzz.sh: no target matched '$*'" >&2
 	exit 1
 fi
 echo "fuzz.sh: $n targets fuzzed for $fuzztime each, no failing input"

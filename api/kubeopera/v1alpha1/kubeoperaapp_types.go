@@ -189,7 +189,9 @@ type AppPort struct {
 	// +optional
 	ServicePort int32 `json:"servicePort,omitempty"`
 	// Protocol is TCP, UDP or SCTP; default TCP.
+	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	// +kubebuilder:validation:MaxLength=4
 	// +optional
 	Protocol corev1.Protocol `json:"protocol,omitempty"`
 }
