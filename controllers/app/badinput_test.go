@@ -142,12 +142,12 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "security capability beyond restricted", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Security = &kubeoperav1alpha1.AppSecurity{AddCapabilities: []kubeoperav1alpha1.Capability{"SYS_ADMIN"}}
 		}), admission: "spec.app.security.addCapabilities"},
+		// spec.app fields admitted (CEL over the embedded corev1 types, or comparing every pair
+		// of ports, exceeds the cost budget) that the pod or Service validation refuses in the
+		// rendered objects: render.Validate reports them before the commit.
 		{name: "ports publishing the same Service port and protocol", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Ports = []kubeoperav1alpha1.AppPort{port("http", 8080, 80, ""), port("web", 80, 0, corev1.ProtocolTCP)}
-		}), admission: "spec.app.ports must not publish the same Service port"},
-		// spec.app fields admitted (CEL over the embedded corev1 types exceeds the cost budget)
-		// that the pod validation refuses in the rendered Deployment: render.Validate reports
-		// them before the commit.
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.ports[1]: Duplicate value", terminal: true},
 		{name: "env name with =", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B=C", Value: "x"}}
 		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.env[1].name", terminal: true},

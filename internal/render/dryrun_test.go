@@ -320,8 +320,8 @@ func genPorts(r *rand.Rand) []kubeoperav1alpha1.AppPort {
 		out = append(out, kubeoperav1alpha1.AppPort{
 			Name:          odd(r, names[i:i+1], "1234", "a--b", "toolongportname1", names[0]),
 			ContainerPort: odd(r, []int32{int32(1000 + i), int32(8080 + i)}, 0, 80),
-			// 80 for every port: the same Service port twice (refused at admission unless the
-			// protocols differ).
+			// 80 for every port: the same Service port twice (refused by render.Validate unless
+			// the protocols differ).
 			ServicePort: odd(r, []int32{0, int32(80 + i), int32(443 + i), int32(65535 - i)}, 80),
 			Protocol:    pick(r, corev1.Protocol(""), corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
 		})
@@ -330,7 +330,8 @@ func genPorts(r *rand.Rand) []kubeoperav1alpha1.AppPort {
 }
 
 // The odd env and resource values the pod validation refuses but admission cannot (CEL over
-// corev1.EnvVar and corev1.ResourceList exceeds the cost budget) are refused by render.Validate.
+// corev1.EnvVar and corev1.ResourceList exceeds the cost budget), and the duplicate Service
+// ports, are refused by render.Validate.
 //
 // envPalette, resourcePalette, probePalette, securityPalette and ingressPalette: the ordinary
 // values first (6, 4, 4, 4 and 5 of them), then the odd ones.

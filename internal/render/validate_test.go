@@ -31,6 +31,7 @@ func TestValidate(t *testing.T) {
 		name      string
 		env       []corev1.EnvVar
 		resources corev1.ResourceRequirements
+		ports     []kubeoperav1alpha1.AppPort
 		field     string // "" when valid
 	}{
 		{name: "ordinary", env: []corev1.EnvVar{{Name: "with.dot-and_dash", Value: "x"}, fieldRef("", "metadata.name"),
@@ -39,6 +40,10 @@ func TestValidate(t *testing.T) {
 			resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("64Mi"), "hugepages-2Mi": q("4Mi"), "example.com/gpu": q("1")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), "hugepages-2Mi": q("4Mi"), "example.com/gpu": q("1")}}},
+		{name: "ports on the same Service port with other protocols", ports: []kubeoperav1alpha1.AppPort{
+			{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", ContainerPort: 1053, ServicePort: 53}}},
+		{name: "ports on the same Service port and protocol", ports: []kubeoperav1alpha1.AppPort{
+			{Name: "http", ContainerPort: 8080, ServicePort: 80}, {Name: "web", ContainerPort: 80, Protocol: corev1.ProtocolTCP}}, field: "spec.app.ports[1]"},
 		{name: "env name with =", env: []corev1.EnvVar{{Name: "A=B"}}, field: "spec.app.env[0].name"},
 		{name: "env name with a control character", env: []corev1.EnvVar{{Name: "A\x01"}}, field: "spec.app.env[0].name"},
 		{name: "env name empty", env: []corev1.EnvVar{{Name: "A"}, {Name: ""}}, field: "spec.app.env[1].name"},
@@ -65,7 +70,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			app := &kubeoperav1alpha1.KubeOperaApp{}
 			app.Name = "web"
-			app.Spec.App.Env, app.Spec.App.Resources = tc.env, tc.resources
+			app.Spec.App.Env, app.Spec.App.Resources, app.Spec.App.Ports = tc.env, tc.resources, tc.ports
 			err := render.Validate(app)
 			if tc.field == "" {
 				if err != nil {

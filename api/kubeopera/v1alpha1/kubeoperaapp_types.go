@@ -59,7 +59,6 @@ type KubeOperaAppSpec struct {
 // AppSpec is the workload: one Deployment and its Service.
 //
 // +kubebuilder:validation:XValidation:rule=`!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.name == p.name))`,message="spec.app.ports names must be unique",fieldPath=".ports"
-// +kubebuilder:validation:XValidation:rule=`!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.?servicePort.orValue(q.containerPort) == p.?servicePort.orValue(p.containerPort) && q.?protocol.orValue('TCP') == p.?protocol.orValue('TCP')))`,message="spec.app.ports must not publish the same Service port (servicePort, default containerPort) and protocol twice",fieldPath=".ports"
 type AppSpec struct {
 	// Image of the app's container.
 	// +kubebuilder:validation:MinLength=1
@@ -189,9 +188,7 @@ type AppPort struct {
 	// +optional
 	ServicePort int32 `json:"servicePort,omitempty"`
 	// Protocol is TCP, UDP or SCTP; default TCP.
-	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
-	// +kubebuilder:validation:MaxLength=4
 	// +optional
 	Protocol corev1.Protocol `json:"protocol,omitempty"`
 }
