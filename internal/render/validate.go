@@ -42,7 +42,6 @@ func (e *InvalidSpecError) Error() string {
 //     hugepages and extended resources, whose limit is then required); hugepages only beside a
 //     cpu or memory request or limit; no claims (the rendered pod declares no resource claims).
 //
-//
 // and what the Service validation refuses in the rendered Service:
 //   - spec.app.ports: two ports publishing the same Service port (servicePort, default
 //     containerPort) and protocol (default TCP). (A CEL rule comparing every pair, even with
