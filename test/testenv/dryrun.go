@@ -30,7 +30,7 @@ import (
 func ChoiceRand(b []byte) *rand.Rand {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
-	return rand.New(&choiceSource{b: b, rest: rand.NewPCG(h.Sum64(), uint64(len(b)))})
+	return rand.New(&choiceSource{b: b, rest: rand.NewPCG(h.Sum64(), uint64(len(b)))}) //nolint:gosec // G404: a generator's choices, not a secret
 }
 
 type choiceSource struct {
