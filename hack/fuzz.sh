@@ -8,7 +8,7 @@
 # real API server: each fuzz worker process starts one (envtest, about 6 s) on its first input
 # and keeps it, and an input takes about 0.1 s. -parallel 1 keeps that to one start per target;
 # still, a 10 s run would spend all of it on the start and the corpus's baseline coverage, so
-# these targets run for a count, FUZZCOUNT_APISERVER (default 150 inputs, about 25 s with the
+# these targets run for a count, FUZZCOUNT_APISERVER (default 150 execs, about 20 s with the
 # start), unless FUZZTIME_APISERVER is set (`make dryrun-long` sets it). They need
 # KUBEBUILDER_ASSETS (and FLUX_BIN_DIR for the Flux CRDs), which `make fuzz` passes.
 #
