@@ -93,17 +93,16 @@ test: verify-generated vet lint envtest-assets flux-controllers git-cli olm opm 
 FUZZTIME ?= 10s
 
 .PHONY: fuzz
-fuzz: ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
-	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+fuzz: envtest-assets flux-controllers ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
-# Specs per run of the rendered-objects dry-run properties (internal/render, controlplane resources).
-DRYRUN_ITERATIONS ?= 2000
+# Fuzz time of each rendered-objects dry-run target (internal/render, controlplane resources) in `make dryrun-long`.
+DRYRUN_FUZZTIME ?= 10m
 
 .PHONY: dryrun-long
-dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side dry run, DRYRUN_ITERATIONS specs from a time-based seed.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" RENDER_DRYRUN_ITERATIONS=$(DRYRUN_ITERATIONS) \
-		CP_DRYRUN_ITERATIONS=$(DRYRUN_ITERATIONS) RENDER_DRYRUN_SEED=$$(date +%s) CP_DRYRUN_SEED=$$(date +%s) \
-		go test ./internal/render/ ./controllers/controlplane/internal/resources/ -run 'PassServerDryRun' -count=1 -v -timeout 30m
+dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side dry run: the two fuzz targets for DRYRUN_FUZZTIME each.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZTIME_APISERVER=$(DRYRUN_FUZZTIME) \
+		hack/fuzz.sh internal/render controllers/controlplane/internal/resources
 
 .PHONY: vulncheck
 vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).

@@ -4,12 +4,22 @@
 # and any files under the package's testdata/fuzz/<Target>/ (a failing input the fuzzer finds is
 # written there: commit it with the fix, and it becomes a regression test of the plain `go test`).
 #
-#   hack/fuzz.sh            # every target
-#   FUZZTIME=5m hack/fuzz.sh internal/natsconf   # longer, one package
+# The rendered-objects dry-run targets (the packages in apiserver_dirs) send every input to a
+# real API server: each fuzz worker process starts one (envtest, about 6 s) on its first input
+# and keeps it, and an input takes about 0.1 s. -parallel 1 keeps that to one start per target;
+# still, a 10 s run would spend all of it on the start and the corpus's baseline coverage, so
+# these targets run for a count, FUZZCOUNT_APISERVER (default 150 execs, about 20 s with the
+# start), unless FUZZTIME_APISERVER is set (`make dryrun-long` sets it). They need
+# KUBEBUILDER_ASSETS (and FLUX_BIN_DIR for the Flux CRDs), which `make fuzz` passes.
+#
+#   hack/fuzz.sh                                   # every target
+#   FUZZTIME=5m hack/fuzz.sh internal/natsconf     # longer, some packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
-filter=${1:-}
+apiserver_dirs=" internal/render controllers/controlplane/internal/resources "
+apiserver_fuzztime=${FUZZTIME_APISERVER:-${FUZZCOUNT_APISERVER:-150}x}
+filters=" $* "
 
 targets=$(git grep -n -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' -- '*_test.go' |
 	sed -E 's#^(.*)/[^/]+_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]+).*#\1 \2#' | sort -u)
@@ -19,13 +29,15 @@ if [ -z "$targets" ]; then
 fi
 n=0
 while read -r dir name; do
-	[ -n "$filter" ] && [ "$dir" != "$filter" ] && continue
-	echo "fuzz.sh: $dir $name ($fuzztime)"
-	go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 1
+	[ "$filters" != "  " ] && [[ "$filters" != *" $dir "* ]] && continue
+	t=$fuzztime
+	[[ "$apiserver_dirs" == *" $dir "* ]] && t=$apiserver_fuzztime
+	echo "fuzz.sh: $dir $name ($t)"
+	go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$t" -parallel 1
 	n=$((n + 1))
 done <<<"$targets"
 if [ "$n" -eq 0 ]; then
-	echo "fuzz.sh: no target matched '$filter'" >&2
+	echo "fuzz.sh: no target matched '$*'" >&2
 	exit 1
 fi
-echo "fuzz.sh: $n targets fuzzed for $fuzztime each, no failing input"
+echo "fuzz.sh: $n targets fuzzed ($fuzztime each, the API server targets $apiserver_fuzztime), no failing input"

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -141,6 +142,30 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "security capability beyond restricted", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Security = &kubeoperav1alpha1.AppSecurity{AddCapabilities: []kubeoperav1alpha1.Capability{"SYS_ADMIN"}}
 		}), admission: "spec.app.security.addCapabilities"},
+		// spec.app fields admitted (CEL over the embedded corev1 types, or comparing every pair
+		// of ports, exceeds the cost budget) that the pod or Service validation refuses in the
+		// rendered objects: render.Validate reports them before the commit.
+		{name: "ports publishing the same Service port and protocol", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Ports = []kubeoperav1alpha1.AppPort{port("http", 8080, 80, ""), port("web", 80, 0, corev1.ProtocolTCP)}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.ports[1]: Duplicate value", terminal: true},
+		{name: "env name with =", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B=C", Value: "x"}}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.env[1].name", terminal: true},
+		{name: "env fieldRef the kubelet does not expose", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Env = []corev1.EnvVar{{Name: "POLICY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.restartPolicy"}}}}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.env[0].valueFrom.fieldRef.fieldPath", terminal: true},
+		{name: "resource request above its limit", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.resources.requests[cpu]", terminal: true},
+		{name: "resource quantity negative", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-64Mi")}}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.resources.requests[memory]", terminal: true},
+		{name: "hugepages without a cpu or memory request", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")}}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.resources: Forbidden: hugepages require", terminal: true},
 		// spec.registry.
 		{name: "registry Secret not a DNS name", mutate: withRegistry("Pull_Secret"), admission: "spec.registry.secretRef.name"},
 		// spec.git.

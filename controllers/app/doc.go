@@ -40,7 +40,9 @@
 //     HTTPS username+password, token (user "git" unless username is set) or bearerToken, or SSH
 //     identity+known_hosts (host keys always verified); never in the URL (a URL with a password
 //     is refused). Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
-//     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed. A changed
+//     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed; before any
+//     of it, render.Validate refuses what the API server would refuse in the rendered
+//     Deployment and admission cannot check (InvalidSpec, naming the field). A changed
 //     path, URL or branch writes the new folder, then removes the old one from the old
 //     repository and branch.
 //  5. vCluster (vcluster.go), after the commit, so that a Git failure leaves nothing in the
@@ -79,7 +81,7 @@
 //     count them). The count lives in the workqueue: after a restart every app starts at 30s;
 //   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
-//     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed): a
+//     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //
 // Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is not

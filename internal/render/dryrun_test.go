@@ -1,13 +1,16 @@
 package render_test
 
-// Property: for any KubeOperaApp spec, either the API server refuses the CR at admission, or
-// every object the operator renders from it (the Git manifests Flux applies, the Flux objects, the
-// namespace and the copied Secrets) is accepted by a real API server (server-side dry run). The
-// specs come from a seeded generator that mixes ordinary values with the edges of what admission
-// allows and values the pod, Service and Ingress validation refuse.
+// Property: for any KubeOperaApp spec, the API server refuses the CR at admission, or
+// render.Validate refuses it (what the pod validation refuses in the rendered Deployment and CEL
+// cannot check at admission), or every object the operator renders from it (the Git manifests
+// Flux applies, the Flux objects, the namespace and the copied Secrets) is accepted by a real API
+// server (server-side dry run). Rendering never panics.
 //
-//	RENDER_DRYRUN_ITERATIONS (default 60, make test) and RENDER_DRYRUN_SEED (default: a fixed
-//	seed) choose the run; `make dryrun-long` runs DRYRUN_ITERATIONS (2000) specs from a time-based seed.
+// It is a Go fuzz target: the input is the generator's choice stream (testenv.ChoiceRand), which
+// mixes ordinary values with the edges of what admission allows and values the pod, Service and
+// Ingress validation refuse. `go test` runs the committed seed corpus (testdata/fuzz/<target>/,
+// one input per outcome class, written by RENDER_WRITE_CORPUS=1); `make fuzz` (hack/fuzz.sh)
+// fuzzes it for FUZZTIME. One API server per test process (testenv.Shared).
 
 import (
 	"context"
@@ -17,8 +20,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -37,98 +43,158 @@ import (
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
-const defaultDryRunSeed = 20261201
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := testenv.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the API server:", err)
 	}
-	return def
+	os.Exit(code)
 }
 
-func TestRenderedObjectsPassServerDryRun(t *testing.T) {
+var tally testenv.DryRunTally
+
+func FuzzRenderedObjectsPassServerDryRun(f *testing.F) {
 	if testing.Short() {
-		t.Skip("-short: needs envtest and the Flux CRDs")
+		f.Skip("-short: needs envtest and the Flux CRDs")
 	}
 	fluxDir, err := apptest.FluxDir()
 	if err != nil {
-		t.Fatal(err)
+		f.Fatal(err)
 	}
-	env := testenv.StartForTest(t, testenv.Options{ExtraCRDDirs: []string{filepath.Join(fluxDir, "crds")}})
-	ctx := context.Background()
-	c := env.Client
-	n := envInt("RENDER_DRYRUN_ITERATIONS", 60)
-	seed := uint64(envInt("RENDER_DRYRUN_SEED", defaultDryRunSeed))
-	t.Logf("seed %d, %d specs (RENDER_DRYRUN_SEED=%d reproduces)", seed, n, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-
-	namespaces := map[string]bool{}
-	ensureNS := func(name string) {
-		if namespaces[name] {
-			return
-		}
-		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("namespace %s: %v", name, err)
-		}
-		namespaces[name] = true
+	opts := testenv.Options{ExtraCRDDirs: []string{filepath.Join(fluxDir, "crds")}}
+	f.Add([]byte{}) // every draw from the hash of the empty input
+	if os.Getenv("RENDER_WRITE_CORPUS") != "" {
+		writeCorpus(f, opts)
 	}
-	for _, ns := range hostNamespaces {
-		ensureNS(ns)
-	}
-
-	var admitted, refused, objects int
-	refusedBy := map[string]int{}
-	for i := range n {
-		app := genApp(rng, i)
-		spec, _ := json.Marshal(app.Spec)
-		// Admission: the defaulted object the reconciler would read, or a refusal.
-		created := app.DeepCopy()
-		if err := c.Create(ctx, created, client.DryRunAll); err != nil {
-			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
-				t.Fatalf("spec %d: create: unexpected error %v", i, err)
-			}
-			refusedBy[admissionField(err)]++
-			refused++
-			continue
+	f.Cleanup(func() {
+		f.Log(tally.String())
+		if !testenv.Fuzzing() && !tally.Balanced() {
+			f.Errorf("generator out of balance: %s", tally.String())
 		}
-		admitted++
-		objs, err := renderAll(created)
+	})
+	f.Fuzz(func(t *testing.T, choices []byte) {
+		env, err := testenv.Shared(opts)
 		if err != nil {
-			t.Errorf("spec %d admitted but not renderable: %v\nname %s/%s spec %s", i, err, app.Namespace, app.Name, spec)
-			continue
+			t.Fatal(err)
 		}
-		for _, o := range objs {
-			if ns := o.GetNamespace(); ns != "" {
-				ensureNS(ns)
-			}
-			objects++
-			// A Namespace of an earlier spec exists already: AlreadyExists comes after validation.
-			if err := c.Create(ctx, o, client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Errorf("spec %d: rendered %s %s/%s refused: %v\nname %s/%s spec %s", i, o.GetObjectKind().GroupVersionKind().Kind,
-					o.GetNamespace(), o.GetName(), err, app.Namespace, app.Name, spec)
-			}
-		}
-	}
-	t.Logf("%d specs: %d admitted, %d refused at admission (by field: %v); %d rendered objects sent with dryRun=All",
-		n, admitted, refused, refusedBy, objects)
-	// The generator must reach both sides, or the property says nothing.
-	if admitted < n/5 || refused == 0 {
-		t.Errorf("generator out of balance: %d admitted, %d refused of %d", admitted, refused, n)
-	}
+		refusedBy, objects := checkApp(t, env.Client, genApp(testenv.ChoiceRand(choices)))
+		tally.Add(refusedBy, objects)
+	})
 }
 
-// admissionField is the first field an admission refusal names.
-func admissionField(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
-		f := status.Status().Details.Causes[0].Field
-		if i := strings.IndexAny(f, "[0123456789"); i > 0 {
-			f = f[:i]
-		}
-		return strings.TrimSuffix(f, ".")
+// writeCorpus replaces the committed corpus: the first input of each outcome (the field that
+// refused it, or the families of fields an admitted spec sets).
+func writeCorpus(f *testing.F, opts testenv.Options) {
+	env, err := testenv.Shared(opts)
+	if err != nil {
+		f.Fatal(err)
 	}
-	return "other"
+	admitted := map[string]bool{}
+	classes, err := testenv.WriteCorpus(".", "FuzzRenderedObjectsPassServerDryRun", 4000, 48, func(in []byte) string {
+		app := genApp(testenv.ChoiceRand(in))
+		refusedBy, _ := checkApp(f, env.Client, app)
+		if refusedBy != "" {
+			return "refused " + refusedBy
+		}
+		class := "admitted " + families(app)
+		if !admitted[class] && len(admitted) >= 20 {
+			return "" // the rest of the corpus for the refusals
+		}
+		admitted[class] = true
+		return class
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Logf("corpus: %d inputs: %v", len(classes), classes)
+}
+
+// families names the optional field families an admitted spec sets.
+func families(app *kubeoperav1alpha1.KubeOperaApp) string {
+	a := app.Spec.App
+	var out []string
+	for name, set := range map[string]bool{
+		"ports": len(a.Ports) > 1, "env": len(a.Env) > 0, "resources": len(a.Resources.Limits)+len(a.Resources.Requests) > 0,
+		"probes": a.LivenessProbe != nil || a.ReadinessProbe != nil, "security": a.Security != nil,
+		"ingress": app.Spec.Ingress != nil, "registry": app.Spec.Registry != nil, "gitSecret": app.Spec.Git.SecretRef != nil,
+	} {
+		if set {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+var namespaces sync.Map
+
+func ensureNS(t testing.TB, c client.Client, name string) {
+	if _, done := namespaces.Load(name); done {
+		return
+	}
+	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
+	namespaces.Store(name, true)
+}
+
+// checkApp is the property for one spec. It returns what refused the spec ("" when admitted
+// and rendered) and how many rendered objects it sent.
+func checkApp(t testing.TB, c client.Client, app *kubeoperav1alpha1.KubeOperaApp) (string, int) {
+	ctx := context.Background()
+	spec, _ := json.Marshal(app.Spec)
+	for _, ns := range hostNamespaces {
+		ensureNS(t, c, ns)
+	}
+	// Admission: the defaulted object the reconciler would read, or a refusal.
+	created := app.DeepCopy()
+	refusedBy, err := testenv.AdmitDryRun(ctx, c, created)
+	if err != nil {
+		t.Fatalf("create: %v\nname %s/%s spec %s", err, app.Namespace, app.Name, spec)
+	}
+	if refusedBy != "" {
+		return refusedBy, 0
+	}
+	if err := render.Validate(created); err != nil {
+		var invalid *render.InvalidSpecError
+		if !errors.As(err, &invalid) || len(invalid.Errs) == 0 {
+			t.Fatalf("render.Validate: not an InvalidSpecError: %v", err)
+		}
+		return "render:" + fieldFamily(invalid.Errs[0]), 0
+	}
+	objs, err := renderAll(created)
+	if err != nil {
+		t.Errorf("admitted but not renderable: %v\nname %s/%s spec %s", err, app.Namespace, app.Name, spec)
+		return "", 0
+	}
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			ensureNS(t, c, ns)
+		}
+		// A Namespace of an earlier spec exists already: AlreadyExists comes after validation.
+		if err := c.Create(ctx, o, client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Errorf("rendered %s %s/%s refused: %v\nname %s/%s spec %s", o.GetObjectKind().GroupVersionKind().Kind,
+				o.GetNamespace(), o.GetName(), err, app.Namespace, app.Name, spec)
+		}
+	}
+	return "", len(objs)
+}
+
+// fieldFamily is the field a render.Validate error names, without indexes and keys.
+func fieldFamily(e *field.Error) string {
+	f := e.Field
+	for {
+		i := strings.IndexByte(f, '[')
+		if i < 0 {
+			return f
+		}
+		j := strings.IndexByte(f[i:], ']')
+		if j < 0 {
+			return f
+		}
+		f = f[:i] + f[i+j+1:]
+	}
 }
 
 // renderAll is every object the App Controller makes from an app: the files it commits (parsed
@@ -206,7 +272,8 @@ func odd[T any](r *rand.Rand, ordinary []T, odd ...T) T {
 	return pick(r, ordinary...)
 }
 
-func genApp(r *rand.Rand, i int) *kubeoperav1alpha1.KubeOperaApp {
+func genApp(r *rand.Rand) *kubeoperav1alpha1.KubeOperaApp {
+	i := r.IntN(1000)
 	name := odd(r, []string{"web", "a", "api-v2", "a" + strings.Repeat("b", 61) + "c", "x" + strconv.Itoa(i)}, "Web", "web.v2", "-web")
 	app := &kubeoperav1alpha1.KubeOperaApp{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pick(r, hostNamespaces...), Name: name},
@@ -218,7 +285,7 @@ func genApp(r *rand.Rand, i int) *kubeoperav1alpha1.KubeOperaApp {
 				Image:          odd(r, []string{"nginx:1.27", "ghcr.io/example/web@sha256:" + strings.Repeat("a", 64), "a"}, " nginx"),
 				Replicas:       pick(r, nil, ptr.To[int32](0), ptr.To[int32](3), ptr.To[int32](1000)),
 				Ports:          genPorts(r),
-				Env:            someOdd(r, 3, envPalette[:4], envPalette[4:]...),
+				Env:            someOdd(r, 3, envPalette[:6], envPalette[6:]...),
 				Command:        pick(r, nil, []string{"/bin/app"}, []string{""}),
 				Args:           pick(r, nil, []string{"--x=y", ""}),
 				Resources:      odd(r, resourcePalette[:4], resourcePalette[4:]...),
@@ -250,35 +317,43 @@ func genPorts(r *rand.Rand) []kubeoperav1alpha1.AppPort {
 	k := r.IntN(4)
 	var out []kubeoperav1alpha1.AppPort
 	for i := range k {
-		// Distinct Service ports: see the open findings above the palettes.
 		out = append(out, kubeoperav1alpha1.AppPort{
 			Name:          odd(r, names[i:i+1], "1234", "a--b", "toolongportname1", names[0]),
-			ContainerPort: odd(r, []int32{int32(1000 + i), int32(8080 + i)}, 0),
-			ServicePort:   pick(r, 0, int32(80+i), int32(443+i), int32(65535-i)),
-			Protocol:      pick(r, corev1.Protocol(""), corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
+			ContainerPort: odd(r, []int32{int32(1000 + i), int32(8080 + i)}, 0, 80),
+			// 80 for every port: the same Service port twice (refused by render.Validate unless
+			// the protocols differ).
+			ServicePort: odd(r, []int32{0, int32(80 + i), int32(443 + i), int32(65535 - i)}, 80),
+			Protocol:    pick(r, corev1.Protocol(""), corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
 		})
 	}
 	return out
 }
 
-// Not generated, because admission cannot refuse them yet (docs/reliability.md, "Rendered objects vs
-// the API server", open findings): an env name with '=' and a fieldRef to a field the kubelet does
-// not expose (the CEL rules for both exceed the API server's cost budget on corev1.EnvVar's
-// unbounded strings); two ports publishing the same Service port and protocol (genPorts keeps
-// Service ports distinct; the rule comparing protocols exceeds the budget too); a request above
-// its limit, a negative quantity, and hugepages without a cpu or memory request (the quantity rule exceeds the budget
-// on corev1.ResourceList's unbounded map).
+// The odd env and resource values the pod validation refuses but admission cannot (CEL over
+// corev1.EnvVar and corev1.ResourceList exceeds the cost budget), and the duplicate Service
+// ports, are refused by render.Validate.
 //
 // envPalette, resourcePalette, probePalette, securityPalette and ingressPalette: the ordinary
-// values first (4, 4, 4, 4 and 5 of them), then the odd ones.
+// values first (6, 4, 4, 4 and 5 of them), then the odd ones.
 var envPalette = []corev1.EnvVar{
 	{Name: "LOG_LEVEL", Value: "info"},
 	{Name: "with.dot-and-dash", Value: "x"},
 	{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
 	{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	{Name: "HOST_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.hostIPs"}}},
+	{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
 	{Name: "EMPTY"},
 	{Name: "LABEL", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app.kubernetes.io/name']"}}},
+	{Name: "A=B", Value: "x"},
+	{Name: "TAB\tNAME", Value: "x"},
+	{Name: "POLICY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.restartPolicy"}}},
+	{Name: "LABELS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}},
+	{Name: "BAD_KEY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['a b']"}}},
+	{Name: "V2", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v2", FieldPath: "metadata.name"}}},
+	{Name: "OTHER", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "sidecar", Resource: "limits.cpu"}}},
+	{Name: "GPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.example.com/gpu"}}},
+	{Name: "CPU_KI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.cpu", Divisor: resource.MustParse("1Ki")}}},
 	{Name: "BOTH", Value: "x", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	{Name: "NO_SOURCE", ValueFrom: &corev1.EnvVarSource{}},
 }
@@ -291,6 +366,15 @@ var resourcePalette = []corev1.ResourceRequirements{
 	{Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"), corev1.ResourceMemory: resource.MustParse("64Mi"),
 		"hugepages-2Mi": resource.MustParse("4Mi")}, Limits: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")}},
 	{Requests: corev1.ResourceList{"gpu": resource.MustParse("1")}},
+	{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}},
+	{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("-1")}},
+	{Limits: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")}},
+	{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), "hugepages-2Mi": resource.MustParse("3Mi")}},
+	{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), "hugepages-1Gi": resource.MustParse("1Gi")}},
+	{Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}, Limits: corev1.ResourceList{"example.com/gpu": resource.MustParse("2")}},
+	{Limits: corev1.ResourceList{"example.com/gpu": resource.MustParse("500m")}},
+	{Claims: []corev1.ResourceClaim{{Name: "gpu"}}},
 }
 
 var probePalette = []*corev1.Probe{

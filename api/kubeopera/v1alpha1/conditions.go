@@ -72,4 +72,8 @@ const (
 	// ReasonVClusterServerNotAllowed: the Tenant's kubeconfig names an API server outside the
 	// operator's allow-list (--app-allowed-vcluster-servers). It is never contacted.
 	ReasonVClusterServerNotAllowed = "VClusterServerNotAllowed"
+	// ReasonInvalidSpec: the spec was admitted, but the API server would refuse the Deployment
+	// rendered from it (an env var name or fieldRef, a resource quantity the pod validation
+	// refuses; the message names the field). Nothing is committed until the spec changes.
+	ReasonInvalidSpec = "InvalidSpec"
 )
