@@ -110,6 +110,9 @@ func TestBadInputAdmission(t *testing.T) {
 		{name: "ingress host not a DNS name", wrong: func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "Bad_Host.example.com"}
 		}, field: "spec.ingresses.controller.host"},
+		{name: "ingress secretName not a DNS subdomain", wrong: func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "c.example.com", SecretName: "Bad_Secret"}
+		}, field: "spec.ingresses.controller.secretName"},
 		{name: "router messagePort above 65535", wrong: func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: 70000}
 		}, field: "spec.ingresses.router.messagePort"},
@@ -119,6 +122,9 @@ func TestBadInputAdmission(t *testing.T) {
 		{name: "consoleUrl not a URL", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsoleURL = "console" }, field: "spec.controller.consoleUrl"},
 		{name: "consolePort above 65535", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsolePort = 70000 }, field: "spec.controller.consolePort"},
 		{name: "https without secretName", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.HTTPS = ptr.To(true) }, field: "spec.controller.secretName"},
+		{name: "controller secretName not a DNS subdomain", wrong: func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Controller.HTTPS, cp.Spec.Controller.SecretName = ptr.To(true), "Controller_TLS"
+		}, field: "spec.controller.secretName"},
 		{name: "logLevel unknown", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.LogLevel = "verbose" }, field: "spec.controller.logLevel"},
 		// spec.events
 		{name: "events.retentionDays negative", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Events.RetentionDays = -1 }, field: "spec.events.retentionDays"},

@@ -381,6 +381,7 @@ type ControllerIngress struct {
 	Host string `json:"host,omitempty"`
 	// SecretName is the TLS Secret of the Ingress; setting it makes the derived URLs https.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
 	// IngressClassName of the Ingress.
@@ -488,6 +489,7 @@ type ControllerSpec struct {
 	// SecretName is a kubernetes.io/tls Secret mounted at /etc/iofog/controller-cert/ when https is
 	// true. The operator never creates it, and watches it.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
 	// CASecretRef names a key of a Secret in this namespace holding the PEM CA bundle the

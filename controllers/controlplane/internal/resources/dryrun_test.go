@@ -234,8 +234,7 @@ func genControlPlane(r *rand.Rand, sample *datasancev3.ControlPlane) *datasancev
 		{Host: "c.example.com", SecretName: "controller-tls", Annotations: map[string]string{"nginx.ingress.kubernetes.io/x": "1"}},
 		{Host: "*.example.com", IngressClassName: "nginx"}},
 		&datasancev3.ControllerIngress{Host: "*.example.com", IngressClassName: "Nginx_Class", SecretName: "controller-tls"},
-		// Not generated: a secretName that is not a DNS subdomain ("Bad_Secret") is admitted
-		// and the rendered Ingress is refused (docs/reliability.md, open findings).
+		&datasancev3.ControllerIngress{Host: "c.example.com", SecretName: "Bad_Secret"},
 		&datasancev3.ControllerIngress{Host: "c.example.com", Annotations: map[string]string{"bad key": "1"}})
 	if s.Ingresses.Router != nil && r.IntN(2) == 0 {
 		s.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: pick[int32](r, 0, 1, 5671, 65535), InteriorPort: pick[int32](r, 0, 5671, 55671), EdgePort: pick[int32](r, 0, 45671)}
