@@ -144,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	r.startPass(s.app)
+	r.startPass(s)
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
 		// Inputs read before any write: a bad one leaves nothing behind.
