@@ -247,5 +247,5 @@ without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130
 // p4Measured is what the last measurement of P4 after the change showed.
 const p4Measured = "Quick run of 2026-12-01 15:42 after the change (-quick -only git): 40 apps over 4 " +
 	"repositories 8 pushes (19 before), wall 1.17 s against a 0.74 s floor (2.26 s before); 40 apps in one " +
-	"repository 2 pushes, 2.18 s against 2.69 s; 10 apps 1 push, 0.57 s against 0.25 s (2.37 s before: the " +
-	"10 reconciles waited on each other's push). The full-size figures await the next full run."
+	"repository 2 pushes, 2.18 s against 2.69 s; 10 apps 1 push, 0.57 s against 0.25 s (2.37 s before, with the same single push; " +
+	"what made that run slow was not isolated). The full-size figures await the next full run."
