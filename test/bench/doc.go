@@ -247,5 +247,11 @@ without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130
 // p4Measured is what the last measurement of P4 after the change showed.
 const p4Measured = "Quick run of 2026-12-01 15:42 after the change (-quick -only git): 40 apps over 4 " +
 	"repositories 8 pushes (19 before), wall 1.17 s against a 0.74 s floor (2.26 s before); 40 apps in one " +
-	"repository 2 pushes, 2.18 s against 2.69 s; 10 apps 1 push, 0.57 s against 0.25 s (2.37 s before, with the same single push; " +
-	"what made that run slow was not isolated). The full-size figures await the next full run."
+	"repository 2 pushes; 10 apps 1 push, 0.57 s against 0.25 s (2.37 s before, with the same single push; " +
+	"what made that run slow was not isolated). Full-size git phase of 15:54: 50 apps 2 pushes; 200 apps in " +
+	"one repository 34 pushes (39 before), 25.9 s against a 14.9 s floor; 200 apps over 20 repositories 193 " +
+	"pushes (168 before), 7.2 s against 2.45 s (15.2 s before). So at 200 apps the workers are no longer the " +
+	"limit but the changes still reach each repository further apart than the 200 ms window (the apps are " +
+	"created by 16 clients over several seconds and each pass reads its Tenant and Secrets first): per " +
+	"repository they arrive one at a time. Not yet analysed further: a window that restarts with each new " +
+	"change (up to a cap), or a longer window, is the next thing to measure."
