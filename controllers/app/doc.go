@@ -44,7 +44,11 @@
 //     of it, render.Validate refuses what the API server would refuse in the rendered
 //     Deployment and admission cannot check (InvalidSpec, naming the field). A changed
 //     path, URL or branch writes the new folder, then removes the old one from the old
-//     repository and branch.
+//     repository and branch. The pass does not wait for the push (pushes.go): it submits the
+//     folder (gitops.Writer.Submit) and ends without a status write; the writer's callback
+//     adds the app to the workqueue when the batch is pushed or failed, and that pass reads the
+//     outcome and goes on. The worker is free meanwhile, so a burst of apps is queued, and
+//     pushed, together. Deletion and the removal of a moved folder wait (Writer.Apply).
 //  5. vCluster (vcluster.go), after the commit, so that a Git failure leaves nothing in the
 //     vCluster either: the app namespace is created directly (never through Git, so Flux can
 //     never prune it) and the pull Secret is copied by name, type and contents into it and kept

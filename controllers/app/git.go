@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,17 +39,19 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	if err != nil {
 		return gitError(cond, err)
 	}
-	start := time.Now()
 	r.repoUsers.use(s.key, here)
-	res, err := r.writer.Apply(ctx, repo, gitops.Change{
+	change := gitops.Change{
 		AppKey:  s.key.String(),
 		Path:    here.path,
 		Owner:   owner(s.app),
 		Files:   files,
 		Message: commitMessage(s.app, "update"),
-	})
-	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit,
-		"duration", time.Since(start), "error", err)
+	}
+	res, err := r.submitManifests(ctx, s, repo, change)
+	if errors.Is(err, errPushPending) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit, "error", err)
 	if err != nil {
 		return gitError(cond, err)
 	}
@@ -82,6 +83,30 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	r.stepSucceeded(s.app, cond, fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
 	return nil
+}
+
+// submitManifests submits the app's folder to the Git writer unless the same content is
+// already submitted, and returns the outcome once it is known, errPushPending until then (see
+// pushes.go). The outcome is read once: the next pass submits again, which re-verifies the
+// folder (no commit when the branch already holds it).
+func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.Repo, change gitops.Change) (gitops.Result, error) {
+	fp := fingerprint(repo, change)
+	pending := r.pushes.submitted(s.key, fp)
+	if pending == nil {
+		key := s.key
+		p, err := r.writer.Submit(ctx, repo, change, func() { r.pushes.done(key) })
+		if err != nil {
+			return gitops.Result{}, err
+		}
+		r.pushes.record(s.key, fp, p)
+		pending = p
+	}
+	res, err := pending.Result()
+	if errors.Is(err, gitops.ErrPending) {
+		return gitops.Result{}, errPushPending
+	}
+	r.pushes.forget(s.key)
+	return res, err
 }
 
 // location is where an app's folder is: repository, branch and path.

@@ -8,6 +8,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,8 @@ type Reconciler struct {
 	clients   *tenant.Clients
 	tenantAPI *tenantAPI
 	repoUsers *repoUsers
+	// pushes are the apps' submitted Git writes (pushes.go).
+	pushes *pushes
 	// kustomizations watches the Kustomizations in each vCluster (tenantwatch.go).
 	kustomizations *kustomizationWatches
 }
@@ -70,6 +73,7 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		clients:   tenant.NewClients(newClient),
 		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
 		repoUsers: newRepoUsers(),
+		pushes:    newPushes(),
 	}, nil
 }
 
@@ -94,6 +98,8 @@ type scope struct {
 	head string
 	// kustomization is the applied Kustomization, with the status the vCluster returned.
 	kustomization *kustomizev1.Kustomization
+	// pushPending: the pass ended waiting for its push; it writes no status.
+	pushPending bool
 }
 
 // Reconcile is the entry point for one KubeOperaApp.
@@ -103,18 +109,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		defer r.Options.OnPass(req.NamespacedName)
 	}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pushes.forget(req.NamespacedName)
+		}
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
 	defer func() {
 		observeApp(app)
+		if s.pushPending {
+			// Nothing is decided yet: the pass that reads the push's outcome writes the status.
+			return
+		}
 		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
 
 	if !app.DeletionTimestamp.IsZero() {
+		// A write still pending is superseded by the folder's removal (or pushed before it).
+		r.pushes.forget(s.key)
 		return r.reconcileDelete(ctx, s)
 	}
 	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
@@ -129,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	r.startPass(s.app)
+	r.startPass(s)
 	steps := []func(context.Context, *scope) error{
 		r.resolveTenant,
 		// Inputs read before any write: a bad one leaves nothing behind.
@@ -143,7 +158,13 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		r.configureFlux,
 	}
 	for _, step := range steps {
-		if err := step(ctx, s); err != nil {
+		err := step(ctx, s)
+		switch {
+		case errors.Is(err, errPushPending):
+			s.pushPending = true
+			ctrl.LoggerFrom(ctx).V(1).Info("Git push pending; the app is requeued when it is done")
+			return ctrl.Result{}, nil
+		case err != nil:
 			return r.failed(ctx, s, err)
 		}
 	}

@@ -96,6 +96,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		}),
 		tenantAPI: newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
 		repoUsers: newRepoUsers(),
+		pushes:    newPushes(),
 	}
 	tr.tenantAPI.watched.Store(true)
 	return tr

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -54,8 +55,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
-			RateLimiter:             newRateLimiter(r.Options),
+			RateLimiter:             pendingAwareLimiter{TypedRateLimiter: newRateLimiter(r.Options), pushes: r.pushes},
 		}).
+		// The Git writer's callbacks add apps whose push is done (pushes.go).
+		WatchesRawSource(source.Func(r.pushes.start)).
 		Named("kubeoperaapp")
 	b, err := r.setupKustomizationWatches(mgr, b)
 	if err != nil {

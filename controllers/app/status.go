@@ -38,11 +38,21 @@ const (
 	actionDelete    = "Delete"
 )
 
-// startPass marks an app seen for the first time as being reconciled.
-func (r *Reconciler) startPass(app *kubeoperav1alpha1.KubeOperaApp) {
-	if findCondition(app, kubeoperav1alpha1.ConditionReady) == nil {
-		r.setCondition(app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
+// startPass marks an app seen for the first time as being reconciled. A pass that ended with
+// its push pending wrote no status, so the pass after it finds no Ready either: it sets the
+// condition again, but the Event was recorded already.
+func (r *Reconciler) startPass(s *scope) {
+	if findCondition(s.app, kubeoperav1alpha1.ConditionReady) != nil {
+		return
 	}
+	if r.pushes.outstanding(s.key) {
+		apimeta.SetStatusCondition(&s.app.Status.Conditions, metav1.Condition{
+			Type: kubeoperav1alpha1.ConditionReady, Status: metav1.ConditionUnknown,
+			Reason: kubeoperav1alpha1.ReasonProgressing, Message: "Reconciling", ObservedGeneration: s.app.Generation,
+		})
+		return
+	}
+	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
 }
 
 // stepSucceeded reports a step that did its part (TenantResolved, ManifestsCommitted,

@@ -23,7 +23,12 @@
 // # Serialization and batching
 //
 // All work on one clone happens on one goroutine, started when a change is
-// queued and gone when the queue is empty. Apply queues the change and waits.
+// queued and gone when the queue is empty. Submit queues the change and
+// returns a Pending handle at once; its callback runs when the outcome is
+// known. Apply is Submit plus a wait for that outcome (one code path). A
+// change submitted for an owner and folder that still has a change queued
+// (not yet being written) takes that change's place in the queue: only the
+// newer content is written, and both callers receive its outcome.
 // The goroutine takes every queued change (up to the batch size, default
 // 100; only changes with the same credentials share a batch), writes them all
 // to the worktree and makes one commit and one push. Changes queued while a

@@ -43,4 +43,8 @@ var (
 	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose
 	// OwnerFile names another application. Nothing of the change is written.
 	ErrPathConflict = errors.New("folder belongs to another application")
+
+	// ErrPending is what Pending.Result returns while the change is not yet
+	// written: not a failure, the outcome is not known yet.
+	ErrPending = errors.New("git write pending")
 )

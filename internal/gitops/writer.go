@@ -201,21 +201,63 @@ type request struct {
 	done   chan struct{}
 	queued time.Time
 
+	// notify, when set (Submit), runs on the batch goroutine after done is
+	// closed; it must not block.
+	notify func()
+	// superseded are earlier queued changes of the same owner and folder that
+	// this one replaced before they were picked up (guarded by repoState.mu
+	// until the request is taken); they receive this one's outcome.
+	superseded []*request
+
 	// Written by the batch goroutine before done is closed.
 	changed bool
 	result  Result
 	err     error
 }
 
+// finish hands the outcome to the caller and to the changes it superseded.
+func (r *request) finish() {
+	close(r.done)
+	if r.notify != nil {
+		r.notify()
+	}
+	for _, old := range r.superseded {
+		old.changed, old.result, old.err = r.changed, r.result, r.err
+		old.finish()
+	}
+}
+
+// Pending is a change submitted with Submit: queued, being written, or done.
+type Pending struct {
+	req *request
+}
+
+// Done is closed once the change is on the remote (or was already there),
+// or its batch failed.
+func (p *Pending) Done() <-chan struct{} { return p.req.done }
+
+// Result is the outcome of the change, as Apply returns it. It is valid once
+// Done is closed; before that it returns ErrPending.
+func (p *Pending) Result() (Result, error) {
+	select {
+	case <-p.req.done:
+		return p.req.result, p.req.err
+	default:
+		return Result{}, ErrPending
+	}
+}
+
 // Apply writes change to the branch of repo and pushes it, and returns when
-// the change is on the remote (or was already there).
+// the change is on the remote (or was already there). It is Submit followed
+// by a wait for the outcome.
 //
 // Calls for the same (URL, branch) are serialized; calls that arrive while a
 // write is in progress are committed together in the next single commit and
 // push, and each gets that commit in its Result. Apply is idempotent: content
 // identical to the branch creates no commit. When ctx ends before the change
-// was picked up, it is withdrawn; once it is being written, it may still be
-// pushed after Apply returned ctx's error.
+// was picked up, it is withdrawn; once it is being written (or when it
+// replaced an earlier submitted change), it may still be pushed after Apply
+// returned ctx's error.
 //
 // Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth (ssh without
 // credentials), ErrAuthFailed or ErrPushConflict when that is the cause;
@@ -223,33 +265,60 @@ type request struct {
 // never contain credentials. Every caller of a batch gets the same Commit;
 // Changed is per change.
 func (w *Writer) Apply(ctx context.Context, repo Repo, change Change) (Result, error) {
-	if err := repo.validate(); err != nil {
+	p, st, err := w.submit(ctx, repo, change, nil)
+	if err != nil {
 		return Result{}, err
+	}
+	defer w.unref(st)
+	select {
+	case <-p.req.done:
+		return p.req.result, p.req.err
+	case <-ctx.Done():
+		if st.withdraw(p.req) {
+			return Result{}, fmt.Errorf("wait for git write: %w", ctx.Err())
+		}
+		return Result{}, fmt.Errorf("wait for git write (the change may still be pushed): %w", ctx.Err())
+	}
+}
+
+// Submit queues change like Apply but returns at once: the change is written
+// in the next batch of its (URL, branch), exactly as Apply's, and notify (if
+// not nil) is called when its outcome is known, on the Writer's goroutine
+// (it must not block). ctx gives the batch its logger only: a submitted
+// change is not withdrawn when ctx ends.
+//
+// A change of the same owner and folder that is still queued (not yet being
+// written) is replaced by this one where it stood in the queue: only the
+// newer content is committed, and the earlier change's caller receives this
+// one's outcome. Validation errors are returned at once.
+func (w *Writer) Submit(ctx context.Context, repo Repo, change Change, notify func()) (*Pending, error) {
+	p, st, err := w.submit(ctx, repo, change, notify)
+	if err != nil {
+		return nil, err
+	}
+	w.unref(st)
+	return p, nil
+}
+
+// submit validates and queues change; the caller unrefs the state.
+func (w *Writer) submit(ctx context.Context, repo Repo, change Change, notify func()) (*Pending, *repoState, error) {
+	if err := repo.validate(); err != nil {
+		return nil, nil, err
 	}
 	if err := change.validate(); err != nil {
-		return Result{}, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("wait for git write: %w", err)
+		return nil, nil, fmt.Errorf("wait for git write: %w", err)
 	}
 	change = change.deepCopy()
 	if !change.Delete {
 		change.Files[OwnerFile] = change.Owner.marker()
 	}
-	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), queued: time.Now()}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), queued: time.Now(), notify: notify}
 	st := w.state(repo)
-	defer w.unref(st)
 	w.enqueue(st, req)
-
-	select {
-	case <-req.done:
-		return req.result, req.err
-	case <-ctx.Done():
-		if st.withdraw(req) {
-			return Result{}, fmt.Errorf("wait for git write: %w", ctx.Err())
-		}
-		return Result{}, fmt.Errorf("wait for git write (the change may still be pushed): %w", ctx.Err())
-	}
+	return &Pending{req: req}, st, nil
 }
 
 // Forget deletes the local clone of repo; the next Apply clones again. It
@@ -338,7 +407,9 @@ func cloneDirName(url, branch string) string {
 // next batch.
 func (w *Writer) enqueue(st *repoState, req *request) {
 	st.mu.Lock()
-	st.pending = append(st.pending, req)
+	if !st.supersede(req) {
+		st.pending = append(st.pending, req)
+	}
 	start := !st.running
 	st.running = true
 	if len(st.pending) >= w.opts.maxBatch {
@@ -420,12 +491,30 @@ func (st *repoState) takeBatch(n int) []*request {
 	return batch
 }
 
-// withdraw removes req from the queue if it has not been picked up yet.
+// supersede puts req in the place of a queued change of the same owner and
+// folder, which then receives req's outcome. It reports whether it did.
+// Callers hold st.mu.
+func (st *repoState) supersede(req *request) bool {
+	for i, old := range st.pending {
+		if old.change.Owner.ID != req.change.Owner.ID || old.change.Path != req.change.Path {
+			continue
+		}
+		req.queued = old.queued
+		req.superseded = append(old.superseded, old)
+		old.superseded = nil
+		st.pending[i] = req
+		return true
+	}
+	return false
+}
+
+// withdraw removes req from the queue if it has not been picked up yet and
+// no superseded change waits on it.
 func (st *repoState) withdraw(req *request) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for i, r := range st.pending {
-		if r == req {
+		if r == req && len(r.superseded) == 0 {
 			st.pending = append(st.pending[:i], st.pending[i+1:]...)
 			return true
 		}
@@ -454,7 +543,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 		default:
 			r.result = Result{Commit: commit, Changed: r.changed}
 		}
-		close(r.done)
+		r.finish()
 	}
 }
 

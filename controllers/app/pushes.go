@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+)
+
+// A pass does not wait for its push. commitManifests submits the app's folder to the Git writer
+// (gitops.Writer.Submit) and, while the batch holding it is queued or being pushed, ends the pass
+// with errPushPending: no status write, no requeue, the worker is free for other apps. When the
+// batch is pushed or fails, the writer calls back and the app is added to the workqueue; that
+// next pass submits nothing new (the same content is pending or done), reads the outcome and goes
+// on from there (status commit, vCluster, Flux), or reports the failure as a synchronous write
+// did. pushes records, per app, the submitted change and its handle. It lives in memory: after a
+// restart every app is reconciled again and submits again (the writer commits nothing for files
+// already on the branch).
+
+// errPushPending ends a pass whose push is not done yet. It is not a failure.
+var errPushPending = errors.New("git push pending")
+
+// pushes are the apps' submitted Git writes whose outcome a later pass reads.
+type pushes struct {
+	mu    sync.Mutex
+	byApp map[types.NamespacedName]*push
+	// queue is the controller's workqueue (set when its source starts, see start).
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+}
+
+// push is one submitted write: what was submitted (fingerprint) and its handle.
+type push struct {
+	fingerprint string
+	pending     *gitops.Pending
+}
+
+func newPushes() *pushes {
+	return &pushes{byApp: map[types.NamespacedName]*push{}}
+}
+
+// start is the controller source that hands pushes the workqueue; it adds nothing itself.
+func (p *pushes) start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	p.queue.Store(&q)
+	return nil
+}
+
+// submitted returns the app's write with this fingerprint, nil when there is none (never
+// submitted, outcome already read, or superseded by other content).
+func (p *pushes) submitted(app types.NamespacedName, fingerprint string) *gitops.Pending {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.byApp[app]; e != nil && e.fingerprint == fingerprint {
+		return e.pending
+	}
+	return nil
+}
+
+// record keeps the app's newly submitted write (replacing an older one).
+func (p *pushes) record(app types.NamespacedName, fingerprint string, pending *gitops.Pending) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byApp[app] = &push{fingerprint: fingerprint, pending: pending}
+}
+
+// forget drops the app's write: its outcome was read, or the app is being deleted or gone.
+func (p *pushes) forget(app types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byApp, app)
+}
+
+// outstanding reports whether the app has a write whose outcome no pass has read yet.
+func (p *pushes) outstanding(app types.NamespacedName) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byApp[app] != nil
+}
+
+// done is the writer's callback: the app's next pass reads the outcome. It runs on the writer's
+// goroutine and never blocks (the workqueue's Add does not).
+func (p *pushes) done(app types.NamespacedName) {
+	if q := p.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: app})
+	}
+}
+
+// fingerprint identifies the content of a write: repository, branch, folder, owner and files.
+// A pass that renders the same fingerprint as the pending write submits nothing new.
+func fingerprint(repo gitops.Repo, c gitops.Change) string {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	field(repo.URL)
+	field(repo.Branch)
+	field(c.Path)
+	field(c.Owner.ID)
+	field(c.Owner.Name)
+	names := make([]string, 0, len(c.Files))
+	for name := range c.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		field(name)
+		h.Write(c.Files[name])
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// pendingAwareLimiter is the per-app rate limiter that keeps an app's failure count while its
+// push is pending: controller-runtime forgets an item after every pass that returns no error,
+// and the pass that submits a push returns none. Without this, a push that fails again and again
+// would be retried after RetryBase each time instead of backing off.
+type pendingAwareLimiter struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	pushes *pushes
+}
+
+func (l pendingAwareLimiter) Forget(item reconcile.Request) {
+	if l.pushes.outstanding(item.NamespacedName) {
+		return
+	}
+	l.TypedRateLimiter.Forget(item)
+}

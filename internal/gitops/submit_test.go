@@ -1,0 +1,92 @@
+package gitops
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// heldPush blocks every push until released, and tells when the first one is waiting.
+type heldPush struct {
+	pushes  atomic.Int32
+	waiting chan struct{}
+	release chan struct{}
+}
+
+func newHeldPush() *heldPush {
+	return &heldPush{waiting: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldPush) option() Option {
+	return WithBeforePush(func() {
+		if h.pushes.Add(1) == 1 {
+			close(h.waiting)
+		}
+		<-h.release
+	})
+}
+
+// Submit returns while the push holding its change is still pending; the outcome and the
+// callback arrive once the push is done, and the change is on the remote.
+func TestSubmitDoesNotWaitForThePush(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	held := newHeldPush()
+	w := newTestWriter(t, held.option())
+
+	var notified atomic.Int32
+	p, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), func() { notified.Add(1) })
+	g.Expect(err).NotTo(HaveOccurred())
+	<-held.waiting
+	// The push is held: Submit has returned, nothing is decided.
+	_, err = p.Result()
+	g.Expect(err).To(MatchError(ErrPending))
+	g.Expect(notified.Load()).To(BeZero())
+
+	close(held.release)
+	<-p.Done()
+	res, err := p.Result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(notified.Load()).To(Equal(int32(1)))
+	g.Expect(remoteHeadOf(t, repo)).To(Equal(res.Commit))
+	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/ns/a/deployment.yaml", "a"))
+}
+
+// A change of a folder that is still queued replaces the queued one: only the newer content is
+// pushed, once, and both callers get its outcome.
+func TestSubmitReplacesAQueuedChangeOfTheSameFolder(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	held := newHeldPush()
+	w := newTestWriter(t, held.option())
+
+	// The first batch (app "first") is held in its push; "a" queues behind it, twice.
+	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	<-held.waiting
+	var notified atomic.Int32
+	older, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "v1"}), func() { notified.Add(1) })
+	g.Expect(err).NotTo(HaveOccurred())
+	newer, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "v2"}), func() { notified.Add(1) })
+	g.Expect(err).NotTo(HaveOccurred())
+
+	close(held.release)
+	for _, p := range []*Pending{first, older, newer} {
+		<-p.Done()
+	}
+	olderRes, olderErr := older.Result()
+	newerRes, newerErr := newer.Result()
+	g.Expect(olderErr).NotTo(HaveOccurred())
+	g.Expect(newerErr).NotTo(HaveOccurred())
+	g.Expect(olderRes).To(Equal(newerRes))
+	g.Expect(notified.Load()).To(Equal(int32(2)), "both callers are told")
+
+	rem := readRemote(t, repo, nil)
+	g.Expect(rem.files(t)).To(HaveKeyWithValue("apps/ns/a/deployment.yaml", "v2"))
+	// Two pushes: "first", then "a" once with v2 (v1 was never pushed).
+	g.Expect(held.pushes.Load()).To(Equal(int32(2)))
+	g.Expect(rem.commitCount(t)).To(Equal(2))
+}
