@@ -35,10 +35,11 @@
 // push is in flight therefore form the next batch: under load, reconciles of
 // many apps in one repository cost a handful of commits instead of one each.
 // WithBatchWindow (the manager's --git-batch-window, 200ms) adds a batching
-// window: a batch starts only once its oldest change waited that long, or
-// when it is full, so changes arriving one after the other also share a
-// push; a change that already waited behind a push adds no wait. Without the
-// option no delay is added. Every caller in a batch receives the commit that
+// window: a batch starts once a window passed in which no change arrived (a
+// quiet window), after at most five windows however steadily changes keep
+// arriving, or when it is full, so changes arriving one after the other also
+// share a push. One app's change waits one window; a burst of reconciles is
+// gathered for up to five. Without the option no delay is added. Every caller in a batch receives the commit that
 // contains its change.
 //
 // # Freshness and determinism

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -86,10 +87,94 @@ func TestBatchWindowGroupsChangesArrivingOneByOne(t *testing.T) {
 		g.Expect(results[i].Commit).To(Equal(results[0].Commit))
 		g.Expect(results[i].Changed).To(BeTrue())
 	}
-	// One window, measured from the oldest change: never longer than the window itself.
+	// One window, extended once if changes arrived during it (the second one, with the gate
+	// open, is quiet): each timer is one whole window.
 	timers := gate.timers()
-	g.Expect(timers).To(HaveLen(1))
-	g.Expect(timers[0]).To(And(BeNumerically(">", 0), BeNumerically("<=", time.Hour)))
+	g.Expect(len(timers)).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)))
+	g.Expect(timers).To(HaveEach(time.Hour))
+}
+
+// steppedWindow replaces the window's timer with one the test fires: each timer the Writer
+// starts is announced on started and fires when the test sends on it.
+type steppedWindow struct {
+	started chan chan time.Time
+}
+
+func (s *steppedWindow) option() Option {
+	return func(o *options) {
+		o.after = func(time.Duration) <-chan time.Time {
+			ch := make(chan time.Time, 1)
+			s.started <- ch
+			return ch
+		}
+	}
+}
+
+// A change arriving during the window extends it by another window; a quiet window ends the
+// wait, and the two changes share one commit and one push.
+func TestBatchWindowIsExtendedWhileChangesArrive(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	win := &steppedWindow{started: make(chan chan time.Time, maxWindowsPerBatch+1)}
+	var pushes atomic.Int32
+	w := newTestWriter(t, WithBatchWindow(time.Hour), win.option(), WithBeforePush(func() { pushes.Add(1) }))
+
+	a, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	first := <-win.started
+	b, err := w.Submit(context.Background(), repo, appChange("b", map[string]string{"deployment.yaml": "b"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	first <- time.Time{}
+	// b arrived during the first window: a second one is started, and nothing is pushed yet.
+	second := <-win.started
+	g.Expect(pushes.Load()).To(BeZero())
+	second <- time.Time{}
+
+	for _, p := range []*Pending{a, b} {
+		<-p.Done()
+		_, err := p.Result()
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(pushes.Load()).To(BeEquivalentTo(1))
+	g.Expect(readRemote(t, repo, nil).commitCount(t)).To(Equal(1))
+	g.Expect(win.started).To(BeEmpty())
+}
+
+// However steadily changes arrive, a batch waits at most maxWindowsPerBatch windows: a change
+// queued in each window does not hold the first one back any longer.
+func TestBatchWindowIsCapped(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	win := &steppedWindow{started: make(chan chan time.Time, maxWindowsPerBatch+1)}
+	var pushes atomic.Int32
+	w := newTestWriter(t, WithBatchWindow(time.Hour), win.option(), WithBeforePush(func() { pushes.Add(1) }))
+
+	var all []*Pending
+	submit := func(name string) {
+		p, err := w.Submit(context.Background(), repo, appChange(name, map[string]string{"deployment.yaml": name}), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		all = append(all, p)
+	}
+	submit("app00")
+	for i := 1; i <= maxWindowsPerBatch; i++ {
+		timer := <-win.started
+		submit(fmt.Sprintf("app%02d", i))
+		timer <- time.Time{}
+	}
+	select {
+	case <-all[0].Done():
+	case <-win.started:
+		t.Fatalf("a window beyond the %d allowed was started", maxWindowsPerBatch)
+	}
+	for _, p := range all {
+		<-p.Done()
+	}
+	// Every change arrived before the last window ended: one batch, one push, no sixth window.
+	g.Expect(pushes.Load()).To(BeEquivalentTo(1))
+	rem := readRemote(t, repo, nil)
+	g.Expect(rem.commitCount(t)).To(Equal(1))
+	g.Expect(rem.files(t)).To(HaveLen(maxWindowsPerBatch + 1))
+	g.Expect(win.started).To(BeEmpty())
 }
 
 // A full batch does not wait for the window: with a gate that never opens, maxBatch changes

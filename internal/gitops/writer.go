@@ -124,12 +124,12 @@ func WithOnQueued(f func()) Option {
 	return func(o *options) { o.onQueued = f }
 }
 
-// WithBatchWindow makes a batch wait until d after its oldest change was
-// queued before it is written, so that changes arriving one after the other
-// (reconciles of many apps of one repository) share one commit and one push.
-// A batch starts at once when it is full (WithMaxBatch) or when its oldest
-// change already waited d (behind a push in flight). 0, the default, adds no
-// wait: only the changes queued during a push are grouped.
+// WithBatchWindow makes a batch wait d before it is written, and d again
+// while changes keep arriving (at most maxWindowsPerBatch windows), so that
+// changes arriving one after the other (reconciles of many apps of one
+// repository) share one commit and one push. A window in which no change
+// arrived ends the wait; a full batch (WithMaxBatch) starts at once. 0, the
+// default, adds no wait: only the changes queued during a push are grouped.
 func WithBatchWindow(d time.Duration) Option {
 	return func(o *options) { o.batchWindow = max(d, 0) }
 }
@@ -176,10 +176,13 @@ type repoState struct {
 	// so Release never drops a state a caller is about to queue on.
 	refs int
 
-	// mu guards pending and running.
+	// mu guards pending, running and arrivals.
 	mu      sync.Mutex
 	pending []*request
 	running bool
+	// arrivals counts the changes ever queued (superseding ones too): a batching window in
+	// which it did not move was quiet.
+	arrivals uint64
 	// full wakes a drain waiting out the batching window when the queue
 	// holds a full batch (capacity 1, never blocks the sender).
 	full chan struct{}
@@ -407,6 +410,7 @@ func cloneDirName(url, branch string) string {
 // next batch.
 func (w *Writer) enqueue(st *repoState, req *request) {
 	st.mu.Lock()
+	st.arrivals++
 	if !st.supersede(req) {
 		st.pending = append(st.pending, req)
 	}
@@ -443,10 +447,16 @@ func (w *Writer) drain(st *repoState) {
 	}
 }
 
-// awaitWindow waits until the batching window of the oldest queued change
-// has passed, or the queue holds a full batch. It returns at once without a
-// window, with an empty queue, or when the oldest change waited long enough
-// already (behind the previous push).
+// maxWindowsPerBatch bounds how often a batch's window is extended: a batch waits at most this
+// many windows (1s with the default 200ms window), however steadily changes keep arriving.
+const maxWindowsPerBatch = 5
+
+// awaitWindow waits out the batching window of the next batch: one window, extended by another
+// window as long as changes keep arriving (a window in which none was queued ends the wait), up
+// to maxWindowsPerBatch windows, or until the queue holds a full batch. It returns at once
+// without a window or with an empty or full queue. The changes queued while a push was in flight
+// wait a window as well: when they keep arriving, as during a burst of reconciles, the next
+// batch gathers more of them.
 func (w *Writer) awaitWindow(st *repoState) {
 	if w.opts.batchWindow <= 0 {
 		return
@@ -457,18 +467,26 @@ func (w *Writer) awaitWindow(st *repoState) {
 	case <-st.full:
 	default:
 	}
-	if len(st.pending) == 0 || len(st.pending) >= w.opts.maxBatch {
-		st.mu.Unlock()
-		return
-	}
-	wait := w.opts.batchWindow - time.Since(st.pending[0].queued)
 	st.mu.Unlock()
-	if wait <= 0 {
-		return
-	}
-	select {
-	case <-w.opts.after(wait):
-	case <-st.full:
+	for windows := 0; windows < maxWindowsPerBatch; windows++ {
+		st.mu.Lock()
+		if len(st.pending) == 0 || len(st.pending) >= w.opts.maxBatch {
+			st.mu.Unlock()
+			return
+		}
+		seen := st.arrivals
+		st.mu.Unlock()
+		select {
+		case <-w.opts.after(w.opts.batchWindow):
+		case <-st.full:
+			return
+		}
+		st.mu.Lock()
+		quiet := st.arrivals == seen
+		st.mu.Unlock()
+		if quiet {
+			return
+		}
 	}
 }
 
