@@ -276,27 +276,42 @@ func TestObserveSync(t *testing.T) {
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantAfter  time.Duration
+		// wasSynced: the app was Synced before this observation.
+		wasSynced bool
 	}{
 		{"nothing applied yet", kustomizev1.KustomizationStatus{}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
 		{"pushed commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval},
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false},
 		{"later head with the same files applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "refs/heads/main@sha1:" + head, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval},
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false},
 		{"older commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:3333333333333333333333333333333333333333", Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
 		{"another branch", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "dev@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
 		{"spec not observed yet", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 2,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
 		{"apply failed", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionFalse)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady, DefaultSyncPollInterval},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady, DefaultSyncPollInterval, false},
+		// Flux's periodic reconcile (Ready Unknown, Progressing) of the revision it applied.
+		{"synced app, Flux re-applying the same commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionUnknown)}, 1,
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, true},
+		{"new app, Flux still applying the commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionUnknown)}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+		{"synced app, Flux applying an older commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:3333333333333333333333333333333333333333", Conditions: ready(metav1.ConditionUnknown)}, 1,
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			tr := newTestReconciler(t, nil)
-			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Status.Commit = commit })
+			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Status.Commit = commit
+				if tc.wasSynced {
+					apimeta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: kubeoperav1alpha1.ConditionSynced,
+						Status: metav1.ConditionTrue, Reason: kubeoperav1alpha1.ReasonSucceeded, Message: "Flux applied main@sha1:" + commit})
+				}
+			})
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
 			vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
 			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks, vc: vc})

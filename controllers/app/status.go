@@ -85,9 +85,16 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 	current := ks.Status.ObservedGeneration == ks.Generation
 	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
+	// kustomize-controller marks Ready Unknown (Progressing) at the start of every reconcile,
+	// the periodic one at spec.flux.interval included, and True again when it is done. While
+	// it re-applies the revision it last applied, the app stays Synced if it was: that
+	// revision is still what runs, and Synced flapping would write the status and record two
+	// Events per interval for nothing (docs/app-controller.md, "Read-back").
+	reapplying := ready != nil && ready.Status == metav1.ConditionUnknown &&
+		apimeta.IsStatusConditionTrue(s.app.Status.Conditions, cond)
 
 	switch {
-	case matches && current && ready != nil && ready.Status == metav1.ConditionTrue:
+	case matches && current && ready != nil && (ready.Status == metav1.ConditionTrue || reapplying):
 		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
 			fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
 		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}

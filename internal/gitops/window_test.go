@@ -110,14 +110,21 @@ func (s *steppedWindow) option() Option {
 	}
 }
 
+// newSteppedWriter is a Writer with an hour-long window whose timers the test fires, the
+// repository it writes and its push count.
+func newSteppedWriter(t *testing.T) (*Writer, Repo, *steppedWindow, *atomic.Int32) {
+	repo := testRepo(newServer(t))
+	win := &steppedWindow{started: make(chan chan time.Time, maxWindowsPerBatch+1)}
+	pushes := &atomic.Int32{}
+	w := newTestWriter(t, WithBatchWindow(time.Hour), win.option(), WithBeforePush(func() { pushes.Add(1) }))
+	return w, repo, win, pushes
+}
+
 // A change arriving during the window extends it by another window; a quiet window ends the
 // wait, and the two changes share one commit and one push.
 func TestBatchWindowIsExtendedWhileChangesArrive(t *testing.T) {
 	g := NewWithT(t)
-	repo := testRepo(newServer(t))
-	win := &steppedWindow{started: make(chan chan time.Time, maxWindowsPerBatch+1)}
-	var pushes atomic.Int32
-	w := newTestWriter(t, WithBatchWindow(time.Hour), win.option(), WithBeforePush(func() { pushes.Add(1) }))
+	w, repo, win, pushes := newSteppedWriter(t)
 
 	a, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -144,10 +151,7 @@ func TestBatchWindowIsExtendedWhileChangesArrive(t *testing.T) {
 // queued in each window does not hold the first one back any longer.
 func TestBatchWindowIsCapped(t *testing.T) {
 	g := NewWithT(t)
-	repo := testRepo(newServer(t))
-	win := &steppedWindow{started: make(chan chan time.Time, maxWindowsPerBatch+1)}
-	var pushes atomic.Int32
-	w := newTestWriter(t, WithBatchWindow(time.Hour), win.option(), WithBeforePush(func() { pushes.Add(1) }))
+	w, repo, win, pushes := newSteppedWriter(t)
 
 	var all []*Pending
 	submit := func(name string) {

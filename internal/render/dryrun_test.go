@@ -89,19 +89,11 @@ func writeCorpus(f *testing.F, opts testenv.Options) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	admitted := map[string]bool{}
+	corpus := testenv.CorpusClasses{MaxAdmitted: 20}
 	classes, err := testenv.WriteCorpus(".", "FuzzRenderedObjectsPassServerDryRun", 4000, 48, func(in []byte) string {
 		app := genApp(testenv.ChoiceRand(in))
 		refusedBy, _ := checkApp(f, env.Client, app)
-		if refusedBy != "" {
-			return "refused " + refusedBy
-		}
-		class := "admitted " + families(app)
-		if !admitted[class] && len(admitted) >= 20 {
-			return "" // the rest of the corpus for the refusals
-		}
-		admitted[class] = true
-		return class
+		return corpus.Class(refusedBy, families(app))
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -162,6 +162,31 @@ func Fuzzing() bool {
 	return f != nil && f.Value.String() != ""
 }
 
+// CorpusClasses classifies the inputs of a corpus being written (WriteCorpus): every refusal
+// reason is a class of its own, and at most MaxAdmitted classes of admitted specs (named by the
+// field families they set) are kept, so that the rest of the corpus goes to the refusals.
+type CorpusClasses struct {
+	MaxAdmitted int
+	admitted    map[string]bool
+}
+
+// Class is the class of an input refused by refusedBy ("" when admitted) with the given field
+// families; "" skips the input.
+func (c *CorpusClasses) Class(refusedBy, families string) string {
+	if refusedBy != "" {
+		return "refused " + refusedBy
+	}
+	if c.admitted == nil {
+		c.admitted = map[string]bool{}
+	}
+	class := "admitted " + families
+	if !c.admitted[class] && len(c.admitted) >= c.MaxAdmitted {
+		return ""
+	}
+	c.admitted[class] = true
+	return class
+}
+
 // WriteCorpus writes a seed corpus for the fuzz target name into dir/testdata/fuzz/<name>/: of
 // the inputs 0..tries-1 (each an 8-byte little-endian seed for ChoiceRand), the first one of
 // each class that classify returns ("" skips the input), at most limit files. It replaces the files written before.

@@ -51,19 +51,11 @@ func FuzzRenderedOperandsPassServerDryRun(f *testing.F) {
 	f.Add([]byte{}) // every draw from the hash of the empty input
 	if os.Getenv("CP_WRITE_CORPUS") != "" {
 		env := sharedEnv(f)
-		admitted := map[string]bool{}
+		corpus := testenv.CorpusClasses{MaxAdmitted: 16}
 		classes, err := testenv.WriteCorpus(".", "FuzzRenderedOperandsPassServerDryRun", 4000, 40, func(in []byte) string {
 			cp := genControlPlane(testenv.ChoiceRand(in), sample)
 			refusedBy, _ := checkControlPlane(f, env, cp)
-			if refusedBy != "" {
-				return "refused " + refusedBy
-			}
-			class := "admitted " + cpFamilies(cp)
-			if !admitted[class] && len(admitted) >= 16 {
-				return "" // the rest of the corpus for the refusals
-			}
-			admitted[class] = true
-			return class
+			return corpus.Class(refusedBy, cpFamilies(cp))
 		})
 		if err != nil {
 			f.Fatal(err)
