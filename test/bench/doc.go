@@ -133,15 +133,14 @@ Every figure stands beside its floor, measured in the same run on the same machi
 }
 
 // p3After is the outcome of the P3 memory changes, as measured.
-const p3After = " Measured with them (two runs of 2026-12-01, -only scale,memory): peak RSS 128 and 125 MiB at " +
-	"100 ControlPlanes (160 before, same machine) and 87.9 and 84.6 MiB at 25 (101 before); wall time 91 " +
-	"and 75 s (1.20× and 1.10× floor; 110 s, 1.26× before), so the extra collections did not slow the " +
-	"install; 0.4 and -0.5 MiB with the unrelated objects. The live heap " +
-	"at the end was still 48 MB: the generated Secrets in full (8.5 MB), one HTTP/1.1 connection's " +
-	"buffers per Controller API client (3.6 MB; the operator keeps one client per ControlPlane) and the " +
-	"owned objects with their managed fields. Below 100 MiB needs less live heap (generated Secrets " +
-	"read live or kept as metadata plus a hash, Controller API clients dropped once a ControlPlane is " +
-	"ready) or a lower GOGC; the run with GOGC=25 did not finish before this session's end."
+const p3After = " Measured with them: peak RSS 128 and 125 MiB at 100 ControlPlanes in two -only " +
+	"scale,memory runs of 2026-12-01 (160 before, same machine), 124 MiB in the full run of 16:20, with the " +
+	"wall time at 0.77x its floor, so the extra collections did not slow the install. The live heap at the " +
+	"end was still 48 MB: the generated Secrets in full (8.5 MB), one HTTP/1.1 connection's buffers per " +
+	"Controller API client (3.6 MB; the operator keeps one client per ControlPlane) and the owned objects " +
+	"with their managed fields. Below 100 MiB needs less live heap (generated Secrets read live or kept as " +
+	"metadata plus a hash, Controller API clients dropped once a ControlPlane is ready) or a lower GOGC " +
+	"(not measured)."
 
 // knownCause explains, for figures whose cause is understood, why they can miss their goal.
 func knownCause(id string) string {
@@ -151,16 +150,17 @@ func knownCause(id string) string {
 			"10 s for a load balancer, 3 s after a failed /status) where an owned object's watch event would do; " +
 			"the retry-predicate work on controllers/controlplane addresses it."
 	case strings.HasPrefix(id, "P2.host-writes"), strings.HasPrefix(id, "P2.tenant-writes"), strings.HasPrefix(id, "P2.git"):
-		return "Steady-state writes come from passes that re-apply unchanged objects or status; the steady-state work " +
-			"on controllers/app and controllers/controlplane addresses it."
+		return "In the run of 2026-12-01 16:20 the host writes were the apps' (23 status patches, 23 Events): " +
+			"kustomize-controller marks a Kustomization's Ready Unknown at the start of every periodic reconcile " +
+			"(spec.flux.interval) and True again after it, and the app followed with Synced False, then True, each " +
+			"with a status patch and an Event. A Synced app now stays Synced while Flux re-applies the revision it " +
+			"applied (controllers/app status.go setSynced, TestObserveSync); a latency-only run of 16:32 with it " +
+			"measured 0 host writes."
 	case id == "P1.app.synced", id == "latency":
-		return "In the run of 2026-12-01 13:21 kustomize-controller's health check timed out on every app's " +
-			"Deployment in the vCluster, so neither the figure nor its floor was measured: the harness played the " +
-			"deployment controller only on the host, and the Kustomization's wait (health checks) needs the " +
-			"Deployment's status in the vCluster too. The harness now runs that stand-in in the vCluster as well " +
-			"(test/bench cloud.go startTenantWorkloads); the figure awaits the next full run. The operator side " +
-			"(the Kustomization watch that replaced the 15 s read-back) is covered by controllers/app " +
-			"TestKustomizationStatusChangeEnqueuesTheApp."
+		return "The figure follows Flux: after the push source-controller must fetch the commit and " +
+			"kustomize-controller apply it and wait for the Deployment's health (the harness's deployment-" +
+			"controller stand-in in the vCluster, test/bench cloud.go startTenantWorkloads); the app's side is the " +
+			"Kustomization watch (controllers/app tenantwatch.go, TestKustomizationStatusChangeEnqueuesTheApp)."
 	case strings.HasPrefix(id, "P3.rss-") && id != "P3.rss-unrelated":
 		return "A heap profile of the operator at the end of 100 ControlPlanes (`-heap-profile`, run of " +
 			"2026-12-01 14:49, peak RSS 160 MiB) held 51 MB of live heap: 7.5 MB the generated Secrets " +
@@ -179,9 +179,8 @@ func knownCause(id string) string {
 	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".pushes"):
 		return "An app's reconcile no longer holds its worker while its push is pending (controllers/app " +
 			"pushes.go): it submits its folder to the Git writer and ends, and the writer's callback requeues it " +
-			"once the batch is pushed. So a burst of apps is queued at the writer at once, not at most " +
-			"--app-max-concurrent-reconciles (16) of them, and each repository branch takes a push per " +
-			"--git-batch-window (200 ms) or per push in flight. Before this change: 39 pushes for 200 apps in one " +
+			"once the batch is pushed, so a burst of apps is queued at the writer at once, not at most " +
+			"--app-max-concurrent-reconciles (16) of them. Before that change: 39 pushes for 200 apps in one " +
 			"repository, 168 over 20 repositories. " + p4Measured
 	case strings.HasPrefix(id, "P4.") && strings.HasSuffix(id, ".wall"):
 		return "The wall time follows the number of pushes (see the pushes row) and the reconciles before the " +
@@ -192,11 +191,9 @@ func knownCause(id string) string {
 			"ownership marker (gitops.OwnerFile), which the harness's expected set did not list; it does now " +
 			"(test/bench apps.go expectedFiles), and the floor pushes the same files. Awaits the next full run."
 	case strings.HasPrefix(id, "P3.cp"):
-		return "The floor of the run of 2026-12-01 13:21 was broken, not the operator slow: it selected the " +
-			"operator's objects by the label managed-by=kubeopera-operator, which the operands no longer carry " +
-			"(they carry the upstream iofog-operator value), so it found no object and no RSA key. It now selects " +
-			"them by controlplane.OwnedLabels; the ratio awaits the next full run. The wall time itself fell from " +
-			"108 s to 48 s at 100 ControlPlanes."
+		return "The floor is a bare client creating the same objects with the controller's concurrency plus the " +
+			"RSA keys a first install generates; the operator adds its passes, the Controller API registration " +
+			"and the status writes on top."
 	}
 	return ""
 }
@@ -266,13 +263,14 @@ without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130
 `
 
 // p4Measured is what the last measurement of P4 after the change showed.
-const p4Measured = "Quick run of 2026-12-01 15:42 after the change (-quick -only git): 40 apps over 4 " +
-	"repositories 8 pushes (19 before), wall 1.17 s against a 0.74 s floor (2.26 s before); 40 apps in one " +
-	"repository 2 pushes; 10 apps 1 push, 0.57 s against 0.25 s (2.37 s before, with the same single push; " +
-	"what made that run slow was not isolated). Full-size git phase of 15:54: 50 apps 2 pushes; 200 apps in " +
-	"one repository 34 pushes (39 before), 25.9 s against a 14.9 s floor; 200 apps over 20 repositories 193 " +
-	"pushes (168 before), 7.2 s against 2.45 s (15.2 s before). So at 200 apps the workers are no longer the " +
-	"limit but the changes still reach each repository further apart than the 200 ms window (the apps are " +
-	"created by 16 clients over several seconds and each pass reads its Tenant and Secrets first): per " +
-	"repository they arrive one at a time. Not yet analysed further: a window that restarts with each new " +
-	"change (up to a cap), or a longer window, is the next thing to measure."
+const p4Measured = "Full-size git phase of 2026-12-01 15:54, after the reconciler change and before the " +
+	"window extension: 200 apps in one repository 34 pushes (39 before), 25.9 s against a 14.9 s floor; 200 " +
+	"apps over 20 repositories 193 pushes (168 before), 7.2 s against 2.45 s. The window is now extended while " +
+	"changes keep arriving (a quiet window ends it, at most five windows, internal/gitops awaitWindow): in the " +
+	"run of 16:20, 200 apps in one repository took 3 pushes in 5.6 s (0.25x its floor). Over 20 repositories " +
+	"the changes of one repository still arrive further apart than a 200 ms window: the 200 reconciles share " +
+	"2 cores with both API servers, the Git server, Flux and the harness, each pass reads its Tenant and " +
+	"Secrets and records its placement before it submits, and round-robin placement leaves about one change " +
+	"per repository per second, so most changes still get a push of their own (162). Grouping those would " +
+	"need a window of seconds, which every single app's first push would wait too (P1.app.pushed); the wall " +
+	"time of that run (23.6 s, against 7.2 s at 15:54 with more pushes) was not analysed further."
