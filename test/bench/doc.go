@@ -267,10 +267,12 @@ const p4Measured = "Full-size git phase of 2026-12-01 15:54, after the reconcile
 	"window extension: 200 apps in one repository 34 pushes (39 before), 25.9 s against a 14.9 s floor; 200 " +
 	"apps over 20 repositories 193 pushes (168 before), 7.2 s against 2.45 s. The window is now extended while " +
 	"changes keep arriving (a quiet window ends it, at most five windows, internal/gitops awaitWindow): in the " +
-	"run of 16:20, 200 apps in one repository took 3 pushes in 5.6 s (0.25x its floor). Over 20 repositories " +
+	"runs of 16:20 and 16:42, 200 apps in one repository took 3 pushes in 5.6 and 6.9 s (0.25x and 0.30x " +
+	"their floors). Over 20 repositories " +
 	"the changes of one repository still arrive further apart than a 200 ms window: the 200 reconciles share " +
 	"2 cores with both API servers, the Git server, Flux and the harness, each pass reads its Tenant and " +
 	"Secrets and records its placement before it submits, and round-robin placement leaves about one change " +
-	"per repository per second, so most changes still get a push of their own (162). Grouping those would " +
-	"need a window of seconds, which every single app's first push would wait too (P1.app.pushed); the wall " +
-	"time of that run (23.6 s, against 7.2 s at 15:54 with more pushes) was not analysed further."
+	"per repository per second, so most changes still get a push of their own (162 and 186 pushes; wall 23.6 " +
+	"and 8.1 s, a spread between two runs of the same code that was not analysed). Grouping those would need " +
+	"a window of seconds, which every single app's first push would wait too (P1.app.pushed), or reconciles " +
+	"that reach the writer faster."
