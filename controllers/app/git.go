@@ -25,11 +25,6 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 // and branch once the new one is written; status keeps the old placement until then.
 func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
-	// A spec admitted whose Deployment the API server would refuse: nothing is written, and
-	// nothing a retry can fix (the app's change brings it back).
-	if err := render.Validate(s.app); err != nil {
-		return stop(cond, kubeoperav1alpha1.ReasonInvalidSpec, err)
-	}
 	files, err := render.Manifests(s.app)
 	if err != nil {
 		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))

@@ -42,11 +42,16 @@ func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// checkInputs reads, before anything is written, what the pass needs from the host and the
-// vCluster: the registry pull Secret (checkRegistrySecret) and the app namespace, which also
+// checkInputs checks, before anything is written, the spec (render.Validate) and what the pass
+// needs from the host and the vCluster: the registry pull Secret (checkRegistrySecret) and the app namespace, which also
 // proves the vCluster answers. A bad input found here (a refused Secret, a Tenant whose
 // kubeconfig points nowhere) leaves nothing in Git or in the vCluster.
 func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
+	// A spec admitted whose Deployment the API server would refuse: nothing is written (not
+	// even the placement), and nothing a retry can fix (the app's change brings it back).
+	if err := render.Validate(s.app); err != nil {
+		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonInvalidSpec, err)
+	}
 	if err := r.checkRegistrySecret(ctx, s); err != nil {
 		return err
 	}

@@ -97,11 +97,21 @@ func withTLSControllerNames(names ...string) harnessOption {
 	return func(c *harnessConfig) { c.tls, c.tlsNames = true, names }
 }
 
+// requireEnv skips the test under -short (TestMain starts no envtest then) and fails it when
+// envtest is missing otherwise: a suite whose tools are missing fails, it does not skip.
+func requireEnv(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: needs envtest")
+	}
+	if env == nil {
+		t.Fatal("envtest is not running (TestMain did not start it)")
+	}
+}
+
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	if env == nil {
-		t.Skip("envtest is not started under -short")
-	}
+	requireEnv(t)
 	var cfg harnessConfig
 	for _, o := range opts {
 		o(&cfg)

@@ -24,9 +24,7 @@ import (
 // app and the operator's own Deployment) because the builders are internal to
 // controllers/controlplane: no export exists only for a test.
 func TestOperandPodsAreRestricted(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest is not started under -short")
-	}
+	requireEnv(t)
 	g := NewWithT(t)
 	nsName, err := env.RestrictedNamespace(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())

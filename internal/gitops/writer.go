@@ -68,7 +68,7 @@ type options struct {
 	maxRepoSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
-	// batchWindow is how long a batch waits after its oldest change was queued (0: none).
+	// batchWindow is how long a batch waits for more changes, per window (0: none; see awaitWindow).
 	batchWindow time.Duration
 	// after starts the window's timer; time.After unless a test gates it.
 	after func(time.Duration) <-chan time.Time
@@ -202,7 +202,6 @@ type request struct {
 	auth   Auth
 	change Change
 	done   chan struct{}
-	queued time.Time
 
 	// notify, when set (Submit), runs on the batch goroutine after done is
 	// closed; it must not block.
@@ -318,7 +317,7 @@ func (w *Writer) submit(ctx context.Context, repo Repo, change Change, notify fu
 	if !change.Delete {
 		change.Files[OwnerFile] = change.Owner.marker()
 	}
-	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), queued: time.Now(), notify: notify}
+	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), notify: notify}
 	st := w.state(repo)
 	w.enqueue(st, req)
 	return &Pending{req: req}, st, nil
@@ -517,7 +516,6 @@ func (st *repoState) supersede(req *request) bool {
 		if old.change.Owner.ID != req.change.Owner.ID || old.change.Path != req.change.Path {
 			continue
 		}
-		req.queued = old.queued
 		req.superseded = append(old.superseded, old)
 		old.superseded = nil
 		st.pending[i] = req
