@@ -101,7 +101,7 @@ DRYRUN_FUZZTIME ?= 10m
 
 .PHONY: dryrun-long
 dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side dry run: the two fuzz targets for DRYRUN_FUZZTIME each.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZ_APISERVER=1 FUZZTIME_APISERVER=$(DRYRUN_FUZZTIME) \
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZTIME_APISERVER=$(DRYRUN_FUZZTIME) \
 		hack/fuzz.sh internal/render controllers/controlplane/internal/resources
 
 .PHONY: vulncheck

@@ -10,7 +10,7 @@ package render_test
 // mixes ordinary values with the edges of what admission allows and values the pod, Service and
 // Ingress validation refuse. `go test` runs the committed seed corpus (testdata/fuzz/<target>/,
 // one input per outcome class, written by RENDER_WRITE_CORPUS=1); `make fuzz` (hack/fuzz.sh)
-// fuzzes it for FUZZTIME. One API server per test process (testenv.Shared).
+// fuzzes it for FUZZTIME. One API server per run (testenv.Shared).
 
 import (
 	"context"
@@ -72,6 +72,11 @@ func FuzzRenderedObjectsPassServerDryRun(f *testing.F) {
 			f.Errorf("generator out of balance: %s", tally.String())
 		}
 	})
+	// Started here, before f.Fuzz: under -fuzz this is the coordinator, whose API server the
+	// workers connect to (testenv.Shared).
+	if _, err := testenv.Shared(opts); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, choices []byte) {
 		env, err := testenv.Shared(opts)
 		if err != nil {

@@ -3,7 +3,8 @@ package testenv
 // The rendered-objects dry-run properties (internal/render for KubeOperaApp,
 // controllers/controlplane/internal/resources for ControlPlane) are Go fuzz targets sharing what
 // is here: the choice stream that turns the fuzzer's bytes into a generator's draws, one API
-// server per test process, and the admission step.
+// server per run (under -fuzz the coordinator's, shared with its workers), and the admission
+// step.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -52,22 +54,82 @@ var shared struct {
 	sync.Mutex
 	env *Env
 	err error
+	dir string // the coordinator's kubeconfig for its workers
 }
 
+// sharedKubeconfigEnv names the kubeconfig of the API server a fuzz coordinator started, for
+// its workers.
+const sharedKubeconfigEnv = "TESTENV_SHARED_KUBECONFIG"
+
 // Shared is the API server of this test process, started on the first call (with that call's
-// options) and stopped by StopShared. Fuzz workers are separate processes: each starts its own
-// on its first input, and the plain `go test` run of the corpus starts one for all inputs.
-// A start that failed is not retried.
+// options) and stopped by StopShared. A start that failed is not retried.
+//
+// Under `go test -fuzz` the coordinator process starts it (the fuzz target calls Shared before
+// f.Fuzz) and hands its kubeconfig to the workers in the environment, and a worker's Shared
+// connects to it. A worker never starts etcd or an API server of its own: the coordinator stops
+// a worker with SIGKILL when it does not exit within about 2 s, and a child of a killed worker
+// would live on holding the worker's fuzz pipes (they are not close-on-exec), so the
+// coordinator would wait for the worker's answer forever. With no children, a worker dies
+// cleanly, and a new worker costs a connection instead of a 6 s start.
 func Shared(opts Options) (*Env, error) {
 	shared.Lock()
 	defer shared.Unlock()
-	if shared.env == nil && shared.err == nil {
-		shared.env, shared.err = Start(opts)
+	if shared.env != nil || shared.err != nil {
+		return shared.env, shared.err
+	}
+	if path := os.Getenv(sharedKubeconfigEnv); path != "" && fuzzWorker() {
+		shared.env, shared.err = connectKubeconfig(path)
+		return shared.env, shared.err
+	}
+	shared.env, shared.err = Start(opts)
+	if shared.err == nil && Fuzzing() {
+		shared.err = exportShared(shared.env)
 	}
 	return shared.env, shared.err
 }
 
-// StopShared stops the API server Shared started, if any (TestMain calls it after m.Run).
+// exportShared writes a cluster-admin kubeconfig of env for the fuzz workers this process
+// starts next, and names it in the environment they inherit.
+func exportShared(env *Env) error {
+	kubeconfig, err := env.Kubeconfig("fuzz-worker")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "testenv-shared-")
+	if err != nil {
+		return fmt.Errorf("kubeconfig dir: %w", err)
+	}
+	shared.dir = dir
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return os.Setenv(sharedKubeconfigEnv, path)
+}
+
+// connectKubeconfig is an Env of the API server another process started: only Config and
+// Client are set, and Stop leaves the server running.
+func connectKubeconfig(path string) (*Env, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the coordinator's kubeconfig
+	if err != nil {
+		return nil, fmt.Errorf("read the coordinator's kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("the coordinator's kubeconfig: %w", err)
+	}
+	// envtest's own limits: client-go's default (5 requests/s) would make an input of a dozen
+	// requests take seconds, and a minimization of one new input take its whole time limit.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return &Env{Config: cfg, Client: c}, nil
+}
+
+// StopShared stops the API server Shared started, if any (TestMain calls it after m.Run); in a
+// fuzz worker it only forgets the connection.
 func StopShared() error {
 	shared.Lock()
 	defer shared.Unlock()
@@ -76,6 +138,10 @@ func StopShared() error {
 	}
 	err := shared.env.Stop()
 	shared.env = nil
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+		shared.dir = ""
+	}
 	return err
 }
 
@@ -153,6 +219,13 @@ func (t *DryRunTally) Balanced() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.Admitted >= t.Inputs/5 && t.Refused > 0
+}
+
+// fuzzWorker reports whether this process is a fuzz worker (-test.fuzzworker, set by the
+// coordinator).
+func fuzzWorker() bool {
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }
 
 // Fuzzing reports whether this process runs with -test.fuzz (the coordinator or a worker), as

@@ -9,7 +9,7 @@ package resources_test
 // It is a Go fuzz target: the input is the generator's choice stream (testenv.ChoiceRand). `go
 // test` runs the committed seed corpus (testdata/fuzz/<target>/, one input per outcome class,
 // written by CP_WRITE_CORPUS=1); `make fuzz` (hack/fuzz.sh) fuzzes it for FUZZTIME. One API
-// server per test process (testenv.Shared).
+// server per run (testenv.Shared).
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -68,6 +69,9 @@ func FuzzRenderedOperandsPassServerDryRun(f *testing.F) {
 			f.Errorf("generator out of balance: %s", tally.String())
 		}
 	})
+	// Started here, before f.Fuzz: under -fuzz this is the coordinator, whose API server the
+	// workers connect to (testenv.Shared).
+	sharedEnv(f)
 	f.Fuzz(func(t *testing.T, choices []byte) {
 		refusedBy, objects := checkControlPlane(t, sharedEnv(t), genControlPlane(testenv.ChoiceRand(choices), sample))
 		tally.Add(refusedBy, objects)
@@ -82,6 +86,9 @@ func sharedEnv(t testing.TB) *testenv.Env {
 	}
 	dryRunOnce.Do(func() {
 		err = env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dryRunNS}})
+		if apierrors.IsAlreadyExists(err) { // a fuzz worker: the coordinator created it
+			err = nil
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
