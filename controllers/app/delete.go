@@ -9,6 +9,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,14 +55,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.app, kubeoperav1alpha1.Finalizer)
 	if err := r.Patch(ctx, s.app, patch); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer: %w", err))
+		if apierrors.IsNotFound(err) {
+			// An earlier pass removed the finalizer and this one ran on the cache's stale copy
+			// (its cleanup found everything done): the app is gone.
+			r.leaveRepositories(ctx, s.key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.forgetUnusedTenantClient(ctx, s)
-	for _, k := range r.repoUsers.leaveAll(s.key) {
-		if err := r.releaseRepo(k); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of a repository no app uses")
-		}
-	}
+	r.leaveRepositories(ctx, s.key)
 	ctrl.LoggerFrom(ctx).Info("Cleanup finished, finalizer removed")
 	return ctrl.Result{}, nil
 }

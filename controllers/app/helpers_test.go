@@ -5,6 +5,7 @@ import (
 	"fmt"
 	pathpkg "path"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ func newFixture(t *testing.T) *fixture {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gitSecret},
 		Data:       gitServer.SecretData(),
 	})).To(Succeed())
+	checkNoGitQueuesAtEnd(t)
 	t.Cleanup(f.deleteAllApps)
 	return f
 }
@@ -255,6 +257,23 @@ func (f *fixture) deleteAllApps() {
 		err := host.Client.List(f.ctx, list, client.InNamespace(f.ns))
 		return list.Items, err
 	}, 60*time.Second, 200*time.Millisecond).Should(BeEmpty(), "apps of the test are stuck in deletion")
+}
+
+// gitQueuesChecked holds the tests whose end already checks the Git writer's queues.
+var gitQueuesChecked sync.Map
+
+// checkNoGitQueuesAtEnd registers, once per test and before the first fixture's app cleanup (so
+// it runs after every fixture's), the check that with the test's apps gone the Git writer keeps
+// no queue: a write still queued when the last app of a repository left is released once done.
+func checkNoGitQueuesAtEnd(t *testing.T) {
+	if _, done := gitQueuesChecked.LoadOrStore(t, true); done {
+		return
+	}
+	t.Cleanup(func() {
+		gitQueuesChecked.Delete(t)
+		NewWithT(t).Eventually(reconciler.GitRepositories, 10*time.Second, 50*time.Millisecond).Should(BeZero(),
+			"Git queues left behind by the test's deleted apps")
+	})
 }
 
 func findCondition(a *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {

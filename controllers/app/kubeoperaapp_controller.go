@@ -111,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pushes.forget(req.NamespacedName)
+			r.leaveRepositories(ctx, req.NamespacedName)
 		}
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 )
@@ -74,6 +76,18 @@ func (u *repoUsers) drop(app types.NamespacedName, k branchKey) bool {
 // releaseRepo frees the writer's queue and clone of a branch no app uses.
 func (r *Reconciler) releaseRepo(k branchKey) error {
 	return r.writer.Release(gitops.Repo{URL: k.url, Branch: k.branch})
+}
+
+// leaveRepositories records that the app is gone: it writes to no branch any more, and the
+// branches nobody else uses are released. It runs when the finalizer is removed and whenever a
+// pass finds the app gone: a pass on a stale copy of a deleted app (the cache had not yet seen the
+// finalizer's removal) registers it again before it finds out.
+func (r *Reconciler) leaveRepositories(ctx context.Context, app types.NamespacedName) {
+	for _, k := range r.repoUsers.leaveAll(app) {
+		if err := r.releaseRepo(k); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of a repository no app uses")
+		}
+	}
 }
 
 // GitRepositories is the number of repository branches the Git writer keeps a queue for.

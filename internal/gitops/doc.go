@@ -18,7 +18,8 @@
 // nothing; in one batch the first owner claims a free folder. A marker of
 // the same name but another ID (a recreated application) and an unmarked
 // folder are taken over. Release frees the queue and clone of a branch no
-// application uses any more.
+// application uses any more; a branch with a write still queued is freed when
+// that write is done, unless another change for it arrives first.
 //
 // # Serialization and batching
 //

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -90,4 +91,61 @@ func TestSubmitReplacesAQueuedChangeOfTheSameFolder(t *testing.T) {
 	// Two pushes: "first", then "a" once with v2 (v1 was never pushed).
 	g.Expect(held.pushes.Load()).To(Equal(int32(2)))
 	g.Expect(rem.commitCount(t)).To(Equal(2))
+}
+
+// A Release that finds a write still queued (an app deleted while its last change waits behind a
+// push) is carried out once the queue is idle: the queue and the clone do not outlive the write.
+func TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	held := newHeldPush()
+	cache := t.TempDir()
+	w := NewWriter(cache, WithClock(fixedClock{}), held.option())
+
+	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	<-held.waiting
+	queued, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(w.Release(repo)).To(Succeed())
+	g.Expect(w.Repositories()).To(Equal(1), "kept while a write is queued")
+
+	close(held.release)
+	for _, p := range []*Pending{first, queued} {
+		<-p.Done()
+		_, err := p.Result()
+		g.Expect(err).NotTo(HaveOccurred(), "the queued writes are still pushed")
+	}
+	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/ns/a/deployment.yaml", "a"))
+	g.Eventually(w.Repositories).Should(BeZero())
+	g.Eventually(func() ([]os.DirEntry, error) { return os.ReadDir(cache) }).Should(BeEmpty())
+}
+
+// A change that arrives after such a Release takes the branch back: it is not dropped when the
+// queue runs empty.
+func TestWriteAfterAPendingReleaseKeepsTheBranch(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	held := newHeldPush()
+	w := newTestWriter(t, held.option())
+
+	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	<-held.waiting
+	queued, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Release(repo)).To(Succeed()) // recorded: "a" is queued
+	again, err := w.Submit(context.Background(), repo, appChange("b", map[string]string{"deployment.yaml": "b"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	close(held.release)
+	for _, p := range []*Pending{first, queued, again} {
+		<-p.Done()
+	}
+	// Both pushed, the drain goroutine has ended (a third change starts a new one), and the
+	// branch is still kept.
+	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/ns/b/deployment.yaml", "b"))
+	res := apply(t, w, repo, appChange("c", map[string]string{"deployment.yaml": "c"}))
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(w.Repositories()).To(Equal(1))
 }

@@ -175,6 +175,9 @@ type repoState struct {
 	// refs counts the Apply calls holding this state (guarded by Writer.mu),
 	// so Release never drops a state a caller is about to queue on.
 	refs int
+	// released is a Release that found the state busy (guarded by Writer.mu):
+	// the state is dropped once it is idle, unless a caller takes it first.
+	released bool
 
 	// mu guards pending, running and arrivals.
 	mu      sync.Mutex
@@ -350,6 +353,7 @@ func (w *Writer) state(repo Repo) *repoState {
 		metrics.SetGitClones(len(w.repos))
 	}
 	st.refs++
+	st.released = false // used again: a Release that waited for it no longer applies
 	return st
 }
 
@@ -357,33 +361,60 @@ func (w *Writer) unref(st *repoState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st.refs--
+	// A batch may still be running: then the drain goroutine's exit drops it
+	// (waiting for the batch here would hold w.mu, and every other branch, as
+	// long as the push takes). A clone it fails to delete: see dropReleasedWhenIdle.
+	_ = w.dropIfReleased(st, false)
 }
 
 // Release frees what the Writer keeps for the branch of a repository no
-// application uses any more: its queue and its local clone. It does nothing
-// while a write to it is queued or a caller waits; the next Apply starts
-// afresh.
+// application uses any more: its queue and its local clone. It waits for a
+// batch still running whose callers are all done or gone. While a write to
+// the branch is queued or a caller waits, the release is recorded and carried
+// out once the queue is idle (the last queued write done, no caller left),
+// unless another change for the branch arrives first. The next Apply after a
+// release starts afresh.
 func (w *Writer) Release(repo Repo) error {
 	name := cloneDirName(repo.URL, repo.branch())
 	// Holding w.mu keeps new callers from finding or recreating the state
 	// (and its directory) until the clone is gone.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if st, ok := w.repos[name]; ok {
-		st.mu.Lock()
-		busy := st.refs > 0 || len(st.pending) > 0
-		st.mu.Unlock()
-		if busy {
-			return nil
-		}
-		// A batch whose callers all gave up may still be running: wait for it.
-		// The drain goroutine then finds the queue empty and ends.
-		st.work.Lock()
-		defer st.work.Unlock()
-		delete(w.repos, name)
+	st, ok := w.repos[name]
+	if !ok {
+		return w.removeClone(name, repo.URL)
 	}
+	st.released = true
+	return w.dropIfReleased(st, true)
+}
+
+// dropIfReleased drops a released state that is idle (nothing queued, no
+// caller holding it) and deletes its clone. A batch whose callers are all done
+// or gone may still be running: with waitForBatch it waits for it (the drain
+// goroutine then finds the queue empty and ends), otherwise a running batch
+// counts as busy. A busy state is left as it is. The caller holds w.mu.
+func (w *Writer) dropIfReleased(st *repoState, waitForBatch bool) error {
+	name := filepath.Base(st.dir)
+	if !st.released || st.refs > 0 || w.repos[name] != st {
+		return nil
+	}
+	st.mu.Lock()
+	busy := len(st.pending) > 0 || (st.running && !waitForBatch)
+	st.mu.Unlock()
+	if busy {
+		return nil
+	}
+	st.work.Lock()
+	defer st.work.Unlock()
+	delete(w.repos, name)
+	metrics.SetGitClones(len(w.repos))
+	return w.removeClone(name, st.url)
+}
+
+// removeClone deletes the clone directory name of url; the caller holds w.mu.
+func (w *Writer) removeClone(name, url string) error {
 	if err := os.RemoveAll(filepath.Join(w.cacheDir, name)); err != nil {
-		return fmt.Errorf("remove clone of %s: %w", redactURL(repo.URL), err)
+		return fmt.Errorf("remove clone of %s: %w", redactURL(url), err)
 	}
 	return nil
 }
@@ -439,11 +470,22 @@ func (w *Writer) drain(st *repoState) {
 		if len(batch) == 0 {
 			st.running = false
 			st.mu.Unlock()
+			w.dropReleasedWhenIdle(st)
 			return
 		}
 		st.mu.Unlock()
 		w.process(st, batch)
 	}
+}
+
+// dropReleasedWhenIdle carries out a Release that found st busy, now that its
+// queue ran empty. A clone it fails to delete stays on disk until the next
+// Release of the branch; the next write to the branch reuses it (the state
+// opens an existing clone and rebuilds one that is broken).
+func (w *Writer) dropReleasedWhenIdle(st *repoState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.dropIfReleased(st, false)
 }
 
 // maxWindowsPerBatch bounds how often a batch's window is extended: a batch waits at most this
