@@ -54,13 +54,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.app, kubeoperav1alpha1.Finalizer)
-	if err := r.Patch(ctx, s.app, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			// An earlier pass removed the finalizer and this one ran on the cache's stale copy
-			// (its cleanup found everything done): the app is gone.
-			r.leaveRepositories(ctx, s.key)
-			return ctrl.Result{}, nil
-		}
+	// NotFound: an earlier pass removed the finalizer and this one ran on the cache's stale copy
+	// (its cleanup found everything done, but may have built the vCluster client again and
+	// registered the app's branch again): the app is gone all the same.
+	if err := r.Patch(ctx, s.app, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.forgetUnusedTenantClient(ctx, s)
