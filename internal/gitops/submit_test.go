@@ -29,6 +29,21 @@ func (h *heldPush) option() Option {
 	})
 }
 
+// holdFirstPush submits a change of app "first" and returns once its push is held, so that
+// the changes submitted next queue behind it.
+func holdFirstPush(g Gomega, w *Writer, held *heldPush, repo Repo) *Pending {
+	first := submit(g, w, repo, "first", "first")
+	<-held.waiting
+	return first
+}
+
+// submit submits the deployment.yaml of app with content, without a callback.
+func submit(g Gomega, w *Writer, repo Repo, app, content string) *Pending {
+	p, err := w.Submit(context.Background(), repo, appChange(app, map[string]string{"deployment.yaml": content}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	return p
+}
+
 // Submit returns while the push holding its change is still pending; the outcome and the
 // callback arrive once the push is done, and the change is on the remote.
 func TestSubmitDoesNotWaitForThePush(t *testing.T) {
@@ -66,9 +81,7 @@ func TestSubmitReplacesAQueuedChangeOfTheSameFolder(t *testing.T) {
 	w := newTestWriter(t, held.option())
 
 	// The first batch (app "first") is held in its push; "a" queues behind it, twice.
-	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	<-held.waiting
+	first := holdFirstPush(g, w, held, repo)
 	var notified atomic.Int32
 	older, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "v1"}), func() { notified.Add(1) })
 	g.Expect(err).NotTo(HaveOccurred())
@@ -102,11 +115,8 @@ func TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle(t *testing.T) {
 	cache := t.TempDir()
 	w := NewWriter(cache, WithClock(fixedClock{}), held.option())
 
-	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	<-held.waiting
-	queued, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
+	first := holdFirstPush(g, w, held, repo)
+	queued := submit(g, w, repo, "a", "a")
 
 	g.Expect(w.Release(repo)).To(Succeed())
 	g.Expect(w.Repositories()).To(Equal(1), "kept while a write is queued")
@@ -130,14 +140,10 @@ func TestWriteAfterAPendingReleaseKeepsTheBranch(t *testing.T) {
 	held := newHeldPush()
 	w := newTestWriter(t, held.option())
 
-	first, err := w.Submit(context.Background(), repo, appChange("first", map[string]string{"deployment.yaml": "first"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	<-held.waiting
-	queued, err := w.Submit(context.Background(), repo, appChange("a", map[string]string{"deployment.yaml": "a"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
+	first := holdFirstPush(g, w, held, repo)
+	queued := submit(g, w, repo, "a", "a")
 	g.Expect(w.Release(repo)).To(Succeed()) // recorded: "a" is queued
-	again, err := w.Submit(context.Background(), repo, appChange("b", map[string]string{"deployment.yaml": "b"}), nil)
-	g.Expect(err).NotTo(HaveOccurred())
+	again := submit(g, w, repo, "b", "b")
 	close(held.release)
 	for _, p := range []*Pending{first, queued, again} {
 		<-p.Done()
