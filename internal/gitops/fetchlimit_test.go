@@ -66,11 +66,13 @@ func TestFetchIsCutOffAtTheSizeLimit(t *testing.T) {
 	_, err = w.Apply(context.Background(), repo, appChange("web", map[string]string{"a.yaml": "x"}))
 	g.Expect(err).To(MatchError(ErrRepositoryTooLarge))
 	// What the server sent beyond the limit is what the HTTP transport and the loopback
-	// sockets' buffers took in before the fetch dropped the connection (about 0.1 MiB here); the
-	// bound leaves room for the kernel's autotuned buffers and is a quarter of the repository.
+	// sockets' buffers took in before the fetch dropped the connection: usually about 0.1 MiB,
+	// but the kernel autotunes a loopback receive buffer up to tcp_rmem's maximum (32 MiB on the
+	// CI machine), and a loaded run once saw 4.5 MiB. The bound is half the repository: an
+	// unenforced limit sends all of it.
 	cut := served.n.Load()
 	t.Logf("unbounded fetch: %d bytes served; bounded fetch (limit %d): %d bytes served", full, limit, cut)
-	g.Expect(cut).To(BeNumerically("<", limit+4<<20), "the fetch stopped near the limit")
+	g.Expect(cut).To(BeNumerically("<", repoSize/2), "the fetch stopped well before the whole repository")
 	entries, err := os.ReadDir(cache)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(BeEmpty(), "no partial clone is left")
