@@ -330,12 +330,16 @@ func (tc badInput) run(f *fixture, name string) {
 	statusWrites := hostRequests.writes("/kubeoperaapps/" + name)
 	warnings := countWarnings(f, name)
 	if tc.terminal {
-		// Never retried: each change of the app is one pass, and nothing comes in between.
+		// Never retried: each change of the app is one pass. One pass more may come from an
+		// unrelated watch event the suite's other tests cause (a CI run under load once saw one).
+		// A retry makes more: over the second after the pokes, the backoff (RetryBase 200ms,
+		// doubling) would add at least two.
 		for i := 1; i <= 2; i++ {
 			f.poke(name)
-			f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(Equal(start+i), "passes after poke %d", i)
+			f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(BeNumerically(">=", start+i), "passes after poke %d", i)
 		}
-		f.g.Expect(passes.of(f.ns, name)).To(Equal(start+2), "reconciled without a change")
+		f.g.Consistently(func() int { return passes.of(f.ns, name) }, time.Second, 50*time.Millisecond).
+			Should(BeNumerically("<=", start+3), "reconciled without a change")
 	} else {
 		// Retried with the backoff: the next passes find the same and write nothing.
 		f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(BeNumerically(">=", start+2))
