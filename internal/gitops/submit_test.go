@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -148,10 +149,18 @@ func TestWriteAfterAPendingReleaseKeepsTheBranch(t *testing.T) {
 	for _, p := range []*Pending{first, queued, again} {
 		<-p.Done()
 	}
-	// Both pushed, the drain goroutine has ended (a third change starts a new one), and the
-	// branch is still kept.
 	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/ns/b/deployment.yaml", "b"))
-	res := apply(t, w, repo, appChange("c", map[string]string{"deployment.yaml": "c"}))
-	g.Expect(res.Changed).To(BeTrue())
-	g.Expect(w.Repositories()).To(Equal(1))
+	// Once the drain goroutine has ended (the point where a pending Release is carried out),
+	// the branch's state is still the same one: "b" took it back.
+	st := stateOf(w, repo)
+	g.Expect(st).NotTo(BeNil())
+	g.Eventually(func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.running }).Should(BeFalse())
+	g.Consistently(func() *repoState { return stateOf(w, repo) }, 300*time.Millisecond, 10*time.Millisecond).Should(BeIdenticalTo(st))
+}
+
+// stateOf is the Writer's state of repo's branch (nil when it keeps none).
+func stateOf(w *Writer, repo Repo) *repoState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.repos[cloneDirName(repo.URL, repo.branch())]
 }
