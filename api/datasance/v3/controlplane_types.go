@@ -386,6 +386,7 @@ type ControllerIngress struct {
 	SecretName string `json:"secretName,omitempty"`
 	// IngressClassName of the Ingress.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	IngressClassName string `json:"ingressClassName,omitempty"`
 	// Annotations added to the Ingress (e.g. cert-manager or nginx settings).
