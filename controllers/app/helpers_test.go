@@ -130,7 +130,6 @@ func (f *fixture) waitCondition(name, condType string, status metav1.ConditionSt
 	f.g.Eventually(func(g Gomega) {
 		a = &kubeoperav1alpha1.KubeOperaApp{}
 		g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, a)).To(Succeed())
-		g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
 		c := apimeta.FindStatusCondition(a.Status.Conditions, condType)
 		g.Expect(c).NotTo(BeNil(), "condition %s", condType)
 		g.Expect(c.Status).To(Equal(status), "condition %s: %s", condType, c.Message)

@@ -123,6 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			// Nothing is decided yet: the pass that reads the push's outcome writes the status.
 			return
 		}
+		summarize(app, retErr)
 		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

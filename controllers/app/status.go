@@ -4,7 +4,8 @@ package app
 // state machine in its status.go: how a pass starts (startPass), how a step that succeeded
 // (stepSucceeded) or failed (failed: conditions and the retry) is reported, when the app is
 // Ready (setReady) and Synced (setSynced, with the resync or poll requeue), how a deletion that
-// waits for Flux is reported and requeued (setKustomizationDeleting, deleteWait), when and how
+// waits for Flux is reported and requeued (setKustomizationDeleting, deleteWait), how a pass
+// ends for kstatus readers (summarize: Reconciling, Stalled, observedGeneration), when and how
 // the status is written (patchStatus, recordPlacement), and how conditions change and become
 // Events (setCondition). The steps only report what they found (objects read, errors).
 
@@ -179,12 +180,87 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 	return outcome.Result(se)
 }
 
+// summarize ends a pass with the kstatus conditions (what Flux health checks, `kubectl wait`
+// and kstatus-based tools read), decided from the conditions the steps set and the pass's
+// error:
+//
+//   - a terminal failure (the app or what it references must change): Stalled=True with
+//     Ready's reason and message, and observedGeneration is the generation: it was fully
+//     processed, nothing more is tried;
+//   - any other failure: Reconciling=True, ProgressingWithRetry, with Ready's message;
+//   - no failure but Ready not True (a wait for something outside the operator, a deletion):
+//     Reconciling=True with Ready's reason and message; a deletion waiting past its timeout
+//     (KustomizationStuck) is Stalled instead;
+//   - Ready True but not Synced: Reconciling=True with Synced's reason and message (Flux has
+//     not applied the commit yet, or what it applied is not healthy);
+//   - Ready and Synced True: neither condition, and observedGeneration is the generation.
+//
+// kstatus then reports InProgress, Failed and Current for the three classes. Messages are the
+// conditions' own, so a pass that repeats an outcome changes nothing (no status write).
+func summarize(app *kubeoperav1alpha1.KubeOperaApp, err error) {
+	ready := findCondition(app, kubeoperav1alpha1.ConditionReady)
+	synced := findCondition(app, kubeoperav1alpha1.ConditionSynced)
+	reason, message := kubeoperav1alpha1.ReasonProgressing, "Reconciling"
+	if ready != nil {
+		reason, message = ready.Reason, ready.Message
+	}
+	readyFalse := ready != nil && ready.Status == metav1.ConditionFalse
+	switch {
+	case err != nil && outcome.IsTerminal(err):
+		if !readyFalse {
+			// The failure was not reported on Ready (not a step of the pass).
+			reason, message = kubeoperav1alpha1.ReasonProgressing, eventnote.Truncate(outcome.StripTerminal(err).Error())
+			if r, ok := outcome.ReasonOf(err); ok {
+				reason = r
+			}
+		}
+		stalled(app, reason, message)
+	case err != nil:
+		if !readyFalse {
+			message = eventnote.Truncate(err.Error())
+		}
+		reconciling(app, kubeoperav1alpha1.ReasonProgressingWithRetry, message)
+	case readyFalse && ready.Reason == kubeoperav1alpha1.ReasonKustomizationStuck:
+		stalled(app, reason, message)
+	case ready == nil || ready.Status != metav1.ConditionTrue || !app.DeletionTimestamp.IsZero():
+		reconciling(app, reason, message)
+	case synced == nil:
+		reconciling(app, kubeoperav1alpha1.ReasonProgressing, "Waiting for Flux to apply the manifests")
+	case synced.Status != metav1.ConditionTrue:
+		reconciling(app, synced.Reason, synced.Message)
+	default:
+		apimeta.RemoveStatusCondition(&app.Status.Conditions, kubeoperav1alpha1.ConditionReconciling)
+		apimeta.RemoveStatusCondition(&app.Status.Conditions, kubeoperav1alpha1.ConditionStalled)
+		app.Status.ObservedGeneration = app.Generation
+	}
+}
+
+// reconciling marks the app's generation as still being worked on.
+func reconciling(app *kubeoperav1alpha1.KubeOperaApp, reason, message string) {
+	apimeta.RemoveStatusCondition(&app.Status.Conditions, kubeoperav1alpha1.ConditionStalled)
+	apimeta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type: kubeoperav1alpha1.ConditionReconciling, Status: metav1.ConditionTrue,
+		Reason: reason, Message: message, ObservedGeneration: app.Generation,
+	})
+}
+
+// stalled marks the app's generation as processed as far as it can be.
+func stalled(app *kubeoperav1alpha1.KubeOperaApp, reason, message string) {
+	apimeta.RemoveStatusCondition(&app.Status.Conditions, kubeoperav1alpha1.ConditionReconciling)
+	apimeta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type: kubeoperav1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
+		Reason: reason, Message: message, ObservedGeneration: app.Generation,
+	})
+	if app.DeletionTimestamp.IsZero() {
+		app.Status.ObservedGeneration = app.Generation
+	}
+}
+
 // patchStatus writes the status when this pass changed it.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alpha1.KubeOperaApp) error {
 	if !app.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
 		return nil // the object is gone or going
 	}
-	app.Status.ObservedGeneration = app.Generation
 	app.Status.ShortCommit = shortCommit(app.Status.Commit)
 	// A condition one step set True and a later step False (TenantResolved: the Tenant is found,
 	// then its vCluster does not answer) ends the pass as stored: its transition time is the

@@ -28,12 +28,24 @@ const (
 	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready, which
 	// (wait: true) means every applied object is healthy.
 	ConditionSynced = "Synced"
+	// ConditionReconciling (kstatus): True while the app's generation is still being worked on:
+	// a step failed and is retried, the operator waits for something outside it (a Tenant, Flux
+	// applying the commit), or a deletion is under way. Its reason and message are those of the
+	// condition that holds the app back. Absent otherwise.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled (kstatus): True when nothing more is tried until the app or an object it
+	// references changes (a terminal failure: the reason is Ready's), or when a deletion waits
+	// past its timeout (KustomizationStuck). Absent otherwise.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons. UpperCamel and stable: the KubeOpera API and dashboards read them.
 const (
-	ReasonSucceeded                = "Succeeded"
-	ReasonProgressing              = "Progressing"
+	ReasonSucceeded   = "Succeeded"
+	ReasonProgressing = "Progressing"
+	// ReasonProgressingWithRetry: on Reconciling, a failed pass is retried with backoff (Ready
+	// carries the failure's own reason).
+	ReasonProgressingWithRetry     = "ProgressingWithRetry"
 	ReasonTenantNotFound           = "TenantNotFound"
 	ReasonTenantNotReady           = "TenantNotReady"
 	ReasonTenantCloudSpaceMismatch = "TenantCloudSpaceMismatch"

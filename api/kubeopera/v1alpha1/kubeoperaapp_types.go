@@ -293,13 +293,16 @@ type TenantReference struct {
 
 // KubeOperaAppStatus is the observed state.
 type KubeOperaAppStatus struct {
-	// ObservedGeneration is the generation the conditions describe.
+	// ObservedGeneration is the last generation fully processed: Synced, or Stalled (nothing
+	// more is tried until something changes). While a generation is still worked on it keeps
+	// the previous value and Reconciling is True; each condition's observedGeneration says
+	// which generation it describes (kstatus conventions, docs/app-controller.md).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (the operator's part is done), TenantResolved, ManifestsCommitted,
 	// FluxConfigured and Synced (Flux applied the pushed commit and the applied objects are
-	// healthy).
+	// healthy); Reconciling and Stalled (kstatus) say whether more is to come.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
