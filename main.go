@@ -8,11 +8,18 @@ import (
 	"os"
 
 	"go.uber.org/zap/zapcore"
+	// Mozilla's root CAs, used only when the system has none: the image of `make image` holds no
+	// CA file, and the operator verifies TLS to Git hosts and Controllers (docs/operability.md).
+	_ "golang.org/x/crypto/x509roots/fallback"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 )
+
+// version is the operator's version, set at build time (-ldflags "-X main.version=0.2.0" in
+// `make image`, `make release` and the Dockerfile).
+var version = "dev"
 
 func main() {
 	os.Exit(run())
@@ -60,7 +67,7 @@ func run() int {
 		log.Error(err, "Unable to create the manager")
 		return 1
 	}
-	log.Info("Starting manager", "namespaces", namespaces, "controlPlane", opts.EnableControlPlane, "apps", opts.EnableApps)
+	log.Info("Starting manager", "version", version, "namespaces", namespaces, "controlPlane", opts.EnableControlPlane, "apps", opts.EnableApps)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1
