@@ -6,7 +6,8 @@
 
 # Version of the operator and of its OLM bundle.
 VERSION ?= 0.2.0
-# Registry and names of the images (nothing here builds images: there is no container engine).
+# Registry and names of the images. The operator image is referenced by tag everywhere (CSV,
+# config/manager, dist/install.yaml, the chart); `make release` prints its digest for pinning.
 IMAGE_TAG_BASE ?= ghcr.io/kubeopera/kubeopera-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
@@ -41,6 +42,16 @@ SCORECARD_TEST = $(call tooldir,operator-sdk)/scorecard-test
 OPM = $(call tooldir,opm)/opm
 GOLANGCI_LINT = $(call tooldir,golangci-lint)/golangci-lint
 GOVULNCHECK_DIR = $(call tooldir,govulncheck)
+# The project's kubectl (make install, deploy, undeploy); KUBECTL=kubectl uses your own.
+KUBECTL ?= $(call tooldir,kubectl)/kubectl
+CYCLONEDX_GOMOD = $(call tooldir,cyclonedx-gomod)/cyclonedx-gomod
+# Container engine of docker-build and docker-push (make image needs none).
+CONTAINER_TOOL ?= docker
+# The commit stamped into the image (org.opencontainers.image.revision) and its time, which
+# fixes the image's creation time, so the same commit always gives the same image digest.
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+export SOURCE_DATE_EPOCH
 
 # Test timeout for the whole go test run (envtest suites and the Flux end-to-end test).
 TEST_TIMEOUT ?= 30m
@@ -86,8 +97,8 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 test: verify-generated vet lint envtest-assets flux-controllers git-cli olm opm govulncheck ## Run every check and test (what CI runs).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory test-monitoring
-	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify scorecard
+	$(MAKE) --no-print-directory test-monitoring test-install test-image
+	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify installer-verify scorecard
 
 # Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZTIME ?= 10s
@@ -107,6 +118,14 @@ dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side 
 .PHONY: vulncheck
 vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (database pinned in hack/tool.sh).
 	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...
+
+.PHONY: test-install
+test-install: envtest-assets kustomize ## Install dist/install.yaml and the Helm chart on a real API server and run the manager with their RBAC (module test/install).
+	cd test/install && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
+
+.PHONY: test-image
+test-image: envtest-assets ## Build the OCI image of `make image` and read it back: contents, labels, both platforms, the binary answering /healthz (module hack/release).
+	cd hack/release && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: test-monitoring
 test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the dashboard against a real run (module test/monitoring).
@@ -149,7 +168,7 @@ bench-micro: envtest-assets ## Run the Go micro-benchmarks (builders).
 
 .PHONY: build
 build: ## Build the manager binary into bin/kubeopera-operator.
-	go build -trimpath -o bin/kubeopera-operator .
+	go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kubeopera-operator .
 
 .PHONY: run
 run: envtest-assets flux-controllers git-cli ## Run the operator against $KUBECONFIG, or the local sandbox (docs/sandbox.md) when none is reachable.
@@ -157,28 +176,49 @@ run: envtest-assets flux-controllers git-cli ## Run the operator against $KUBECO
 	go build -o bin/devenv ./hack/devenv
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" bin/devenv $(RUN_ARGS)
 
+# The platforms of `make image` (both, as an index); PLATFORMS=linux/amd64 for a quicker build.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## Build the operator's OCI image (PLATFORMS, as one index) without a container engine: bin/image (OCI layout) and bin/kubeopera-operator-v$(VERSION).oci.tar.
+	cd hack/release && go run . image -root ../.. -version $(VERSION) -revision "$(REVISION)" -platforms $(PLATFORMS) \
+		-out ../../bin/image -archive ../../bin/kubeopera-operator-v$(VERSION).oci.tar
+
 .PHONY: docker-build
-docker-build: ## Print the image build command (no container engine here).
-	@echo "docker build -t $(IMG) ."
+docker-build: ## Build the operator image with a container engine from the Dockerfile (CONTAINER_TOOL, default docker).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image docker-build built.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: build-installer
+build-installer: kustomize ## Regenerate dist/install.yaml and the generated parts of the Helm chart dist/chart (after make manifests bundle).
+	@VERSION=$(VERSION) IMG=$(IMG) hack/installer.sh generate
+
+.PHONY: installer-verify
+installer-verify: kustomize ## Fail when dist/install.yaml or dist/chart is stale.
+	@VERSION=$(VERSION) IMG=$(IMG) hack/installer.sh verify
 
 ##@ Deployment
 
 .PHONY: install
-install: manifests kustomize envtest-assets ## Install the CRDs into the cluster of $KUBECONFIG.
-	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
+install: kustomize kubectl ## Install the CRDs into the cluster of $KUBECONFIG.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
 .PHONY: uninstall
-uninstall: manifests kustomize envtest-assets ## Remove the CRDs (and every ControlPlane and KubeOperaApp) from the cluster.
-	$(KUSTOMIZE) build config/crd | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
+uninstall: kustomize kubectl ## Remove the CRDs (and every ControlPlane and KubeOperaApp) from the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests kustomize envtest-assets ## Deploy the operator (image $(IMG)) to the cluster.
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl apply --server-side -f -
+deploy: kustomize kubectl ## Deploy the operator (image $(IMG)) to the cluster: the installer, rendered into bin/install.yaml.
+	@mkdir -p bin
+	@VERSION=$(VERSION) IMG=$(IMG) hack/installer.sh render bin/install.yaml
+	$(KUBECTL) apply --server-side -f bin/install.yaml
 
 .PHONY: undeploy
-undeploy: kustomize envtest-assets ## Remove the operator from the cluster.
-	$(KUSTOMIZE) build config/default | $(ENVTEST_ASSETS_DIR)/kubectl delete --ignore-not-found -f -
+undeploy: kubectl ## Remove the operator from the cluster; the CRDs, ControlPlanes, KubeOperaApps and their data stay.
+	KUBECTL=$(KUBECTL) hack/installer.sh uninstall
 
 ##@ OLM bundle and catalog
 
@@ -226,7 +266,29 @@ scorecard: operator-sdk ## Run the six basic and OLM scorecard tests locally aga
 test-olm: envtest-assets olm opm ## Install and upgrade the bundle through the real OLM (test/olminstall).
 	go test ./test/olminstall/ -count=1 -v -timeout $(TEST_TIMEOUT)
 
+##@ Release
+
+.PHONY: release
+release: kustomize operator-sdk opm controller-gen cyclonedx-gomod ## Release VERSION: changelog, bundle (frozen in hack/bundles), catalog, installers, image, SBOM, checksums in bin/release/; prints what to push and sign.
+	@VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) hack/release.sh
+
+# Platforms of the dry run's image (make release builds both).
+RELEASE_DRY_RUN_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: release-dry-run
+release-dry-run: kustomize operator-sdk opm controller-gen cyclonedx-gomod ## make release of VERSION in a copy of the working tree (CI): the tree is left unchanged.
+	@RELEASE_DRY_RUN=1 RELEASE_PLATFORMS=$(RELEASE_DRY_RUN_PLATFORMS) VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) \
+		REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) hack/release.sh
+
 ##@ Tools (built from the Go module proxy, cached in $(TOOLS_CACHE_DIR))
+
+.PHONY: kubectl
+kubectl: ## Build kubectl (copied from the envtest build when that exists).
+	@hack/tool.sh kubectl >/dev/null
+
+.PHONY: cyclonedx-gomod
+cyclonedx-gomod: ## Build cyclonedx-gomod (the SBOM of make release).
+	@hack/tool.sh cyclonedx-gomod >/dev/null
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl for envtest.
@@ -265,7 +327,7 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 	@hack/tool.sh govulncheck >/dev/null
 
 .PHONY: tools
-tools: envtest-assets flux-controllers controller-gen kustomize operator-sdk opm olm golangci-lint govulncheck ## Build every tool.
+tools: envtest-assets kubectl flux-controllers controller-gen kustomize operator-sdk opm olm golangci-lint govulncheck cyclonedx-gomod ## Build every tool.
 
 .PHONY: git-cli
 git-cli: ## Make sure the git CLI is installed (the test Git server needs it).

@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|flux|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck
+#   hack/tool.sh envtest|kubectl|flux|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -28,6 +28,8 @@ CONTROLLER_GEN_VERSION=v0.23.0
 KUSTOMIZE_VERSION=v5.8.2
 GOLANGCI_LINT_VERSION=v2.15.0
 GOVULNCHECK_VERSION=v1.9.0
+# The SBOM generator of `make release` (CycloneDX, from the Go module graph).
+CYCLONEDX_GOMOD_VERSION=v1.10.0
 # The vulnerability database, as the golang.org/x/vulndb module (its data/osv); the pseudo-version's
 # time is the database's "modified" time.
 VULNDB_VERSION=v0.0.0-20261105234957-e22db6528018
@@ -43,9 +45,22 @@ build_in_wrapper() {
 	(cd "$root/hack/tools/$dir" && go build -trimpath "$@")
 }
 
+# k8s_ldflags: the version stamps of the Kubernetes binaries (kube-apiserver, kubectl).
+k8s_ldflags() {
+	local v=$K8S_VERSION minor ld="" p
+	minor=${v#v1.}
+	minor=${minor%%.*}
+	for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+		ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+		ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+	done
+	echo "$ld"
+}
+
 dir_for() {
 	case $1 in
 	envtest) echo "$cache_root/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-$arch" ;;
+	kubectl) echo "$cache_root/kubectl/$K8S_VERSION-$arch" ;;
 	flux) echo "$cache_root/flux/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION-$arch" ;;
 	operator-sdk) echo "$cache_root/operator-sdk/$OPERATOR_SDK_VERSION-$arch" ;;
 	opm) echo "$cache_root/opm/$OPM_VERSION-$arch" ;;
@@ -54,6 +69,7 @@ dir_for() {
 	kustomize) echo "$cache_root/kustomize/$KUSTOMIZE_VERSION-$arch" ;;
 	golangci-lint) echo "$cache_root/golangci-lint/$GOLANGCI_LINT_VERSION-$arch" ;;
 	govulncheck) echo "$cache_root/govulncheck/$GOVULNCHECK_VERSION-db-${VULNDB_VERSION##*-}-$arch" ;;
+	cyclonedx-gomod) echo "$cache_root/cyclonedx-gomod/$CYCLONEDX_GOMOD_VERSION-$arch" ;;
 	*)
 		log "unknown tool '$1'"
 		exit 2
@@ -65,17 +81,20 @@ build() {
 	local tool=$1 out=$2
 	case $tool in
 	envtest)
-		local v=$K8S_VERSION minor
-		minor=${v#v1.}
-		minor=${minor%%.*}
-		local ld=""
-		for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-			ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-			ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-		done
-		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$ld" -o "$out/" \
+		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" \
 			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
 		CGO_ENABLED=0 build_in_wrapper etcd "$out" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
+		;;
+	kubectl)
+		# kubectl alone (make install, deploy, undeploy), without building an API server: the
+		# envtest build's kubectl is the same binary, so it is copied when that build exists.
+		local envtest
+		envtest=$(dir_for envtest)
+		if [[ -f $envtest/.complete ]]; then
+			cp "$envtest/kubectl" "$out/kubectl"
+		else
+			CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" k8s.io/kubernetes/cmd/kubectl
+		fi
 		;;
 	flux)
 		CGO_ENABLED=0 build_in_wrapper flux "$out" -ldflags "-s -w" -o "$out/" \
@@ -130,6 +149,10 @@ build() {
 	golangci-lint)
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \
 			"github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+		;;
+	cyclonedx-gomod)
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \
+			"github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION"
 		;;
 	govulncheck)
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \

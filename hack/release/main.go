@@ -4,11 +4,13 @@
 //
 //	go run . image -root ../.. -version 0.2.0 -out ../../bin/image [-archive FILE] [-platforms linux/amd64,linux/arm64]
 //	go run . chart -dir ../../dist/chart -version 0.2.0 -out ../../bin
+//	go run . changelog -file ../../CHANGELOG.md -version 0.2.0 -date 2026-12-02 -previous 0.1.0
 //
 // image builds the static manager binary for each platform and assembles the OCI image index
 // (package ociimage) into an OCI layout directory, optionally also as one tar archive; it prints
 // the index digest. chart packages the Helm chart as `helm package` does (name-version.tgz),
-// with the chart's version and appVersion checked against -version.
+// with the chart's version and appVersion checked against -version. changelog renames the
+// Unreleased section of CHANGELOG.md to the release (refusing an empty one) and updates its links.
 package main
 
 import (
@@ -40,15 +42,17 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: release image|chart [flags]")
+		return errors.New("usage: release image|chart|changelog [flags]")
 	}
 	switch args[0] {
 	case "image":
 		return imageCmd(ctx, args[1:])
 	case "chart":
 		return chartCmd(args[1:])
+	case "changelog":
+		return changelogCmd(args[1:])
 	default:
-		return fmt.Errorf("unknown command %q (image, chart)", args[0])
+		return fmt.Errorf("unknown command %q (image, chart, changelog)", args[0])
 	}
 }
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# make release VERSION=x.y.z: everything a release commits and publishes, built offline.
+#
+#   1. CHANGELOG.md: the Unreleased section becomes "[x.y.z] - <date>" (refused when it lists
+#      nothing); VERSION in the Makefile, createdAt of the base CSV, the image of config/manager
+#      and the image references in the README and docs/ move to x.y.z;
+#   2. make manifests bundle: bundle/ for x.y.z (it replaces the highest frozen release), then
+#      bundle/ is frozen as hack/bundles/vx.y.z, exactly as released;
+#   3. make catalog build-installer: the catalog with every frozen release, dist/install.yaml and
+#      the chart at x.y.z;
+#   4. the artifacts, in bin/release/vx.y.z/: the OCI image (make image: both platforms as an
+#      index, an OCI layout and its tar archive), the SBOM (CycloneDX JSON of the manager's module
+#      graph, cyclonedx-gomod), the packaged chart, install.yaml, SHA256SUMS;
+#   5. what to commit, tag, push and sign, printed with the image digest.
+#
+# RELEASE_DRY_RUN=1 (make release-dry-run) does all of it in a temporary copy of the working
+# tree, so the tree is left as it is; only bin/release/ is written. A real release needs a clean
+# working tree (RELEASE_ALLOW_DIRTY=1 overrides) and a version no release has used.
+# Inputs: VERSION, IMAGE_TAG_BASE (the Makefile's), RELEASE_DATE (default: today, UTC),
+# RELEASE_PLATFORMS (default linux/amd64,linux/arm64), REVISION and SOURCE_DATE_EPOCH (the
+# commit and its time, for a reproducible image).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+: "${VERSION:?usage: make release VERSION=x.y.z}" "${IMAGE_TAG_BASE:?IMAGE_TAG_BASE is not set (run through make)}"
+dry=${RELEASE_DRY_RUN:-0}
+date=${RELEASE_DATE:-$(date -u +%F)}
+platforms=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
+revision=${REVISION:-$(git rev-parse HEAD 2>/dev/null || true)}
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+img=$IMAGE_TAG_BASE:v$VERSION
+out=$root/bin/release/v$VERSION
+
+log() { echo "release: $*" >&2; }
+fail() {
+	log "$*"
+	exit 1
+}
+
+[[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fail "VERSION $VERSION is not x.y.z (or x.y.z-pre)"
+[[ ! -e hack/bundles/v$VERSION ]] || fail "v$VERSION is released already (hack/bundles/v$VERSION is frozen)"
+previous=$(find hack/bundles -mindepth 1 -maxdepth 1 -type d -name 'v*' -printf '%f\n' | sed 's/^v//' | sort -V | tail -n1)
+if [[ -n $previous && $(printf '%s\n%s\n' "$previous" "$VERSION" | sort -V | tail -n1) != "$VERSION" ]]; then
+	fail "VERSION $VERSION is not above the last release $previous"
+fi
+old=$(sed -n 's/^VERSION ?= //p' Makefile)
+
+start=$SECONDS
+if [[ $dry == 1 ]]; then
+	scratch=$(mktemp -d)
+	trap 'rm -rf "$scratch"' EXIT
+	tree=$scratch/tree
+	mkdir -p "$tree"
+	# The working tree as it is (committed or not), without what Git ignores.
+	git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+		[[ -e $f ]] && printf '%s\0' "$f"
+	done | tar --null -T - -cf - | tar -xf - -C "$tree"
+	log "dry run: releasing v$VERSION from a copy of the working tree ($tree)"
+else
+	if [[ ${RELEASE_ALLOW_DIRTY:-0} != 1 && -n $(git status --porcelain) ]]; then
+		fail "the working tree has changes: commit them first (or RELEASE_ALLOW_DIRTY=1)"
+	fi
+	tree=$root
+fi
+
+step() { log "$(printf '[%3ds]' $((SECONDS - start))) $*"; }
+mk() { make -C "$tree" --no-print-directory VERSION="$VERSION" REVISION="$revision" SOURCE_DATE_EPOCH="$epoch" "$@"; }
+relgo() { (cd "$tree/hack/release" && go run . "$@"); }
+
+step "CHANGELOG.md, VERSION, createdAt, image references: $old -> $VERSION"
+relgo changelog -file "$tree/CHANGELOG.md" -version "$VERSION" -date "$date" -previous "$previous"
+sed -i "s/^VERSION ?= .*/VERSION ?= $VERSION/" "$tree/Makefile"
+sed -i "s/^    createdAt: \".*\"$/    createdAt: \"${date}T00:00:00Z\"/" "$tree/config/manifests/bases/kubeopera-operator.clusterserviceversion.yaml"
+(cd "$tree/config/manager" && "$(hack/tool.sh kustomize)/kustomize" edit set image "controller=$img")
+if [[ $old != "$VERSION" ]]; then
+	base=${IMAGE_TAG_BASE//./\\.}
+	sed -i "s#\(${base}[a-z-]*\):v${old//./\\.}\b#\1:v$VERSION#g" "$tree/README.md" "$tree"/docs/*.md
+fi
+
+step "bundle/ for v$VERSION, frozen as hack/bundles/v$VERSION"
+mk manifests bundle >/dev/null
+cp -R "$tree/bundle" "$tree/hack/bundles/v$VERSION"
+
+step "catalog, dist/install.yaml, dist/chart"
+mk catalog build-installer >/dev/null
+
+rm -rf "$out"
+mkdir -p "$out"
+step "image ($platforms)"
+mk image PLATFORMS="$platforms" | tee "$out/image.txt" >&2
+rm -rf "$out/image"
+mv "$tree/bin/image" "$out/image"
+mv "$tree/bin/kubeopera-operator-v$VERSION.oci.tar" "$out/"
+digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
+[[ -n $digest ]] || fail "no image digest in the output of make image"
+
+step "SBOM (CycloneDX, cyclonedx-gomod app: the manager's module graph)"
+(cd "$tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 SOURCE_DATE_EPOCH="$epoch" "$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod" app \
+	-json -licenses -std -output "$out/kubeopera-operator-v$VERSION.cdx.json" -main . 2>"$out/sbom.log") ||
+	{
+		cat "$out/sbom.log" >&2
+		fail "cyclonedx-gomod failed"
+	}
+rm -f "$out/sbom.log"
+
+step "chart package, install.yaml, SHA256SUMS"
+relgo chart -dir "$tree/dist/chart" -version "$VERSION" -out "$out" >/dev/null
+cp "$tree/dist/install.yaml" "$out/install.yaml"
+(cd "$out" && rm -f image.txt && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | sort | xargs sha256sum >SHA256SUMS)
+step "done"
+
+repo=${IMAGE_TAG_BASE%/*}
+cat <<EOF
+
+Release v$VERSION $([[ $dry == 1 ]] && echo "(dry run: the working tree is unchanged)")
+  image      $img
+  digest     $img@$digest   ($platforms)
+  artifacts  ${out#"$root"/}/: $(cd "$out" && find . -maxdepth 1 -type f -printf '%f ' | sort)
+
+To publish:
+  git add -A && git commit -m "Release v$VERSION" && git tag -s v$VERSION -m v$VERSION
+  git push origin HEAD v$VERSION
+  crane push --index ${out#"$root"/}/image $img                      # or: skopeo copy --all oci:${out#"$root"/}/image docker://$img
+  docker build -f bundle.Dockerfile -t $IMAGE_TAG_BASE-bundle:v$VERSION . && docker push $IMAGE_TAG_BASE-bundle:v$VERSION
+  docker build -f catalog.Dockerfile -t $IMAGE_TAG_BASE-catalog:v$VERSION . && docker push $IMAGE_TAG_BASE-catalog:v$VERSION   # after the bundle
+  helm push ${out#"$root"/}/kubeopera-operator-$VERSION.tgz oci://$repo/charts
+To sign (keyless, cosign):
+  cosign sign --yes $img@$digest
+  cosign attest --yes --type cyclonedx --predicate ${out#"$root"/}/kubeopera-operator-v$VERSION.cdx.json $img@$digest
+  cosign sign-blob --yes --bundle ${out#"$root"/}/SHA256SUMS.sigstore.json ${out#"$root"/}/SHA256SUMS
+Attach install.yaml, the chart, the SBOM, SHA256SUMS and its signature to the GitHub release v$VERSION.
+EOF
