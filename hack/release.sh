@@ -73,7 +73,8 @@ step "CHANGELOG.md, VERSION, createdAt, image references: $old -> $VERSION"
 relgo changelog -file "$tree/CHANGELOG.md" -version "$VERSION" -date "$date" -previous "$previous"
 sed -i "s/^VERSION ?= .*/VERSION ?= $VERSION/" "$tree/Makefile"
 sed -i "s/^    createdAt: \".*\"$/    createdAt: \"${date}T00:00:00Z\"/" "$tree/config/manifests/bases/kubeopera-operator.clusterserviceversion.yaml"
-(cd "$tree/config/manager" && "$(hack/tool.sh kustomize)/kustomize" edit set image "controller=$img")
+kustomize=$(hack/tool.sh kustomize)/kustomize
+(cd "$tree/config/manager" && "$kustomize" edit set image "controller=$img")
 if [[ $old != "$VERSION" ]]; then
 	base=${IMAGE_TAG_BASE//./\\.}
 	sed -i "s#\(${base}[a-z-]*\):v${old//./\\.}\b#\1:v$VERSION#g" "$tree/README.md" "$tree"/docs/*.md
@@ -97,7 +98,8 @@ digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
 [[ -n $digest ]] || fail "no image digest in the output of make image"
 
 step "SBOM (CycloneDX, cyclonedx-gomod app: the manager's module graph)"
-(cd "$tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 SOURCE_DATE_EPOCH="$epoch" "$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod" app \
+cyclonedx=$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod
+(cd "$tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 SOURCE_DATE_EPOCH="$epoch" "$cyclonedx" app \
 	-json -licenses -std -output "$out/kubeopera-operator-v$VERSION.cdx.json" -main . 2>"$out/sbom.log") ||
 	{
 		cat "$out/sbom.log" >&2
@@ -131,4 +133,5 @@ To sign (keyless, cosign):
   cosign attest --yes --type cyclonedx --predicate ${out#"$root"/}/kubeopera-operator-v$VERSION.cdx.json $img@$digest
   cosign sign-blob --yes --bundle ${out#"$root"/}/SHA256SUMS.sigstore.json ${out#"$root"/}/SHA256SUMS
 Attach install.yaml, the chart, the SBOM, SHA256SUMS and its signature to the GitHub release v$VERSION.
+Before committing, read the diff: prose that names a version (README, docs/) is not rewritten.
 EOF

@@ -189,7 +189,7 @@ func envValue(c corev1.Container, name string) string {
 // the values are validated against values.schema.json first.
 func renderChart(t *testing.T, name, ns string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	in := action.NewInstall(&action.Configuration{})
+	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	in.ReleaseName, in.Namespace = name, ns
 	in.DryRun, in.ClientOnly, in.Replace = true, true, true
 	in.KubeVersion = &chartutilKubeVersion

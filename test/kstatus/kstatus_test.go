@@ -6,7 +6,6 @@
 package kstatus
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -186,31 +185,32 @@ func argoChecks(t *testing.T, name string) map[string]string {
 // return value a table with status and message.
 func argoHealth(t *testing.T, script string, obj map[string]any) string {
 	t.Helper()
-	L := lua.NewState(lua.Options{SkipOpenLibs: false})
-	defer L.Close()
-	L.SetGlobal("obj", toLua(L, obj))
-	if err := L.DoString(script); err != nil {
+	state := lua.NewState()
+	defer state.Close()
+	state.SetGlobal("obj", toLua(t, state, obj))
+	if err := state.DoString(script); err != nil {
 		t.Fatalf("lua: %v", err)
 	}
-	ret, ok := L.Get(-1).(*lua.LTable)
+	ret, ok := state.Get(-1).(*lua.LTable)
 	if !ok {
-		t.Fatalf("the health check returned %s, not a table", L.Get(-1).Type())
+		t.Fatalf("the health check returned %s, not a table", state.Get(-1).Type())
 	}
 	return lua.LVAsString(ret.RawGetString("status"))
 }
 
-func toLua(L *lua.LState, v any) lua.LValue {
+// toLua converts a JSON value to Lua, as Argo CD hands the object to its health checks.
+func toLua(t *testing.T, state *lua.LState, v any) lua.LValue {
 	switch v := v.(type) {
 	case map[string]any:
-		tb := L.NewTable()
+		tb := state.NewTable()
 		for k, e := range v {
-			tb.RawSetString(k, toLua(L, e))
+			tb.RawSetString(k, toLua(t, state, e))
 		}
 		return tb
 	case []any:
-		tb := L.NewTable()
+		tb := state.NewTable()
 		for _, e := range v {
-			tb.Append(toLua(L, e))
+			tb.Append(toLua(t, state, e))
 		}
 		return tb
 	case string:
@@ -224,7 +224,8 @@ func toLua(L *lua.LState, v any) lua.LValue {
 	case nil:
 		return lua.LNil
 	default:
-		panic(fmt.Sprintf("toLua: %T", v))
+		t.Fatalf("toLua: %T", v)
+		return lua.LNil
 	}
 }
 
