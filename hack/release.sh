@@ -98,14 +98,23 @@ digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
 [[ -n $digest ]] || fail "no image digest in the output of make image"
 
 step "SBOM (CycloneDX, cyclonedx-gomod app: the manager's module graph)"
+# cyclonedx-gomod takes the main module's version from Git (the tag on HEAD, else a pseudo-version
+# of HEAD), and the release commit does not exist yet: it reads a copy of the release tree
+# committed once and tagged v$VERSION, as the release commit will be.
 cyclonedx=$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod
-(cd "$tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 SOURCE_DATE_EPOCH="$epoch" "$cyclonedx" app \
+sbom_tree=$(mktemp -d)
+tar --exclude=./bin --exclude=./.git -C "$tree" -cf - . | tar -xf - -C "$sbom_tree"
+(cd "$sbom_tree" && git init -q && git add -A && GIT_AUTHOR_DATE="@$epoch" GIT_COMMITTER_DATE="@$epoch" \
+	git -c user.name=release -c user.email=release@localhost -c commit.gpgsign=false commit -q -m "v$VERSION" &&
+	git -c tag.gpgsign=false tag "v$VERSION")
+(cd "$sbom_tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 "$cyclonedx" app \
 	-json -licenses -std -output "$out/kubeopera-operator-v$VERSION.cdx.json" -main . 2>"$out/sbom.log") ||
 	{
 		cat "$out/sbom.log" >&2
+		rm -rf "$sbom_tree"
 		fail "cyclonedx-gomod failed"
 	}
-rm -f "$out/sbom.log"
+rm -rf "$sbom_tree" "$out/sbom.log"
 
 step "chart package, install.yaml, SHA256SUMS"
 relgo chart -dir "$tree/dist/chart" -version "$VERSION" -out "$out" >/dev/null

@@ -49,8 +49,8 @@ func TestKstatusReportsEachOutcome(t *testing.T) {
 
 	t.Run("progressing then ready", func(t *testing.T) {
 		f.create(f.newApp("web", "t1"))
-		a := f.waitReady("web")
-		a = f.waitKstatus("web", status.InProgressStatus)
+		f.waitReady("web")
+		a := f.waitKstatus("web", status.InProgressStatus)
 		rec := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionReconciling)
 		f.g.Expect(rec).NotTo(BeNil())
 		f.g.Expect(rec.Reason).To(Equal(kubeoperav1alpha1.ReasonRevisionNotApplied))

@@ -78,8 +78,11 @@ func writeCRDs(root, dir string) error {
 		return err
 	}
 	files, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in config/crd/bases (%v)", err)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return errors.New("no CRDs in config/crd/bases")
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f) //nolint:gosec // G304: a file of the repository
@@ -178,8 +181,11 @@ func writePrometheusRules(root, dir string) error {
 		Kind string         `json:"kind"`
 		Spec map[string]any `json:"spec"`
 	}
-	if err := yaml.Unmarshal(b, &rule); err != nil || rule.Kind != "PrometheusRule" {
-		return fmt.Errorf("%s: not a PrometheusRule (%v)", src, err)
+	if err := yaml.Unmarshal(b, &rule); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if rule.Kind != "PrometheusRule" {
+		return fmt.Errorf("%s: not a PrometheusRule", src)
 	}
 	out, err := yaml.Marshal(rule.Spec)
 	if err != nil {

@@ -75,6 +75,15 @@ func imageCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// go build runs in -root: every path is made absolute first.
+	for _, p := range []*string{root, out, archive} {
+		if *p == "" {
+			continue
+		}
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
 	cfg := ociimage.Config{Version: *version, Revision: *revision, Created: when}
 	binDir := *out + ".binaries"
 	for _, p := range strings.Split(*platforms, ",") {
