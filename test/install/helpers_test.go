@@ -59,7 +59,7 @@ func adminKubeconfig(t *testing.T, env *testenv.Env) string {
 // kubectl runs the envtest kubectl against kubeconfig and returns its output.
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(testenv.AssetsDir(), "kubectl"), args...) //nolint:gosec // G204: the test's own arguments
+	cmd := exec.CommandContext(t.Context(), filepath.Join(testenv.AssetsDir(), "kubectl"), args...)
 	cmd.Env = append(testenv.Environ("KUBECONFIG"), "KUBECONFIG="+kubeconfig)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -46,7 +46,7 @@ func TestInstallerInstallsReconcilesAndUninstalls(t *testing.T) {
 	})
 
 	// make undeploy.
-	cmd := exec.CommandContext(t.Context(), repoPath("hack", "installer.sh"), "uninstall") //nolint:gosec // G204: the repository's script
+	cmd := exec.CommandContext(t.Context(), repoPath("hack", "installer.sh"), "uninstall")
 	cmd.Env = append(testenv.Environ("KUBECONFIG", "KUBECTL"), "KUBECONFIG="+kubeconfig, "KUBECTL="+testenv.AssetsDir()+"/kubectl")
 	b, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(b))
@@ -137,12 +137,12 @@ func checkAggregatedRoles(t *testing.T, env *testenv.Env, prefix string) {
 func TestDeployRendersTheInstallerForAnyImage(t *testing.T) {
 	g := NewWithT(t)
 	out := t.TempDir() + "/install.yaml"
-	cmd := exec.CommandContext(t.Context(), repoPath("hack", "installer.sh"), "render", out) //nolint:gosec // G204: the repository's script
+	cmd := exec.CommandContext(t.Context(), repoPath("hack", "installer.sh"), "render", out)
 	vars := makefileVars(t)
 	cmd.Env = append(testenv.Environ("VERSION", "IMG"), "VERSION="+vars["VERSION"], "IMG=registry.example.com/team/operator:dev")
 	b, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(b))
-	got, err := os.ReadFile(out) //nolint:gosec // G304: the test's own file
+	got, err := os.ReadFile(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	want, err := os.ReadFile(repoPath("dist", "install.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())

@@ -194,6 +194,6 @@ func (c Config) layer(binary string) (v1.Layer, error) {
 // The user database: root (owner of the files) and the nonroot user the image runs as, both
 // without a login shell (there is none).
 const (
-	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n" //nolint:gosec // G101: a user database without passwords ("x")
 	group  = "root:x:0:\nnonroot:x:65532:\n"
 )

@@ -264,7 +264,7 @@ func TestImageBinaryStartsFromTheLayer(t *testing.T) {
 	kubeconfig, err := env.Kubeconfig("image-test")
 	g.Expect(err).NotTo(HaveOccurred())
 	kubeconfigPath := filepath.Join(rootfs, "tmp", "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o644)).To(Succeed()) //nolint:gosec // G306: read by the image's user
+	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o644)).To(Succeed())
 
 	container := managerContainer(t)
 	g.Expect(container.Command).To(Equal(cf.Config.Entrypoint), "config/manager runs the image's entrypoint")
@@ -276,11 +276,11 @@ func TestImageBinaryStartsFromTheLayer(t *testing.T) {
 		"--leader-election-namespace=default", "--git-cache-dir=/tmp/git")
 	args = rebase(args, rootfs)
 	entrypoint := filepath.Join(rootfs, cf.Config.Entrypoint[0])
-	cmd := exec.CommandContext(t.Context(), entrypoint, args...) //nolint:gosec // G204: the binary the test extracted
+	cmd := exec.CommandContext(t.Context(), entrypoint, args...)
 	cmd.Dir = rootfs
 	cmd.Env = []string{"KUBECONFIG=" + kubeconfigPath, "WATCH_NAMESPACE=", "HOME=/home/nonroot"}
 	logPath := filepath.Join(t.TempDir(), "manager.log")
-	logFile, err := os.Create(logPath) //nolint:gosec // G304: the test's own directory
+	logFile, err := os.Create(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -295,7 +295,7 @@ func TestImageBinaryStartsFromTheLayer(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		if t.Failed() {
-			b, _ := os.ReadFile(logPath) //nolint:gosec // G304: the test's own log
+			b, _ := os.ReadFile(logPath)
 			t.Logf("manager log:\n%s", b)
 		}
 	})
@@ -308,7 +308,7 @@ func TestImageBinaryStartsFromTheLayer(t *testing.T) {
 			g.Expect(code).To(Equal(http.StatusOK), "%s: %s", probe, body)
 		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 	}
-	logText, err := os.ReadFile(logPath) //nolint:gosec // G304: the test's own log
+	logText, err := os.ReadFile(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(logText)).To(MatchRegexp(`"msg":"Starting manager","version":"` + regexp.QuoteMeta(testVersion) + `"`))
 
@@ -380,7 +380,7 @@ func extract(t *testing.T, img v1.Image, dir string) {
 	}
 	// The Deployment's emptyDir mounts, writable by the image's user.
 	mounts := filepath.Join(dir, "tmp", "mounts")
-	if err := os.MkdirAll(mounts, 0o777); err != nil { //nolint:gosec // G301: stands for emptyDir volumes
+	if err := os.MkdirAll(mounts, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	if os.Geteuid() == 0 {
