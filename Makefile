@@ -121,6 +121,17 @@ chaos: envtest-assets flux-controllers git-cli ## Kill the manager at seeded ran
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
 		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
 
+.PHONY: test-fast
+test-fast: envtest-assets flux-controllers git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" hack/test-fast.sh
+
+# Runs per test of `make flake-check`.
+FLAKE_COUNT ?= 5
+
+.PHONY: flake-check
+flake-check: envtest-assets flux-controllers git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
 	go test -short ./...
