@@ -82,12 +82,19 @@ vet: ## Run go vet.
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
+# Every stage of `make test` prints its time (hack/timed.sh).
+TIMED = hack/timed.sh
+
 .PHONY: test
-test: verify-generated vet lint envtest-assets flux-controllers git-cli olm opm govulncheck ## Run every check and test (what CI runs).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
+test: envtest-assets flux-controllers git-cli olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize ## Run every check and test (what CI runs).
+	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
+	@$(TIMED) vet $(MAKE) --no-print-directory vet
+	@$(TIMED) lint $(MAKE) --no-print-directory lint
+	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory test-monitoring
-	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify scorecard
+	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
+	@$(TIMED) fuzz $(MAKE) --no-print-directory fuzz
+	@$(TIMED) olm-checks $(MAKE) --no-print-directory vulncheck bundle-verify catalog-verify scorecard
 
 # Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZTIME ?= 10s
