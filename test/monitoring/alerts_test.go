@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -39,6 +38,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -380,20 +380,8 @@ func namespace(t *testing.T, c client.Client, prefix string) string {
 
 // controlPlane is a ControlPlane named after its Controller's port, with NATS disabled.
 func controlPlane(ns, name, password string) *datasancev3.ControlPlane {
-	return &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth: datasancev3.Auth{
-				Mode:      datasancev3.AuthModeEmbedded,
-				Bootstrap: &datasancev3.Bootstrap{Username: fake.DefaultUsername, Password: password},
-			},
-			Database: datasancev3.Database{
-				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
-				User: "controller", Password: "db-secret-value", DatabaseName: "controller",
-			},
-			Nats: &datasancev3.Nats{Enabled: ptr.To(false)},
-		},
-	}
+	return testfixture.ControlPlane(testfixture.Named(name), testfixture.InNamespace(ns),
+		testfixture.WithBootstrap(fake.DefaultUsername, password), testfixture.WithPostgres("db-secret-value"), testfixture.WithoutNATS())
 }
 
 func tlsSecret(ns, name string, data map[string][]byte) *corev1.Secret {
