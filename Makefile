@@ -93,12 +93,21 @@ vet: ## Run go vet.
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
+# Every stage of `make test` prints its time (hack/timed.sh).
+TIMED = hack/timed.sh
+
 .PHONY: test
-test: verify-generated vet lint envtest-assets flux-controllers git-cli olm opm govulncheck ## Run every check and test (what CI runs).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
+test: envtest-assets flux-controllers git-cli olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize ## Run every check and test (what CI runs).
+	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
+	@$(TIMED) vet $(MAKE) --no-print-directory vet
+	@$(TIMED) lint $(MAKE) --no-print-directory lint
+	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
 		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory test-monitoring test-install test-image
-	$(MAKE) --no-print-directory fuzz vulncheck bundle-verify catalog-verify installer-verify scorecard
+	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
+	@$(TIMED) install $(MAKE) --no-print-directory test-install
+	@$(TIMED) image $(MAKE) --no-print-directory test-image
+	@$(TIMED) fuzz $(MAKE) --no-print-directory fuzz
+	@$(TIMED) olm-checks $(MAKE) --no-print-directory vulncheck bundle-verify catalog-verify installer-verify scorecard
 
 # Fuzz time per target in `make test`; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZTIME ?= 10s
@@ -139,6 +148,17 @@ CHAOS_TRIALS ?= 50
 chaos: envtest-assets flux-controllers git-cli ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
 		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
+
+.PHONY: test-fast
+test-fast: envtest-assets flux-controllers git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" hack/test-fast.sh
+
+# Runs per test of `make flake-check`.
+FLAKE_COUNT ?= 5
+
+.PHONY: flake-check
+flake-check: envtest-assets flux-controllers git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).

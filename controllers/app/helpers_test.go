@@ -122,6 +122,23 @@ func (f *fixture) poke(name string) {
 	})
 }
 
+// waitMorePasses waits until the reconciler has finished n more passes of the app than it had
+// when called: the positive signal a "nothing changed" check waits for, instead of a time window.
+func (f *fixture) waitMorePasses(name string, n int) {
+	f.t.Helper()
+	start := passes.of(f.ns, name)
+	f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(BeNumerically(">=", start+n),
+		"passes of %s after %d", name, start)
+}
+
+// pokeAndWait pokes the app and waits until a pass has finished since.
+func (f *fixture) pokeAndWait(name string) {
+	f.t.Helper()
+	start := passes.of(f.ns, name)
+	f.poke(name)
+	f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(BeNumerically(">", start), "no pass of %s after the poke", name)
+}
+
 // waitCondition waits until the app's condition has status and reason for its current
 // generation, and returns the app.
 func (f *fixture) waitCondition(name, condType string, status metav1.ConditionStatus, reason string) *kubeoperav1alpha1.KubeOperaApp {

@@ -15,6 +15,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // Embedded login with the password from passwordSecretRef (it wins over the inline one).
@@ -22,12 +23,8 @@ func TestEmbeddedLoginWithPasswordSecret(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
 	h.createSecret("bootstrap", map[string]string{"password": fake.DefaultPassword})
-	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.Password = "inline-is-ignored"
-		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "bootstrap"}, Key: "password",
-		}
-	}))
+	h.bringUp(h.controlPlane(testfixture.WithBootstrap(fake.DefaultUsername, "inline-is-ignored"),
+		testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))
 	logins := h.api.RequestsTo("POST", "/api/v3/user/login")
 	g.Expect(logins).To(HaveLen(1))
 	g.Expect(logins[0].Body).To(MatchJSON(`{"email":"admin","password":"fake-bootstrap-password"}`))
@@ -73,9 +70,7 @@ func TestExternalLogin(t *testing.T) {
 func TestWrongCredentials(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.Password = "wrong-password"
-	}))
+	h.create(h.controlPlane(testfixture.WithBootstrap(fake.DefaultUsername, "wrong-password")))
 	h.driveToAPI()
 	_, err := h.reconcile()
 	g.Expect(err).To(HaveOccurred())
@@ -95,11 +90,7 @@ func TestWrongCredentials(t *testing.T) {
 func TestPasswordSecretMissing(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "bootstrap"}, Key: "password",
-		}
-	}))
+	h.create(h.controlPlane(testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))
 	h.mustRequeue(controlplane.RequeueTransition)
 	_, err := h.reconcile()
 	g.Expect(err).To(MatchError(ContainSubstring(`secret bootstrap (spec.auth.bootstrap.passwordSecretRef) not found`)))

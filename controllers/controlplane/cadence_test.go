@@ -8,6 +8,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // With the Controller resetting every connection for 45 s, the reconciler in a manager keeps the
@@ -30,26 +31,29 @@ func TestControllerResetsKeepTheRetryCadence(t *testing.T) {
 	g.Expect(message).NotTo(ContainSubstring("->"), "no ephemeral addresses in the condition")
 
 	const outage = 45 * time.Second
-	calls0, writes0 := len(h.api.RequestsTo("GET", "/api/v3/status")), h.cpWrites.Load()
-	start := time.Now()
-	// The window is the measurement, not a synchronisation: the state must hold all along.
-	g.Consistently(func(g Gomega) {
-		c := trueConditionOf(h.get())
-		g.Expect(c.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
-		g.Expect(c.Message).To(Equal(message))
-	}).WithTimeout(outage).WithPolling(time.Second).Should(Succeed())
-	elapsed := time.Since(start)
-	calls := len(h.api.RequestsTo("GET", "/api/v3/status")) - calls0
-	writes := h.cpWrites.Load() - writes0
-	t.Logf("%s of resets: %d status calls, %d ControlPlane writes", elapsed.Round(time.Second), calls, writes)
-	perThree := int(elapsed / (3 * time.Second))
+	statusCalls := func() int64 { return int64(len(h.api.RequestsTo("GET", "/api/v3/status"))) }
+	resets := testfixture.Outage{ // already down: the resets began before the manager started
+		Up:       func() error { h.api.ClearFailures(); return nil },
+		Counters: []func() int64{statusCalls, h.cpWrites.Load},
+	}
+	w, err := resets.Hold(h.ctx, outage, func() {
+		// The window is the measurement, not a synchronisation: the state must hold all along.
+		g.Consistently(func(g Gomega) {
+			c := trueConditionOf(h.get())
+			g.Expect(c.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
+			g.Expect(c.Message).To(Equal(message))
+		}).WithTimeout(outage).WithPolling(time.Second).Should(Succeed())
+		g.Expect(h.api.RequestsTo("POST", "/api/v3/user/login")).To(BeEmpty(), "a pass stops at the failed status call")
+	})
+	recovered := time.Now()
+	g.Expect(err).NotTo(HaveOccurred())
+	calls, writes := w.Counts[0], w.Counts[1]
+	t.Logf("%s of resets: %d status calls, %d ControlPlane writes", w.Took.Round(time.Second), calls, writes)
+	perThree := int64(w.Took / (3 * time.Second))
 	g.Expect(calls).To(BeNumerically("<=", perThree+2), "at most about one pass per 3 s")
 	g.Expect(calls).To(BeNumerically(">=", perThree/2), "still retrying every 3 s, no backoff")
 	g.Expect(writes).To(BeZero(), "the same cause writes the same status: nothing to patch")
-	g.Expect(h.api.RequestsTo("POST", "/api/v3/user/login")).To(BeEmpty(), "a pass stops at the failed status call")
 
-	h.api.ClearFailures()
-	recovered := time.Now()
 	g.Eventually(func(g Gomega) {
 		h.assignAddresses()
 		g.Expect(trueConditionOf(h.get()).Type).To(Equal(datasancev3.ConditionReady))

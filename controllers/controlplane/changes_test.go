@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // A spec change moves ready → updating (written at once) → ready with the new generation; the
@@ -58,11 +58,7 @@ func TestPasswordSecretChangeRollsPods(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
 	secret := h.createSecret("bootstrap", map[string]string{"password": fake.DefaultPassword})
-	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "bootstrap"}, Key: "password",
-		}
-	}))
+	h.bringUp(h.controlPlane(testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))
 	before := h.deployment("controller")
 	h.api.Reset()
 

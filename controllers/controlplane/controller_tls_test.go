@@ -7,22 +7,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
-
-func httpsWith(secretName string, mods ...func(*datasancev3.ControlPlane)) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Controller.HTTPS = ptr.To(true)
-		cp.Spec.Controller.SecretName = secretName
-		for _, m := range mods {
-			m(cp)
-		}
-	}
-}
 
 // The fake serves a certificate of a test CA that is not in the system roots and no
 // --controller-ca-file is given: the ControlPlane trusts the ca.crt of its own TLS Secret, and
@@ -31,7 +21,7 @@ func TestHTTPSTrustsTheTLSSecretCA(t *testing.T) {
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
-	h.bringUp(h.controlPlane(httpsWith("controller-tls")))
+	h.bringUp(h.controlPlane(testfixture.WithHTTPS("controller-tls")))
 	g.Expect(h.requestedBaseURLs()).To(ContainElement("https://" + h.controllerLB + ":51121"))
 	g.Expect(h.api.ImportedCAs()).To(ConsistOf("router-site-ca", "default-router-local-ca"))
 }
@@ -43,7 +33,7 @@ func TestHTTPSCertificateForAnotherName(t *testing.T) {
 	h := newHarness(t, withTLSControllerNames("controller.elsewhere.svc"))
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
-	h.create(h.controlPlane(httpsWith("controller-tls")))
+	h.create(h.controlPlane(testfixture.WithHTTPS("controller-tls")))
 	h.driveToAPI()
 	res, err := h.reconcile()
 	g.Expect(err).To(HaveOccurred())
@@ -64,7 +54,7 @@ func TestHTTPSExplicitCAReference(t *testing.T) {
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", true)
-	h.create(h.controlPlane(httpsWith("controller-tls")))
+	h.create(h.controlPlane(testfixture.WithHTTPS("controller-tls")))
 	h.driveToAPI()
 	_, err := h.reconcile()
 	g.Expect(err).To(HaveOccurred())
@@ -96,13 +86,11 @@ func TestHTTPSExplicitCAReference(t *testing.T) {
 // accepted for it, one for the public name (and the in-cluster endpoint) is, though it does not
 // name the LoadBalancer address.
 func TestHTTPSExternalCheckVerifiesThePublicName(t *testing.T) {
-	withPublicURL := httpsWith("controller-tls", func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Controller.PublicURL = "https://controller.example.com:51121"
-	})
+	withPublicURL := []testfixture.Mod{testfixture.WithHTTPS("controller-tls"), testfixture.WithPublicURL("https://controller.example.com:51121")}
 	t.Run("certificate without the public name", func(t *testing.T) {
 		h := newHarness(t, withTLSController())
 		h.createControllerTLSSecret("controller-tls", false)
-		h.create(h.controlPlane(withPublicURL))
+		h.create(h.controlPlane(withPublicURL...))
 		var err error
 		for range 6 {
 			h.assignAddresses()
@@ -119,7 +107,7 @@ func TestHTTPSExternalCheckVerifiesThePublicName(t *testing.T) {
 	t.Run("certificate for the public name", func(t *testing.T) {
 		h := newHarness(t, withTLSControllerNames("127.0.0.1", "controller.example.com"))
 		h.createControllerTLSSecret("controller-tls", false)
-		h.bringUp(h.controlPlane(withPublicURL))
+		h.bringUp(h.controlPlane(withPublicURL...))
 		h.g.Expect(h.requestedBaseURLs()).To(ContainElement("https://" + h.controllerLB + ":51121"))
 	})
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -34,6 +33,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // Addresses the tests "assign" as cloud load balancers that the operator never dials (TEST-NET-1,
@@ -42,7 +42,7 @@ import (
 const (
 	routerLBIP  = "192.0.2.20"
 	ingressLBIP = "192.0.2.30"
-	cpName      = "iofog"
+	cpName      = testfixture.Name
 )
 
 // harness is one test's namespace, fake Controller and reconciler. Reconcile is called directly,
@@ -284,27 +284,16 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 	return nil, errors.New("watch is not supported through the reconciler's client")
 }
 
-// controlPlane is the base test ControlPlane: embedded auth with the fake's bootstrap user, an
-// external database, NATS disabled (this issue), every Service a LoadBalancer by default.
-func (h *harness) controlPlane(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
-	cp := &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: cpName, Namespace: h.ns},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth: datasancev3.Auth{
-				Mode:      datasancev3.AuthModeEmbedded,
-				Bootstrap: &datasancev3.Bootstrap{Username: fake.DefaultUsername, Password: fake.DefaultPassword},
-			},
-			Database: datasancev3.Database{
-				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
-				User: "controller", Password: "db-secret-value", DatabaseName: "controller",
-			},
-			Nats: &datasancev3.Nats{Enabled: ptr.To(false)},
-		},
-	}
-	for _, m := range mods {
-		m(cp)
-	}
-	return cp
+// controlPlane is the harness's ControlPlane: testfixture.ControlPlane in the harness's
+// namespace with the fake's bootstrap user, the external Postgres database and NATS off (the
+// NATS tests turn it on with testfixture.WithNATS), then mods.
+func (h *harness) controlPlane(mods ...testfixture.Mod) *datasancev3.ControlPlane {
+	return testfixture.ControlPlane(append([]testfixture.Mod{
+		testfixture.InNamespace(h.ns),
+		testfixture.WithBootstrap(fake.DefaultUsername, fake.DefaultPassword),
+		testfixture.WithPostgres("db-secret-value"),
+		testfixture.WithoutNATS(),
+	}, mods...)...)
 }
 
 // create stores cp in the API server.

@@ -16,6 +16,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // First install with LoadBalancer exposure; the load balancers get their addresses late. Every
@@ -113,13 +114,11 @@ func TestReadyPassWritesNothing(t *testing.T) {
 func TestIngressExposure(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
+	h.create(h.controlPlane(testfixture.WithControllerIngress(datasancev3.ControllerIngress{
+		Host: "controller.example.com", SecretName: "controller-tls", IngressClassName: "nginx",
+		Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"},
+	}), func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
-		cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{
-			Host: "controller.example.com", SecretName: "controller-tls", IngressClassName: "nginx",
-			Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"},
-		}
 		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "router.example.com", MessagePort: 443}
 	}))
 	h.mustRequeue(controlplane.RequeueTransition)
@@ -170,9 +169,7 @@ func TestIngressExposure(t *testing.T) {
 func TestExplicitPublicURL(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Controller.PublicURL = "https://iofog.example.com"
-	}))
+	h.create(h.controlPlane(testfixture.WithPublicURL("https://iofog.example.com")))
 	h.mustRequeue(controlplane.RequeueTransition)
 	// The router waits for its address, but the Controller Deployment is created at once.
 	h.mustRequeue(controlplane.RequeueLoadBalancer)

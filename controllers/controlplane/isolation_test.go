@@ -15,6 +15,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // One ControlPlane whose Controller black-holes every request does not stall another one in
@@ -70,7 +71,7 @@ func timeToReady(t *testing.T, hanging bool) time.Duration {
 	}()
 
 	create := func(h *harness) {
-		h.g.Expect(env.Client.Create(h.ctx, h.controlPlane(func(cp *datasancev3.ControlPlane) { cp.Name = h.controllerLB }))).To(Succeed())
+		h.g.Expect(env.Client.Create(h.ctx, h.controlPlane(testfixture.Named(h.controllerLB)))).To(Succeed())
 	}
 	if hanging {
 		// The hanging one first, until a pass of it is stuck in a Controller call.

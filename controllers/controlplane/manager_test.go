@@ -20,6 +20,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // With the reconciler running in a manager, the watches repair drift while the ControlPlane is
@@ -30,11 +31,7 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 	g := h.g
 	h.startManager()
 	secret := h.createSecret("bootstrap", map[string]string{"password": fake.DefaultPassword})
-	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "bootstrap"}, Key: "password",
-		}
-	}))
+	h.create(h.controlPlane(testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))
 	g.Eventually(func(g Gomega) {
 		h.assignAddresses()
 		c := trueConditionOf(h.get())

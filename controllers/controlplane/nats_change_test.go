@@ -11,6 +11,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // updateAndRollOut changes the spec and runs passes until ready again.
@@ -28,7 +29,7 @@ func (h *harness) updateAndRollOut(mutate func(*datasancev3.ControlPlane)) {
 func TestNatsScaleUp(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	siteCA, localCA := h.secret("nats-site-ca"), h.secret("default-nats-local-ca")
 	siteServer := h.secret("nats-site-server")
 	tlsHash := h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationTLSHash]
@@ -59,7 +60,7 @@ func TestNatsScaleUp(t *testing.T) {
 func TestNatsScaleDown(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOnWith(func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(int32(3)) })))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(3)))
 	g.Expect(h.statefulSet().Spec.Template.Annotations).NotTo(HaveKey(controlplane.AnnotationRestartedAt))
 
 	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(int32(2)) })
@@ -83,7 +84,7 @@ func TestNatsScaleDown(t *testing.T) {
 func TestNatsControllerRoutesKept(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 
 	// The Controller (it may manage ConfigMaps) adds a route; a stale ordinal lingers.
 	cm := h.configMap("iofog-nats-config")
@@ -106,7 +107,7 @@ func TestNatsControllerRoutesKept(t *testing.T) {
 func TestNatsStorageImmutable(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 
 	h.update(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Nats = &datasancev3.Nats{JetStream: &datasancev3.JetStream{StorageSize: "20Gi", MemoryStoreSize: "2Gi"}}
@@ -137,13 +138,13 @@ func TestNatsJetStreamKeyReused(t *testing.T) {
 		ObjectMeta: metaIn(h.ns, "nats-jetstream-key-"+cpName),
 		Data:       map[string][]byte{"jsk": []byte(key)},
 	})).To(Succeed())
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	g.Expect(string(h.secret("nats-jetstream-key-iofog").Data["jsk"])).To(Equal(key))
 	g.Expect(h.serverConf()["jetstream"]).To(HaveKeyWithValue("key", key))
 
 	h2, _ := newNatsHarness(t)
 	g.Expect(env.Client.Create(h2.ctx, &corev1.Secret{ObjectMeta: metaIn(h2.ns, "nats-jetstream-key-"+cpName)})).To(Succeed())
-	h2.bringUpNats(h2.controlPlane(natsOn))
+	h2.bringUpNats(h2.controlPlane(testfixture.WithNATS()))
 	filled := h2.secret("nats-jetstream-key-iofog").Data["jsk"]
 	g.Expect(filled).NotTo(BeEmpty())
 	g.Expect(h2.serverConf()["jetstream"]).To(HaveKeyWithValue("key", string(filled)))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // natsObjects are every object the NATS component may create, by kind.
@@ -58,7 +59,7 @@ func TestNatsDisabled(t *testing.T) {
 func TestNatsDisableAfterEnable(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	// The StatefulSet controller (absent in envtest) would have made this claim.
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "js-data-nats-0"},

@@ -8,6 +8,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // NATS exposed through ingresses.nats: no load balancer to wait for; the address goes into the
@@ -16,9 +17,9 @@ import (
 func TestNatsIngressAddress(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.create(h.controlPlane(natsOnWith(natsClusterIP(&datasancev3.NatsIngress{
+	h.create(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP(), testfixture.WithNATSIngress(datasancev3.NatsIngress{
 		Address: "nats.example.com", LeafPort: 443, ServerPort: 4443,
-	}))))
+	})))
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.mustRequeue(controlplane.RequeueLoadBalancer) // router and controller wait; NATS does not
 	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())
@@ -47,7 +48,7 @@ func TestNatsIngressAddress(t *testing.T) {
 func TestNatsNoExternalAddress(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOnWith(natsClusterIP(nil))))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP()))
 
 	g.Expect(h.api.RequestsTo("PUT", "/api/v3/nats/hub")).To(BeEmpty())
 	_, registered := h.api.Hub()
@@ -63,13 +64,13 @@ func TestNatsNoExternalAddress(t *testing.T) {
 func TestNatsServiceSettings(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOnWith(func(cp *datasancev3.ControlPlane) {
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Nats = &datasancev3.ServiceSpec{
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 			Annotations:           map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"},
 		}
 		cp.Spec.Services.NatsServer = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
-	})))
+	}))
 	natsSvc := h.service("nats")
 	g.Expect(natsSvc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
 	g.Expect(natsSvc.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyCluster))

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 const bootstrapRoute = "GET /api/v3/nats/bootstrap"
@@ -42,7 +43,7 @@ func TestNatsBootstrapFailures(t *testing.T) {
 			h, _ := newNatsHarness(t)
 			g := h.g
 			tc.fail(h.api)
-			h.create(h.controlPlane(natsOn))
+			h.create(h.controlPlane(testfixture.WithNATS()))
 			h.mustRequeue(controlplane.RequeueTransition)
 			// Let the Controller component get as far as it can: it registers the router and its
 			// CAs, then waits for the NATS CA Secrets, which NATS creates only after its bootstrap.
@@ -90,11 +91,11 @@ func TestNatsControllerDown(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.api.FailAlways("GET /api/v3/status", fake.Failure{Status: http.StatusServiceUnavailable})
-	h.create(h.controlPlane(natsOnWith(natsClusterIP(nil), func(cp *datasancev3.ControlPlane) {
+	h.create(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP(), func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.PublicURL = "https://iofog.example.com"
 		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
 		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "router.example.com"}
-	})))
+	}))
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
@@ -108,7 +109,7 @@ func TestNatsHubUpsertFailure(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.api.FailNext("PUT /api/v3/nats/hub", fake.Failure{Status: http.StatusInternalServerError})
-	h.create(h.controlPlane(natsOn))
+	h.create(h.controlPlane(testfixture.WithNATS()))
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	h.setServiceAddress("router", routerLBIP)
@@ -141,7 +142,7 @@ func TestNatsBringYourOwnCA(t *testing.T) {
 		Data:       pki.SecretData(ca, nil),
 	}
 	g.Expect(env.Client.Create(h.ctx, byo)).To(Succeed())
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	g.Expect(h.certificate("nats-site-server").Issuer.CommonName).To(Equal("my-nats-site-ca"))
 	g.Expect(h.secret("nats-site-server").Data["ca.crt"]).To(Equal(ca.CertPEM))
 	g.Expect(h.secret("nats-site-ca").ResourceVersion).To(Equal(byo.ResourceVersion))
@@ -153,7 +154,7 @@ func TestNatsBringYourOwnCA(t *testing.T) {
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": []byte("not PEM"), "tls.key": []byte("not PEM")},
 	})).To(Succeed())
-	bad.create(bad.controlPlane(natsOnWith(natsClusterIP(nil))))
+	bad.create(bad.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP()))
 	bad.mustRequeue(controlplane.RequeueTransition)
 	_, err = bad.reconcile()
 	g.Expect(err).To(HaveOccurred())
@@ -168,7 +169,7 @@ func TestNatsBringYourOwnCA(t *testing.T) {
 func TestNatsServerSecretsIndependent(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	site := h.secret("nats-site-server")
 	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-mqtt-server"))).To(Succeed())
 

@@ -94,28 +94,6 @@ func newNatsHarness(t *testing.T) (*harness, natsMaterial) {
 	return h, m
 }
 
-// natsOn enables NATS with defaults (the harness's base ControlPlane disables it).
-func natsOn(cp *datasancev3.ControlPlane) { cp.Spec.Nats = nil }
-
-// natsOnWith enables NATS with mods applied after.
-func natsOnWith(mods ...func(*datasancev3.ControlPlane)) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) {
-		natsOn(cp)
-		for _, m := range mods {
-			m(cp)
-		}
-	}
-}
-
-// natsClusterIP exposes NATS without a load balancer, optionally through an ingress address.
-func natsClusterIP(ing *datasancev3.NatsIngress) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Services.Nats = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
-		cp.Spec.Services.NatsServer = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
-		cp.Spec.Ingresses.Nats = ing
-	}
-}
-
 // bringUpNats is bringUp that also plays the cloud for Service nats.
 func (h *harness) bringUpNats(cp *datasancev3.ControlPlane) {
 	h.t.Helper()

@@ -13,6 +13,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // First install with NATS enabled (the default) and every Service a LoadBalancer whose address
@@ -21,7 +22,7 @@ import (
 func TestNatsFirstInstall(t *testing.T) {
 	h, m := newNatsHarness(t)
 	g := h.g
-	h.create(h.controlPlane(natsOn))
+	h.create(h.controlPlane(testfixture.WithNATS()))
 	h.mustRequeue(controlplane.RequeueTransition)
 
 	// No address anywhere. NATS bootstraps (the Controller answers) and stores what needs no
@@ -187,7 +188,7 @@ func servicePorts(svc *corev1.Service) map[string]int32 {
 // stored earlier is reused, and every NATS object compares equal.
 func TestNatsReadyPassWritesNothing(t *testing.T) {
 	h, _ := newNatsHarness(t)
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	g := h.g
 	before := h.configMap("iofog-nats-config").ResourceVersion
 	sts := h.statefulSet().ResourceVersion
@@ -207,7 +208,7 @@ func TestNatsReadyPassWritesNothing(t *testing.T) {
 func TestNatsReadyRestoresBootstrapSecret(t *testing.T) {
 	h, m := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-operator-seed"))).To(Succeed())
 	h.api.Reset()
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // The operand Roles grant Secrets by name only (docs/controlplane.md, "Operand RBAC"), checked
@@ -92,7 +93,7 @@ func TestNatsServiceAccountReadsNothing(t *testing.T) {
 	g := h.g
 	h.createSecret("users-own", map[string]string{"k": "v"})
 	g.Expect(env.Client.Create(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "users-config", Namespace: h.ns}})).To(Succeed())
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 
 	g.Expect(h.serviceAccountCan("controller", "get", "secrets", "nats-site-ca")).To(BeTrue(), "positive control: the Controller gets a CA it imports")
 	denied := func(when string) {

@@ -8,11 +8,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // The operand pod templates the operator renders (the Controller and Router Deployments and the
@@ -38,25 +38,18 @@ func TestOperandPodsAreRestricted(t *testing.T) {
 	images := resources.Images{Controller: "ghcr.io/datasance/controller:3.9.0", Router: "ghcr.io/datasance/router:3.9.0", Nats: "ghcr.io/datasance/nats:2.15.0"}
 	urls := resources.ControllerURLs{PublicURL: "https://controller.example.com", ConsoleURL: "https://controller.example.com"}
 	specs := map[string]*datasancev3.ControlPlane{
-		"defaults (SQLite, NATS and JetStream on)": {
-			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: nsName},
-			Spec: datasancev3.ControlPlaneSpec{
-				Auth: datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "x"}},
-			},
-		},
-		"external database, HTTPS, pull Secret, JetStream sized": {
-			ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: nsName},
-			Spec: datasancev3.ControlPlaneSpec{
-				Auth:       datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded, Bootstrap: &datasancev3.Bootstrap{Username: "admin", Password: "x"}},
-				Database:   datasancev3.Database{Provider: "postgres", Host: "db", Port: 5432},
-				Replicas:   datasancev3.Replicas{Controller: 2, Nats: ptr.To[int32](3)},
-				Images:     datasancev3.Images{PullSecret: "registry"},
-				Controller: datasancev3.ControllerSpec{HTTPS: ptr.To(true), SecretName: "controller-tls"},
-				Nats: &datasancev3.Nats{Enabled: ptr.To(true), JetStream: &datasancev3.JetStream{
+		"defaults (SQLite, NATS and JetStream on)": testfixture.ControlPlane(testfixture.Named("pot"), testfixture.InNamespace(nsName),
+			testfixture.WithBootstrap("admin", "x"), testfixture.WithSQLite()),
+		// The fixture's database is the external Postgres at db:5432.
+		"external database, HTTPS, pull Secret, JetStream sized": testfixture.ControlPlane(testfixture.Named("pot"), testfixture.InNamespace(nsName),
+			testfixture.WithBootstrap("admin", "x"), testfixture.WithNATSReplicas(3), testfixture.WithHTTPS("controller-tls"),
+			func(cp *datasancev3.ControlPlane) {
+				cp.Spec.Replicas.Controller = 2
+				cp.Spec.Images.PullSecret = "registry"
+				cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(true), JetStream: &datasancev3.JetStream{
 					StorageSize: "20Gi", MemoryStoreSize: "2G", StorageClassName: "fast",
-				}},
-			},
-		},
+				}}
+			}),
 	}
 	for name, cp := range specs {
 		t.Run(name, func(t *testing.T) {

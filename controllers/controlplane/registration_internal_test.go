@@ -9,16 +9,17 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 func TestRouterRegistration(t *testing.T) {
 	g := NewWithT(t)
-	lb := testCP()
+	lb := testfixture.ControlPlane()
 	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4")).To(Equal(iofog.Router{Host: "1.2.3.4", MessagingPort: 5671, InterRouterPort: 55671, EdgeRouterPort: 45671}))
 	lb.Spec.Ingresses.Router = &datasancev3.RouterIngress{MessagePort: 1}
 	g.Expect(routerRegistration(&lb.Spec, "1.2.3.4").MessagingPort).To(Equal(5671), "LoadBalancer path ignores ingress ports")
 
-	in := testCP(func(cp *datasancev3.ControlPlane) {
+	in := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
 		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "r.example.com", EdgePort: 30001}
 	})
@@ -39,7 +40,7 @@ func TestNatsHub(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Ingresses.Nats = tc.ing })
+			cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) { cp.Spec.Ingresses.Nats = tc.ing })
 			NewWithT(t).Expect(*natsHub(&cp.Spec, "h")).To(Equal(tc.want))
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // A Controller that restarts on an empty database while the ControlPlane is ready: passes within
@@ -17,7 +18,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.api.SetStartedAt(time.Now().Add(-time.Hour))
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	_, hadHub := h.api.Hub()
 	g.Expect(hadHub).To(BeTrue())
 	cas := h.api.ImportedCAs()

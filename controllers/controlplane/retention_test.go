@@ -13,9 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
-
-func sqliteDatabase(cp *datasancev3.ControlPlane) { cp.Spec.Database = datasancev3.Database{} }
 
 // Deleting a ControlPlane keeps the data stores and the keys that read them: the Controller's
 // SQLite PVC and the JetStream key carry no owner reference (like the JetStream PVCs, which the
@@ -24,7 +23,7 @@ func sqliteDatabase(cp *datasancev3.ControlPlane) { cp.Spec.Database = datasance
 func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
 	old := h.get()
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
@@ -38,7 +37,7 @@ func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 	g.Expect(collected).To(ContainElements("Deployment/controller", "StatefulSet/nats", "Secret/router-site-ca"))
 	g.Expect(collected).NotTo(ContainElements("PersistentVolumeClaim/controller-sqlite", "Secret/nats-jetstream-key-"+cpName))
 
-	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
 	again := &corev1.PersistentVolumeClaim{}
 	g.Expect(h.exists(again, "controller-sqlite")).To(BeTrue())
 	g.Expect(again.UID).To(Equal(pvc.UID), "the same database")
@@ -50,7 +49,7 @@ func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 func TestOwnedDataStoresAreReleased(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn, sqliteDatabase))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
 	cp := h.get()
 	owner := metav1.OwnerReference{APIVersion: datasancev3.GroupVersion.String(), Kind: "ControlPlane", Name: cp.Name,
 		UID: cp.UID, Controller: new(true), BlockOwnerDeletion: new(true)}

@@ -17,6 +17,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 var (
@@ -40,7 +41,7 @@ var (
 func TestCertificatesRenewAtTwoThirds(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(natsOn))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 
 	before := map[string]*corev1.Secret{}
 	for name := range operatorCAs {
@@ -211,8 +212,10 @@ func TestBadBroughtCertificates(t *testing.T) {
 			},
 			addressing: func(h *harness) { h.assignAddresses() }},
 		{name: "NATS", ca: "nats-site-ca", leaf: "nats-site-server",
-			harness:    func(t *testing.T) *harness { h, _ := newNatsHarness(t); return h },
-			controlPl:  func(h *harness) *datasancev3.ControlPlane { return h.controlPlane(natsOnWith(natsClusterIP(nil))) },
+			harness: func(t *testing.T) *harness { h, _ := newNatsHarness(t); return h },
+			controlPl: func(h *harness) *datasancev3.ControlPlane {
+				return h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP())
+			},
 			status:     func(cp *datasancev3.ControlPlane) datasancev3.ComponentStatus { return cp.Status.Nats.ComponentStatus },
 			addressing: func(h *harness) { h.assignAddresses(); h.assignNatsAddress() }},
 	}

@@ -8,28 +8,25 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/fixture"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// testCP and testImages are the shared unit-test inputs (package fixture).
-var (
-	testCP     = fixture.ControlPlane
-	testImages = Images{Controller: fixture.ControllerImage, Router: fixture.RouterImage, Nats: fixture.NatsImage}
-)
+// testImages are the operand images of the unit tests.
+var testImages = Images{Controller: testfixture.ControllerImage, Router: testfixture.RouterImage, Nats: testfixture.NatsImage}
 
 func TestRouterAddress(t *testing.T) {
 	g := NewWithT(t)
 	svc := &corev1.Service{}
-	_, res, err := routerAddress(&testCP().Spec, svc)
+	_, res, err := routerAddress(&testfixture.ControlPlane().Spec, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.requeueAfter).To(Equal(requeueLoadBalancer))
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
-	addr, res, _ := routerAddress(&testCP().Spec, svc)
+	addr, res, _ := routerAddress(&testfixture.ControlPlane().Spec, svc)
 	g.Expect(addr).To(Equal("lb.example.com"))
 	g.Expect(res.isContinue()).To(BeTrue())
 
 	// Not a LoadBalancer and no address: upstream's error text, terminal.
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
 	})
 	_, _, err = routerAddress(&cp.Spec, svc)
@@ -40,7 +37,7 @@ func TestRouterAddress(t *testing.T) {
 
 func TestInternalControllerURL(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP()
+	cp := testfixture.ControlPlane()
 	g.Expect(internalControllerURL("", cp)).To(Equal("http://controller.edge.svc.cluster.local:51121"))
 	g.Expect(internalControllerURL("{name}-api.{namespace}.example:8443", cp)).To(Equal("http://iofog-api.edge.example:8443"))
 	cp.Spec.Controller.HTTPS = ptr.To(true)
@@ -49,7 +46,7 @@ func TestInternalControllerURL(t *testing.T) {
 
 func TestReferencedSecretNames(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}}
 		cp.Spec.Controller.SecretName = "tls"
 	})

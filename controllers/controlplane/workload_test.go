@@ -12,6 +12,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 const sqliteDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
@@ -22,9 +23,7 @@ func TestDatabaseModes(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		h := newHarness(t)
 		g := h.g
-		h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-			cp.Spec.Database = datasancev3.Database{}
-		}))
+		h.bringUp(h.controlPlane(testfixture.WithSQLite()))
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
 		g.Expect(pvc.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
@@ -79,10 +78,7 @@ func TestHTTPSController(t *testing.T) {
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
-	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
-		cp.Spec.Controller.HTTPS = ptr.To(true)
-		cp.Spec.Controller.SecretName = "controller-tls"
-	}))
+	h.bringUp(h.controlPlane(testfixture.WithHTTPS("controller-tls")))
 	g.Expect(h.requestedBaseURLs()).To(ContainElements(
 		HavePrefix("https://127.0.0.1:"),
 		Equal("https://"+h.controllerLB+":51121"),

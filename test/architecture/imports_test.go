@@ -35,10 +35,15 @@ var pure = []rule{
 }
 
 // fixtures are the packages of shared test inputs: imported by tests only, never by a package's
-// own files, so nothing of them reaches the operator's binary.
+// own files (except the test programs and libraries under testPrograms), and nothing of them
+// reaches the operator's binary.
 var fixtures = []string{
-	module + "/controllers/controlplane/internal/fixture",
+	module + "/internal/testfixture",
 }
+
+// testPrograms holds the test harnesses (test/bench, test/testenv, ...) whose own files may use
+// the fixtures: they are test code that no part of the operator imports.
+const testPrograms = module + "/test"
 
 // pureForbidden are the import paths (and everything under them) a pure package may not import.
 var pureForbidden = []string{
@@ -159,6 +164,9 @@ func TestFixturesOnlyInTests(t *testing.T) {
 			t.Errorf("no test imports fixture package %s: the check would pass vacuously", f)
 		}
 		for pkg, deps := range own {
+			if under(pkg, testPrograms) {
+				continue
+			}
 			for _, d := range deps {
 				if d == f {
 					t.Errorf("%s imports the test fixture %s in its own (non-test) files", pkg, f)
@@ -166,6 +174,39 @@ func TestFixturesOnlyInTests(t *testing.T) {
 			}
 		}
 	}
+	// The binary is the root package: none of its dependencies is a fixture (nor a test program
+	// that could bring one in).
+	deps := binaryDeps(t)
+	for _, f := range fixtures {
+		if deps[f] {
+			t.Errorf("the operator's binary depends on the test fixture %s", f)
+		}
+	}
+	for d := range deps {
+		if under(d, testPrograms) {
+			t.Errorf("the operator's binary depends on the test package %s", d)
+		}
+	}
+}
+
+// binaryDeps lists the packages the operator's binary (the module's root package) is built from.
+func binaryDeps(t *testing.T) map[string]bool {
+	t.Helper()
+	cmd := exec.CommandContext(context.Background(), "go", "list", "-deps", "-f", "{{.ImportPath}}", module)
+	cmd.Dir = "../.."
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, stderr.String())
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(out.String()) {
+		deps[p] = true
+	}
+	if !deps[module+"/controllers"] {
+		t.Fatalf("go list -deps %s does not list %s/controllers: the listing is wrong", module, module)
+	}
+	return deps
 }
 
 // The prefix match must not confuse siblings (controllersx is not under controllers).

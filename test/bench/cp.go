@@ -26,25 +26,15 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // controlPlane is the benchmark ControlPlane: embedded auth with the fake Controller's
 // bootstrap user, an external database, NATS on (the default), every Service a LoadBalancer
 // (the default).
 func controlPlane(ns string) *datasancev3.ControlPlane {
-	return &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: "iofog", Namespace: ns},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth: datasancev3.Auth{
-				Mode:      datasancev3.AuthModeEmbedded,
-				Bootstrap: &datasancev3.Bootstrap{Username: fake.DefaultUsername, Password: fake.DefaultPassword},
-			},
-			Database: datasancev3.Database{
-				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
-				User: "controller", Password: "bench-db-password", DatabaseName: "controller",
-			},
-		},
-	}
+	return testfixture.ControlPlane(testfixture.InNamespace(ns),
+		testfixture.WithBootstrap(fake.DefaultUsername, fake.DefaultPassword), testfixture.WithPostgres("bench-db-password"))
 }
 
 func createNamespace(ctx context.Context, c client.Client, name string) error {

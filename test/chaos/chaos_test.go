@@ -24,13 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
@@ -188,11 +188,13 @@ func newTrialGomega(t *testing.T, timeout, poll time.Duration) Gomega {
 	return g
 }
 
-// trial is one ControlPlane's life under kills.
+// trial is one ControlPlane's life under kills (or an app's: then c and fake are not set).
 type trial struct {
-	t      *testing.T
-	g      Gomega
-	ctx    context.Context
+	t   *testing.T
+	g   Gomega
+	ctx context.Context
+	// c is the client of the API server the ControlPlane is in.
+	c      client.Client
 	ns     string
 	fake   *fake.Server
 	dir    string
@@ -207,19 +209,13 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	g := newTrialGomega(t, 3*time.Minute, 200*time.Millisecond)
 	ns := fmt.Sprintf("chaos-cp-%d", i)
 	password := fmt.Sprintf("bootstrap-%d-%d", i, rng.Uint64())
-	cp := sampleControlPlane(g, ns)
-	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	cp, f := sampleWithController(g, ns, password)
 	defer f.Close()
-	u, err := url.Parse(f.URL())
-	g.Expect(err).NotTo(HaveOccurred())
-	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: f, dir: t.TempDir(), args: []string{
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-app-controller=false",
-		"--controller-endpoint-template=" + u.Host, "--zap-log-level=debug",
-	}}
+	tr := &trial{t: t, g: g, ctx: ctx, c: host.Client, ns: ns, fake: f, dir: t.TempDir(),
+		args: controlPlaneArgs(f.URL(), "--zap-log-level=debug")}
 	defer tr.stop()
 
-	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	tr.secret = watchKeySecrets(ctx, ns, createCredentialSecrets(ctx, g, host.Client, cp, password)...)
+	tr.secret = watchKeySecrets(ctx, ns, createCredentials(ctx, g, host.Client, cp, password)...)
 	defer tr.secret.stop()
 
 	// Phase 1: first install, NATS on.
@@ -302,11 +298,11 @@ func (tr *trial) mutate(fn func(*datasancev3.ControlPlane)) {
 	tr.t.Helper()
 	tr.g.Eventually(func() error {
 		cp := &datasancev3.ControlPlane{}
-		if err := host.Client.Get(tr.ctx, tr.key(), cp); err != nil {
+		if err := tr.c.Get(tr.ctx, tr.key(), cp); err != nil {
 			return err
 		}
 		fn(cp)
-		return host.Client.Update(tr.ctx, cp)
+		return tr.c.Update(tr.ctx, cp)
 	}).Should(Succeed())
 }
 
@@ -314,17 +310,24 @@ func (tr *trial) mutate(fn func(*datasancev3.ControlPlane)) {
 // Secrets on the way.
 func (tr *trial) expectReady() {
 	tr.t.Helper()
+	tr.waitReady()
+	tr.g.Expect(tr.secret.violations()).To(BeEmpty(), "no key or certificate Secret regenerated")
+	tr.g.Expect(tr.secret.count()).To(BeNumerically(">", 0), "the watch saw the key Secrets (it can fail)")
+}
+
+// waitReady waits, while the manager runs, for the ready condition of the ControlPlane's current
+// generation.
+func (tr *trial) waitReady() {
+	tr.t.Helper()
 	tr.g.Eventually(func(g Gomega) {
 		g.Expect(tr.mgr.Exited()).To(Succeed())
 		cp := &datasancev3.ControlPlane{}
-		g.Expect(host.Client.Get(tr.ctx, tr.key(), cp)).To(Succeed())
+		g.Expect(tr.c.Get(tr.ctx, tr.key(), cp)).To(Succeed())
 		c := apimeta.FindStatusCondition(cp.Status.Conditions, datasancev3.ConditionReady)
 		g.Expect(c).NotTo(BeNil(), "conditions: %+v", cp.Status.Conditions)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "conditions: %+v", cp.Status.Conditions)
 		g.Expect(c.ObservedGeneration).To(Equal(cp.Generation))
 	}).Should(Succeed(), "%s reaches ready (manager log %s)", tr.ns, tr.mgr.Log)
-	tr.g.Expect(tr.secret.violations()).To(BeEmpty(), "no key or certificate Secret regenerated")
-	tr.g.Expect(tr.secret.count()).To(BeNumerically(">", 0), "the watch saw the key Secrets (it can fail)")
 }
 
 // expectSingleCAImports checks that every CA the fake holds was imported by exactly one POST, and
@@ -345,24 +348,42 @@ func (tr *trial) expectSingleCAImports() {
 	tr.g.Expect(posts).To(HaveLen(len(imported)), "no POST for a CA the fake does not hold: %v", posts)
 }
 
-// sampleControlPlane is config/samples' ControlPlane (NATS on, router and NATS LoadBalancer
-// Services, the Controller behind an Ingress) in namespace ns.
-func sampleControlPlane(g Gomega, ns string) *datasancev3.ControlPlane {
-	b, err := os.ReadFile(filepath.Join(testenv.Root(), "config", "samples", "datasance_v3_controlplane.yaml"))
+// sampleWithController is what every ControlPlane test of this package starts from: the sample
+// ControlPlane (testfixture.Sample: NATS on, router and NATS LoadBalancer Services, the
+// Controller behind an Ingress, the bootstrap password in a Secret) in namespace ns, and a fake
+// Controller that accepts its bootstrap user with password. The caller closes the fake.
+func sampleWithController(g Gomega, ns, password string) (*datasancev3.ControlPlane, *fake.Server) {
+	cp, err := testfixture.Sample(testfixture.InNamespace(ns))
 	g.Expect(err).NotTo(HaveOccurred())
-	cp := &datasancev3.ControlPlane{}
-	g.Expect(yaml.UnmarshalStrict(b, cp)).To(Succeed())
 	g.Expect(cp.Spec.Nats).NotTo(BeNil())
 	g.Expect(cp.Spec.Nats.Enabled).To(HaveValue(BeTrue()), "the sample has NATS on")
 	g.Expect(cp.Spec.Auth.Bootstrap.PasswordSecretRef).NotTo(BeNil())
-	cp.Namespace = ns
-	return cp
+	return cp, fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
 }
 
-// createCredentialSecrets creates the Secrets the ControlPlane's credential references name (the
-// bootstrap password the fake accepts; any value for the others, which the fake never checks)
-// and returns their names.
-func createCredentialSecrets(ctx context.Context, g Gomega, c client.Client, cp *datasancev3.ControlPlane, password string) []string {
+// controlPlaneArgs are the manager flags of the ControlPlane tests: no metrics or probe
+// listener, only the ControlPlane controller, the Controller API at endpoint (a URL or
+// host:port), then extra.
+func controlPlaneArgs(endpoint string, extra ...string) []string {
+	return append([]string{
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-app-controller=false",
+		"--controller-endpoint-template=" + hostPort(endpoint),
+	}, extra...)
+}
+
+// hostPort is the host:port of addr, a URL or already a host:port.
+func hostPort(addr string) string {
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return addr
+}
+
+// createCredentials creates the ControlPlane's namespace and the Secrets its credential
+// references name (the bootstrap password the fake accepts; any value for the others, which the
+// fake never checks) and returns their names.
+func createCredentials(ctx context.Context, g Gomega, c client.Client, cp *datasancev3.ControlPlane, password string) []string {
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}})).To(Succeed())
 	data := map[string]map[string][]byte{}
 	var names []string
 	for _, r := range cp.Spec.CredentialRefs() {

@@ -1,18 +1,13 @@
 package chaos
 
 import (
-	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 )
 
 // Leader election timings of the failover test (production: 15s, 10s, 2s).
@@ -34,23 +29,17 @@ func TestFailover(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(3 * time.Minute)
 	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	ns := failoverLeaseNS
-	cp := sampleControlPlane(g, ns)
 	password := "failover-bootstrap"
-	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	cp, f := sampleWithController(g, ns, password)
 	defer f.Close()
-	u, err := url.Parse(f.URL())
-	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
-	args := []string{
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-app-controller=false",
-		"--controller-endpoint-template=" + u.Host,
-		"--leader-elect", "--leader-election-namespace=" + ns,
-		"--leader-elect-lease-duration=" + failoverLease.String(),
-		"--leader-elect-renew-deadline=" + failoverRenew.String(),
-		"--leader-elect-retry-period=" + failoverRetry.String(),
-	}
-	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	credentialSecrets := createCredentialSecrets(ctx, g, host.Client, cp, password)
+	args := controlPlaneArgs(f.URL(),
+		"--leader-elect", "--leader-election-namespace="+ns,
+		"--leader-elect-lease-duration="+failoverLease.String(),
+		"--leader-elect-renew-deadline="+failoverRenew.String(),
+		"--leader-elect-retry-period="+failoverRetry.String(),
+	)
+	credentialSecrets := createCredentials(ctx, g, host.Client, cp, password)
 
 	holder := func() string {
 		l := &coordinationv1.Lease{}
@@ -80,7 +69,7 @@ func TestFailover(t *testing.T) {
 	g.Expect(takeover).To(BeNumerically("<=", failoverLease+failoverRetry+time.Second),
 		"within the lease duration plus a retry period (1s allowed for the 50ms poll and API latency)")
 
-	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: f, mgr: b, secret: watchKeySecrets(ctx, ns, credentialSecrets...)}
+	tr := &trial{t: t, g: g, ctx: ctx, c: host.Client, ns: ns, fake: f, mgr: b, secret: watchKeySecrets(ctx, ns, credentialSecrets...)}
 	defer tr.secret.stop()
 	tr.expectReady()
 	tr.expectSingleCAImports()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,7 +20,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
@@ -67,22 +66,14 @@ func outageManager(t *testing.T, g Gomega, kubeconfigPath string, args ...string
 	return m
 }
 
-// outage holds the proxy in mode for d (the fault's length, chosen by the test, not a
-// synchronisation) and returns the connections accepted meanwhile and the time it lasted.
-func outage(ctx context.Context, p *FaultProxy, mode Mode, d time.Duration, during func()) (int64, time.Duration) {
-	begin := time.Now()
-	before := p.Accepted()
-	p.Set(mode)
-	if during != nil {
-		during()
+// proxyOutage is the outage of the dependency behind p: the proxy in mode while it lasts, its
+// accepted connections counted.
+func proxyOutage(p *FaultProxy, mode Mode) testfixture.Outage {
+	return testfixture.Outage{
+		Down:     func() error { p.Set(mode); return nil },
+		Up:       func() error { p.Set(Up); return nil },
+		Counters: []func() int64{p.Accepted},
 	}
-	select {
-	case <-time.After(d - time.Since(begin)):
-	case <-ctx.Done():
-	}
-	n, took := p.Accepted()-before, time.Since(begin)
-	p.Set(Up)
-	return n, took
 }
 
 // startOutage is the start every outage test shares: its context, a Gomega whose waits last up
@@ -90,20 +81,18 @@ func outage(ctx context.Context, p *FaultProxy, mode Mode, d time.Duration, duri
 func startOutage(t *testing.T, timeout time.Duration, upstream string) (context.Context, Gomega, *FaultProxy) {
 	t.Helper()
 	g := newTrialGomega(t, timeout, 100*time.Millisecond)
-	if u, err := url.Parse(upstream); err == nil && u.Host != "" {
-		upstream = u.Host
-	}
-	proxy, err := StartFaultProxy(upstream)
+	proxy, err := StartFaultProxy(hostPort(upstream))
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(proxy.Close)
 	return t.Context(), g, proxy
 }
 
 // expectNoHotLoop logs and checks the connections n that the faulted dependency (what) accepted
-// during the took it was down: at least one, so the count can fail, and no more than bound,
-// which how explains.
-func expectNoHotLoop(t *testing.T, g Gomega, what string, n, bound int64, took time.Duration, how string) {
+// during the window w it was down (n is w.Counts[0], the only counter of these outages): at
+// least one, so the count can fail, and no more than bound, which how explains.
+func expectNoHotLoop(t *testing.T, g Gomega, what string, w testfixture.Window, bound int64, how string) {
 	t.Helper()
+	n, took := w.Counts[0], w.Took
 	t.Logf("%s down %v: %d connections (bound %d: %s)", what, took.Round(time.Millisecond), n, bound, how)
 	g.Expect(n).To(BeNumerically(">=", 1), "the manager tried %s while it was down (the count can fail)", what)
 	g.Expect(n).To(BeNumerically("<=", bound), "no hot loop against %s while it is down", what)
@@ -142,12 +131,13 @@ func runAppOutage(t *testing.T, o appOutage) {
 	expectAppConverged(ctx, g, f, m.Exited)
 
 	const down = 10 * time.Second
-	n, took := outage(ctx, proxy, Down, down, func() {
+	w, err := proxyOutage(proxy, Down).Hold(ctx, down, func() {
 		setImage(ctx, g, f, o.image)
 		waitAppNotReady(ctx, g, f)
 	})
-	bound, how := o.bound(took)
-	expectNoHotLoop(t, g, o.what, n, bound, took, how)
+	g.Expect(err).NotTo(HaveOccurred())
+	bound, how := o.bound(w.Took)
+	expectNoHotLoop(t, g, o.what, w, bound, how)
 	a := expectAppConverged(ctx, g, f, m.Exited)
 	g.Expect(a.Spec.App.Image).To(Equal(o.image))
 	deleteApp(ctx, g, f, m.Exited)
@@ -205,26 +195,25 @@ func TestTenantAPIServerDownAndBack(t *testing.T) {
 // answers again the install finishes and each CA is imported once.
 func TestControllerAPIHanging(t *testing.T) {
 	const ns = "outage-controller"
-	cp := sampleControlPlane(NewWithT(t), ns)
 	password := "hang-bootstrap"
-	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	cp, fk := sampleWithController(NewWithT(t), ns, password)
 	defer fk.Close()
 	ctx, g, proxy := startOutage(t, 3*time.Minute, fk.URL())
 	proxy.Set(Hang)
 	createControlPlane(ctx, g, host.Client, cp, password)
-	m := outageManager(t, g, kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--enable-app-controller=false", "--controller-endpoint-template="+proxy.Addr())
+	m := outageManager(t, g, kubeconfig, controlPlaneArgs(proxy.Addr())...)
 
 	// The hang starts with the first call the install makes to the Controller.
 	g.Eventually(proxy.Accepted, 2*time.Minute).Should(BeNumerically(">=", 1), "the install reaches the Controller API")
 	const hang = 25 * time.Second
-	n, took := outage(ctx, proxy, Hang, hang, nil)
+	w, err := proxyOutage(proxy, Hang).Hold(ctx, hang, nil)
+	g.Expect(err).NotTo(HaveOccurred())
 	// Each pass waits for one call at a time; a call ends after the client timeout.
-	bound := (int64(took/iofog.DefaultTimeout) + 1) * connsPerPass
-	expectNoHotLoop(t, g, "the hanging Controller API", n, bound, took, fmt.Sprintf("one call per %v timeout, %d per pass", iofog.DefaultTimeout, connsPerPass))
+	bound := (int64(w.Took/iofog.DefaultTimeout) + 1) * connsPerPass
+	expectNoHotLoop(t, g, "the hanging Controller API", w, bound, fmt.Sprintf("one call per %v timeout, %d per pass", iofog.DefaultTimeout, connsPerPass))
 	g.Expect(fk.Requests()).To(BeEmpty(), "no request got through the hang")
 
-	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: fk, mgr: m, secret: watchKeySecrets(ctx, ns, cp.Spec.Auth.Bootstrap.PasswordSecretRef.Name)}
+	tr := &trial{t: t, g: g, ctx: ctx, c: host.Client, ns: ns, fake: fk, mgr: m, secret: watchKeySecrets(ctx, ns, cp.Spec.Auth.Bootstrap.PasswordSecretRef.Name)}
 	defer tr.secret.stop()
 	tr.expectReady()
 	tr.expectSingleCAImports()
@@ -247,47 +236,36 @@ func TestHostAPIServerRestart(t *testing.T) {
 	g.Expect(os.WriteFile(kcPath, kubeconfigVia(g, kc, proxy.Addr()), 0o600)).To(Succeed())
 
 	ns := "outage-host"
-	cp := sampleControlPlane(g, ns)
 	password := "restart-bootstrap"
-	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	cp, fk := sampleWithController(g, ns, password)
 	defer fk.Close()
-	fu, err := url.Parse(fk.URL())
-	g.Expect(err).NotTo(HaveOccurred())
 	createControlPlane(ctx, g, h.Client, cp, password)
-	m := outageManager(t, g, kcPath, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--enable-app-controller=false", "--controller-endpoint-template="+fu.Host)
+	m := outageManager(t, g, kcPath, controlPlaneArgs(fk.URL())...)
 
 	// Mid-reconcile: the install has begun talking to the Controller.
 	g.Eventually(func() int { return len(fk.Requests()) }).Should(BeNumerically(">", 0))
 	const down = 8 * time.Second
-	stopping := time.Now()
-	g.Expect(h.StopAPIServer()).To(Succeed())
-	t.Logf("host API server stopped in %v", time.Since(stopping).Round(time.Millisecond))
-	begin := time.Now()
-	before := proxy.Accepted()
-	select {
-	case <-time.After(down): // the outage's length
-	case <-ctx.Done():
+	restart := testfixture.Outage{
+		Down: func() error {
+			stopping := time.Now()
+			err := h.StopAPIServer()
+			t.Logf("host API server stopped in %v", time.Since(stopping).Round(time.Millisecond))
+			return err
+		},
+		Up:       h.StartAPIServer,
+		Counters: []func() int64{proxy.Accepted},
 	}
-	n, took := proxy.Accepted()-before, time.Since(begin)
-	g.Expect(h.StartAPIServer()).To(Succeed())
+	w, err := restart.Hold(ctx, down, nil)
+	g.Expect(err).NotTo(HaveOccurred())
 	// While down: every informer's reflector retries on its backoff, the ControlPlane pass on
 	// the default rate limiter, the event sink and the status patch once per pass.
 	const informers = 20
-	bound := informers*attemptsWithin(took, reflectorBackoff) + attemptsWithin(took, cpRetryBase)*connsPerPass
-	expectNoHotLoop(t, g, "the host API server", n, bound, took, fmt.Sprintf("%d informers on %v backoff, the pass on %v doubling; %d found it refusing",
+	bound := informers*attemptsWithin(w.Took, reflectorBackoff) + attemptsWithin(w.Took, cpRetryBase)*connsPerPass
+	expectNoHotLoop(t, g, "the host API server", w, bound, fmt.Sprintf("%d informers on %v backoff, the pass on %v doubling; %d found it refusing",
 		informers, reflectorBackoff, cpRetryBase, proxy.Unreachable()))
 
-	g.Eventually(func(g Gomega) {
-		g.Expect(m.Exited()).To(Succeed())
-		got := &datasancev3.ControlPlane{}
-		g.Expect(h.Client.Get(ctx, client.ObjectKeyFromObject(cp), got)).To(Succeed())
-		c := apimeta.FindStatusCondition(got.Status.Conditions, datasancev3.ConditionReady)
-		g.Expect(c).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "conditions: %+v", got.Status.Conditions)
-		g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
-	}).Should(Succeed(), "the ControlPlane is ready after the restart (manager log %s)", m.Log)
-	tr := &trial{t: t, g: g, ctx: ctx, ns: ns, fake: fk}
+	tr := &trial{t: t, g: g, ctx: ctx, c: h.Client, ns: ns, fake: fk, mgr: m}
+	tr.waitReady()
 	tr.expectSingleCAImports()
 }
 
@@ -303,9 +281,9 @@ func kubeconfigVia(g Gomega, kc []byte, addr string) []byte {
 	return out
 }
 
+// createControlPlane creates the ControlPlane with its namespace and credential Secrets.
 func createControlPlane(ctx context.Context, g Gomega, c client.Client, cp *datasancev3.ControlPlane, password string) {
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}})).To(Succeed())
-	createCredentialSecrets(ctx, g, c, cp, password)
+	createCredentials(ctx, g, c, cp, password)
 	g.Expect(c.Create(ctx, cp)).To(Succeed())
 }
 

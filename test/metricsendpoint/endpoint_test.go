@@ -29,6 +29,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -92,20 +93,8 @@ func TestSecureMetricsEndpoint(t *testing.T) {
 
 	// A ControlPlane the manager reconciles: its router waits for a LoadBalancer address, which
 	// is what the metrics must show.
-	cp := &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: ns.Name},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth: datasancev3.Auth{
-				Mode:      datasancev3.AuthModeEmbedded,
-				Bootstrap: &datasancev3.Bootstrap{Username: "admin@example.com", Password: "bootstrap-password"},
-			},
-			Database: datasancev3.Database{
-				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
-				User: "controller", Password: "db-secret-value", DatabaseName: "controller",
-			},
-			Nats: &datasancev3.Nats{Enabled: ptr.To(false)},
-		},
-	}
+	cp := testfixture.ControlPlane(testfixture.Named("pot"), testfixture.InNamespace(ns.Name),
+		testfixture.WithBootstrap("admin@example.com", "bootstrap-password"), testfixture.WithPostgres("db-secret-value"), testfixture.WithoutNATS())
 	g.Expect(env.Client.Create(ctx, cp)).To(Succeed())
 
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{

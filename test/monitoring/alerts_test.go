@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -37,7 +36,9 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -59,7 +60,9 @@ const steps = 20
 //   - Git writes with a wrong password to a real Git server (KubeOperaGitPushesFailing).
 //
 // The ControlPlanes' Controller endpoint template is 127.0.0.1:{name}: each ControlPlane is named
-// after the port of its Controller.
+// after the port of its Controller. No step waits for time to pass or counts passes: the
+// simulated minutes start once each asserted state is in the metrics, and each minute's scrape
+// follows a failure the test itself caused (a Git write, a spec change whose pass fails).
 func TestAlertsFireOnARealRun(t *testing.T) {
 	groups := loadRules(t)
 	env := testenv.StartForTest(t, testenv.Options{})
@@ -108,27 +111,61 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	store := teststorage.New(t)
-	t0 := time.Now().Truncate(time.Minute)
-	lastPasses := 0.0
-	var lastScrape []*dto.MetricFamily
-	for step := range steps {
+	// The ControlPlanes first go through deploying (Services, Deployments, the first Controller
+	// calls), each at its own pace. The simulated minutes start only once every state the alerts
+	// are asserted on holds, so that each alert's `for` is covered by the scrapes whatever the
+	// timing of the run: the Controller of closedPort and "bad" unavailable, the login refused,
+	// the brought CA's expiry exported, the app not synced.
+	g.Eventually(func(g Gomega) {
 		for _, ns := range []string{nsUnreachable, nsLogin, nsBadCA} {
 			assignLoadBalancerAddresses(t, env.Client, ns)
 		}
+		mfs, err := ctrlmetrics.Registry.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, cp := range []struct{ ns, name, reason string }{
+			{nsUnreachable, closedPort, datasancev3.ReasonControllerUnavailable},
+			{nsBadCA, "bad", datasancev3.ReasonControllerUnavailable},
+			{nsLogin, loginPort, datasancev3.ReasonLoginFailed},
+		} {
+			g.Expect(valueOf(mfs, metrics.ComponentReason, map[string]string{
+				"controlplane_namespace": cp.ns, "controlplane": cp.name, "component": "controller", "reason": cp.reason,
+			})).To(Equal(1.0), "ControlPlane %s/%s: controller component reason %s", cp.ns, cp.name, cp.reason)
+		}
+		g.Expect(valueOf(mfs, metrics.CertificateExpirationTime, map[string]string{
+			"controlplane_namespace": nsLogin, "secret": "router-site-ca",
+		})).To(BeNumerically(">", 0), "the brought CA's expiry is exported")
+		g.Expect(valueOf(mfs, metrics.AppsNotSynced, nil)).To(BeNumerically(">", 0), "the app is counted as not synced")
+	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	// Each simulated minute is one deterministic round of failures: a Git write with a wrong
+	// password, and a spec change of ControlPlane "bad" (whose brought router CA holds no
+	// certificate) whose pass fails; the scrape is taken once that pass counted its error.
+	store := teststorage.New(t)
+	t0 := time.Now().Truncate(time.Minute)
+	var lastScrape []*dto.MetricFamily
+	errorsOf := func(mfs []*dto.MetricFamily) float64 {
+		return valueOf(mfs, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "controlplane"})
+	}
+	mfs, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	lastErrors := errorsOf(mfs)
+	for step := range steps {
 		_, err := writer.Apply(ctx, gitops.Repo{URL: git.URL("apps"), Auth: badAuth},
 			gitops.Change{AppKey: "ns/web", Owner: gitops.Owner{ID: "uid-web", Name: "ns/web"}, Path: "apps/ns/web",
 				Files: map[string][]byte{"a.yaml": []byte("a: 1\n")}})
 		g.Expect(err).To(MatchError(gitops.ErrAuthFailed))
 
-		// One scrape per new pass of a ControlPlane's controller component.
-		var mfs []*dto.MetricFamily
+		bad := &datasancev3.ControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: nsBadCA, Name: "bad"}}
+		level := []string{"debug", "info"}[step%2]
+		g.Expect(env.Client.Patch(ctx, bad, client.RawPatch(types.MergePatchType,
+			fmt.Appendf(nil, `{"spec":{"controller":{"logLevel":%q}}}`, level)))).To(Succeed())
+
 		g.Eventually(func() float64 {
 			mfs, err = ctrlmetrics.Registry.Gather()
 			g.Expect(err).NotTo(HaveOccurred())
-			return sumOf(mfs, "kubeopera_controlplane_component_passes_total", "component", "controller")
-		}, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", lastPasses))
-		lastPasses = sumOf(mfs, "kubeopera_controlplane_component_passes_total", "component", "controller")
+			return errorsOf(mfs)
+		}, 30*time.Second, 50*time.Millisecond).Should(BeNumerically(">", lastErrors), "step %d: the pass of the changed ControlPlane failed", step)
+		lastErrors = errorsOf(mfs)
 		appendSamples(t, store, mfs, t0.Add(time.Duration(step)*time.Minute))
 		lastScrape = mfs
 	}
@@ -264,19 +301,25 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// sumOf adds the values of the series of family name whose label key is value.
-func sumOf(mfs []*dto.MetricFamily, name, key, value string) float64 {
+// valueOf adds the values of the series of family name that carry every label of match.
+func valueOf(mfs []*dto.MetricFamily, name string, match map[string]string) float64 {
 	var sum float64
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
 			for _, p := range m.GetLabel() {
-				if p.GetName() == key && p.GetValue() == value {
-					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				got[p.GetName()] = p.GetValue()
+			}
+			for k, v := range match {
+				if got[k] != v {
+					continue series
 				}
 			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 		}
 	}
 	return sum
@@ -337,20 +380,8 @@ func namespace(t *testing.T, c client.Client, prefix string) string {
 
 // controlPlane is a ControlPlane named after its Controller's port, with NATS disabled.
 func controlPlane(ns, name, password string) *datasancev3.ControlPlane {
-	return &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth: datasancev3.Auth{
-				Mode:      datasancev3.AuthModeEmbedded,
-				Bootstrap: &datasancev3.Bootstrap{Username: fake.DefaultUsername, Password: password},
-			},
-			Database: datasancev3.Database{
-				Provider: "postgres", Host: "postgres.db.svc", Port: 5432,
-				User: "controller", Password: "db-secret-value", DatabaseName: "controller",
-			},
-			Nats: &datasancev3.Nats{Enabled: ptr.To(false)},
-		},
-	}
+	return testfixture.ControlPlane(testfixture.Named(name), testfixture.InNamespace(ns),
+		testfixture.WithBootstrap(fake.DefaultUsername, password), testfixture.WithPostgres("db-secret-value"), testfixture.WithoutNATS())
 }
 
 func tlsSecret(ns, name string, data map[string][]byte) *corev1.Secret {

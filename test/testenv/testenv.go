@@ -123,8 +123,8 @@ func Start(opts Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 	}
 	if opts.StateDir != "" {
-		// A restart stops the API server while clients hold watches open; its graceful shutdown
-		// can outlast envtest's default 20s.
+		// A restart stops the API server while clients hold watches open; the stop timeout is a
+		// bound well above the 2 s drain (shutdown-send-retry-after below), not a wait.
 		// (envtest sets each process's stop timeout from ControlPlaneStopTimeout.)
 		env.ControlPlaneStopTimeout = 2 * time.Minute
 		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(opts.StateDir, "etcd")}
@@ -141,6 +141,11 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	// A stop (StopAPIServer, Stop) is a graceful shutdown, which waits for the open watches up to
+	// the request timeout (60 s) unless the server sends Retry-After while draining: then the
+	// HTTP server closes 2 s after the in-flight short requests drained, as the rolling restart
+	// of an API server behind a load balancer does. Clients see their watches end and retry.
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-send-retry-after", "true")
 	for k, v := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}

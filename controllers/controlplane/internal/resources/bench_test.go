@@ -6,10 +6,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 func BenchmarkControllerDeployment(b *testing.B) {
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.HTTPS = ptr.To(true)
 		cp.Spec.Controller.SecretName = "tls"
 		cp.Spec.Events.AuditEnabled = ptr.To(true)
@@ -23,7 +24,7 @@ func BenchmarkControllerDeployment(b *testing.B) {
 }
 
 func BenchmarkRouterDeployment(b *testing.B) {
-	cp := testCP()
+	cp := testfixture.ControlPlane()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = RouterDeployment(cp, "r:1", "hash")
@@ -31,7 +32,7 @@ func BenchmarkRouterDeployment(b *testing.B) {
 }
 
 func BenchmarkControllerCredentialsHash(b *testing.B) {
-	cp := testCP()
+	cp := testfixture.ControlPlane()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = HashData(ControllerCredentials(&cp.Spec, "pw"))

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -30,10 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -48,7 +47,10 @@ func FuzzRenderedOperandsPassServerDryRun(f *testing.F) {
 	if testing.Short() {
 		f.Skip("-short: needs envtest")
 	}
-	sample := loadSample(f)
+	sample, err := testfixture.Sample()
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add([]byte{}) // every draw from the hash of the empty input
 	if os.Getenv("CP_WRITE_CORPUS") != "" {
 		env := sharedEnv(f)
@@ -189,19 +191,6 @@ func or(s, def string) string {
 		return s
 	}
 	return def
-}
-
-func loadSample(t testing.TB) *datasancev3.ControlPlane {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.Root(), "config", "samples", "datasance_v3_controlplane.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := &datasancev3.ControlPlane{}
-	if err := yaml.Unmarshal(b, cp); err != nil {
-		t.Fatal(err)
-	}
-	return cp
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }

@@ -12,14 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/fixture"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// testCP and testImages are the shared unit-test inputs (package fixture).
-var (
-	testCP     = fixture.ControlPlane
-	testImages = Images{Controller: fixture.ControllerImage, Router: fixture.RouterImage, Nats: fixture.NatsImage}
-)
+// testImages are the operand images of the unit tests.
+var testImages = Images{Controller: testfixture.ControllerImage, Router: testfixture.RouterImage, Nats: testfixture.NatsImage}
 
 // envList renders env as "NAME=value" or "NAME<-secret/key", in order.
 func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
@@ -38,7 +35,7 @@ func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
 // The complete CR → env table of docs/controlplane.md#controller-environment for a fully configured ControlPlane.
 func TestControllerEnvFull(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		s := &cp.Spec
 		s.Auth.InsecureAllowHTTP = ptr.To(true)
 		s.Auth.InsecureAllowBootstrapLog = ptr.To(false)
@@ -96,7 +93,7 @@ func TestControllerEnvFull(t *testing.T) {
 // A minimal ControlPlane gets the defaults and none of the optional variables.
 func TestControllerEnvMinimal(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(false)} })
+	cp := testfixture.ControlPlane(testfixture.WithoutNATS())
 	env := envList(controllerEnv(cp, testImages, ControllerURLs{PublicURL: "http://p", ConsoleURL: "http://p"}))
 	g.Expect(env).To(ContainElements("NATS_ENABLED=false", "PID_BASE=/home/runner", "LOG_LEVEL=info", "CONSOLE_PORT=8008", "ECN_NAME="))
 	for _, e := range env {
@@ -133,7 +130,7 @@ func TestVault(t *testing.T) {
 	// The first block in the order hashicorp, aws, azure, google wins; the provider is inferred.
 	v := &datasancev3.Vault{Enabled: ptr.To(false), AWS: &datasancev3.VaultAWS{Region: "eu", AccessKeyID: "id", AccessKey: "key"},
 		Google: &datasancev3.VaultGoogle{ProjectID: "p"}}
-	cp := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Vault = v })
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) { cp.Spec.Vault = v })
 	g.Expect(envList(vaultEnv(cp))).To(Equal([]string{"VAULT_ENABLED=false", "VAULT_PROVIDER=aws"}))
 	g.Expect(vaultSecretData(v)).To(Equal(map[string][]byte{"region": []byte("eu"), "accessKeyId": []byte("id"), "accessKey": []byte("key")}))
 	g.Expect(ControllerCredentials(&cp.Spec, "")).To(HaveKey(VaultSecretName))
@@ -143,13 +140,10 @@ func TestVault(t *testing.T) {
 
 // URL resolution, docs/controlplane.md#url-resolution.
 func TestResolveControllerURLs(t *testing.T) {
-	ingress := func(secret string) func(*datasancev3.ControlPlane) {
-		return func(cp *datasancev3.ControlPlane) {
-			cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
-			cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "cp.example.com", SecretName: secret}
-		}
+	ingress := func(secret string) testfixture.Mod {
+		return testfixture.WithControllerIngress(datasancev3.ControllerIngress{Host: "cp.example.com", SecretName: secret})
 	}
-	https := func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.HTTPS = ptr.To(true) }
+	https := testfixture.WithHTTPS("") // the URLs need no Secret name
 	cases := []struct {
 		name       string
 		cp         *datasancev3.ControlPlane
@@ -157,20 +151,20 @@ func TestResolveControllerURLs(t *testing.T) {
 		want       ControllerURLs
 		wantToWait bool
 	}{
-		{"LB without address waits", testCP(), "", ControllerURLs{}, true},
-		{"LB http", testCP(), "10.0.0.1", ControllerURLs{PublicURL: "http://10.0.0.1:51121", ConsoleURL: "http://10.0.0.1"}, false},
-		{"LB https hostname", testCP(https), "lb.example.com", ControllerURLs{PublicURL: "https://lb.example.com:51121", ConsoleURL: "https://lb.example.com"}, false},
-		{"LB IPv6", testCP(), "2001:db8::1", ControllerURLs{PublicURL: "http://[2001:db8::1]:51121", ConsoleURL: "http://[2001:db8::1]"}, false},
-		{"explicit publicUrl never waits", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.PublicURL = "https://x" }), "",
+		{"LB without address waits", testfixture.ControlPlane(), "", ControllerURLs{}, true},
+		{"LB http", testfixture.ControlPlane(), "10.0.0.1", ControllerURLs{PublicURL: "http://10.0.0.1:51121", ConsoleURL: "http://10.0.0.1"}, false},
+		{"LB https hostname", testfixture.ControlPlane(https), "lb.example.com", ControllerURLs{PublicURL: "https://lb.example.com:51121", ConsoleURL: "https://lb.example.com"}, false},
+		{"LB IPv6", testfixture.ControlPlane(), "2001:db8::1", ControllerURLs{PublicURL: "http://[2001:db8::1]:51121", ConsoleURL: "http://[2001:db8::1]"}, false},
+		{"explicit publicUrl never waits", testfixture.ControlPlane(testfixture.WithPublicURL("https://x")), "",
 			ControllerURLs{PublicURL: "https://x", ConsoleURL: "https://x"}, false},
-		{"explicit consoleUrl kept", testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsoleURL = "https://console" }), "1.2.3.4",
+		{"explicit consoleUrl kept", testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.ConsoleURL = "https://console" }), "1.2.3.4",
 			ControllerURLs{PublicURL: "http://1.2.3.4:51121", ConsoleURL: "https://console"}, false},
-		{"ingress http", testCP(ingress("")), "", ControllerURLs{PublicURL: "http://cp.example.com", ConsoleURL: "http://cp.example.com", trustProxy: ptr.To(true)}, false},
-		{"ingress TLS secret", testCP(ingress("tls")), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
-		{"ingress https pod", testCP(ingress(""), https), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
-		{"ingress trustProxy false kept", testCP(ingress(""), func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.TrustProxy = ptr.To(false) }), "",
+		{"ingress http", testfixture.ControlPlane(ingress("")), "", ControllerURLs{PublicURL: "http://cp.example.com", ConsoleURL: "http://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress TLS secret", testfixture.ControlPlane(ingress("tls")), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress https pod", testfixture.ControlPlane(ingress(""), https), "", ControllerURLs{PublicURL: "https://cp.example.com", ConsoleURL: "https://cp.example.com", trustProxy: ptr.To(true)}, false},
+		{"ingress trustProxy false kept", testfixture.ControlPlane(ingress(""), func(cp *datasancev3.ControlPlane) { cp.Spec.Controller.TrustProxy = ptr.To(false) }), "",
 			ControllerURLs{PublicURL: "http://cp.example.com", ConsoleURL: "http://cp.example.com", trustProxy: ptr.To(false)}, false},
-		{"NodePort derives nothing", testCP(func(cp *datasancev3.ControlPlane) {
+		{"NodePort derives nothing", testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeNodePort}
 			cp.Spec.Controller.PublicURL = "http://node:30000"
 		}), "", ControllerURLs{PublicURL: "http://node:30000", ConsoleURL: "http://node:30000"}, false},
@@ -202,7 +196,7 @@ func TestServiceExposure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		g := NewWithT(t)
-		svc := RouterService(testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = tc.block }))
+		svc := RouterService(testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) { cp.Spec.Services.Router = tc.block }))
 		g.Expect(*svc.Spec.Type).To(Equal(tc.wantType))
 		g.Expect(ptr.Deref(svc.Spec.ExternalTrafficPolicy, "")).To(Equal(tc.wantPolicy))
 	}
@@ -210,7 +204,7 @@ func TestServiceExposure(t *testing.T) {
 
 func TestControllerService(t *testing.T) {
 	g := NewWithT(t)
-	svc := ControllerService(testCP(func(cp *datasancev3.ControlPlane) {
+	svc := ControllerService(testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.ConsolePort = 9000
 		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Address: "10.1.1.1", Annotations: map[string]string{"a": "b"}}
 	}))
@@ -219,7 +213,7 @@ func TestControllerService(t *testing.T) {
 	g.Expect(svc.Spec.Ports[1].TargetPort.IntValue()).To(Equal(9000))
 	g.Expect(*svc.Spec.Ports[1].Port).To(Equal(int32(80)))
 
-	clusterIP := ControllerService(testCP(func(cp *datasancev3.ControlPlane) {
+	clusterIP := ControllerService(testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Controller = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Address: "10.1.1.1"}
 	}))
 	g.Expect(clusterIP.Spec.LoadBalancerIP).To(BeNil(), "address is for LoadBalancers only")
@@ -228,7 +222,7 @@ func TestControllerService(t *testing.T) {
 // Without secretName or class, the Ingress has no TLS block and no class (docs/controlplane.md#ingress-tls-block).
 func TestControllerIngressMinimal(t *testing.T) {
 	g := NewWithT(t)
-	ing := ControllerIngress(testCP(func(cp *datasancev3.ControlPlane) {
+	ing := ControllerIngress(testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "h"}
 	}))
 	g.Expect(ing.Spec.TLS).To(BeEmpty())
@@ -258,7 +252,7 @@ func TestHashData(t *testing.T) {
 // Operand port names must stay within the 15 characters Kubernetes allows.
 func TestPortNames(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP()
+	cp := testfixture.ControlPlane()
 	for _, p := range append(ControllerService(cp).Spec.Ports, RouterService(cp).Spec.Ports...) {
 		g.Expect(len(*p.Name)).To(BeNumerically("<=", 15), *p.Name)
 	}
@@ -274,7 +268,7 @@ func TestPortNames(t *testing.T) {
 // the two server Secrets and skrouterd.json.
 func TestRouterDeployment(t *testing.T) {
 	g := NewWithT(t)
-	d := RouterDeployment(testCP(), "r:1", "h1")
+	d := RouterDeployment(testfixture.ControlPlane(), "r:1", "h1")
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 	tmpl := d.Spec.Template
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue("application", "interior-router"))

@@ -12,42 +12,17 @@ import (
 	"github.com/nats-io/nats-server/v2/conf"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// natsTestCP is a ControlPlane "iofog" in namespace "edge" with NATS enabled by default,
-// changed by mods.
-func natsTestCP(mods ...func(*datasancev3.ControlPlane)) *datasancev3.ControlPlane {
-	cp := &datasancev3.ControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: "iofog", Namespace: "edge", UID: "0b4c0ffe-0000-4000-8000-000000000001"},
-		Spec: datasancev3.ControlPlaneSpec{
-			Auth:     datasancev3.Auth{Mode: datasancev3.AuthModeEmbedded},
-			Database: datasancev3.Database{Provider: "postgres", Host: "db"},
-		},
-	}
-	for _, m := range mods {
-		m(cp)
-	}
-	return cp
-}
-
-func withNatsReplicas(n int32) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(n) }
-}
-
-func withJetStream(js datasancev3.JetStream) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{JetStream: &js} }
-}
-
-func withNatsIngress(ing datasancev3.NatsIngress) func(*datasancev3.ControlPlane) {
-	return func(cp *datasancev3.ControlPlane) { cp.Spec.Ingresses.Nats = &ing }
-}
+// natsGoldenUID is the ControlPlane UID in the golden files' owner references.
+const natsGoldenUID = "0b4c0ffe-0000-4000-8000-000000000001"
 
 // natsGolden compares got, as YAML, with testdata/nats/<name>.yaml. UPDATE_GOLDEN=1 rewrites the
 // file instead.
@@ -82,11 +57,12 @@ func TestNatsStatefulSetGolden(t *testing.T) {
 		w  NatsWorkload
 	}{
 		"statefulset-default": {
-			cp: natsTestCP(),
-			w:  NatsWorkload{Image: DefaultNatsImage, Storage: DesiredNatsStorage(&natsTestCP().Spec)},
+			cp: testfixture.ControlPlane(testfixture.WithUID(natsGoldenUID)),
+			w:  NatsWorkload{Image: DefaultNatsImage, Storage: DesiredNatsStorage(&testfixture.ControlPlane().Spec)},
 		},
 		"statefulset-custom": {
-			cp: natsTestCP(withNatsReplicas(3), withJetStream(datasancev3.JetStream{StorageSize: "20Gi", StorageClassName: "fast"}),
+			cp: testfixture.ControlPlane(testfixture.WithUID(natsGoldenUID), testfixture.WithNATSReplicas(3),
+				testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "20Gi", StorageClassName: "fast"}),
 				func(cp *datasancev3.ControlPlane) { cp.Spec.Images.PullSecret = "regcred" }),
 			w: NatsWorkload{
 				Image:          "registry.example.com/nats:1",
@@ -102,7 +78,7 @@ func TestNatsStatefulSetGolden(t *testing.T) {
 
 func TestNatsStatefulSet(t *testing.T) {
 	g := NewWithT(t)
-	cp := natsTestCP(withNatsReplicas(1)) // below the minimum: forced to 2 (docs/controlplane.md#replicas)
+	cp := testfixture.ControlPlane(testfixture.WithNATSReplicas(1)) // below the minimum: forced to 2 (docs/controlplane.md#replicas)
 	sts := NatsStatefulSet(cp, NatsWorkload{Image: "nats:x", Storage: DesiredNatsStorage(&cp.Spec)})
 
 	g.Expect(*sts.Spec.Replicas).To(Equal(int32(2)))
@@ -194,7 +170,7 @@ func TestDesiredNatsStorage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cp := natsTestCP()
+			cp := testfixture.ControlPlane()
 			if tc.js != nil {
 				cp.Spec.Nats = &datasancev3.Nats{JetStream: tc.js}
 			}
@@ -207,7 +183,7 @@ func TestDesiredNatsStorage(t *testing.T) {
 }
 
 func BenchmarkNatsStatefulSet(b *testing.B) {
-	cp := natsTestCP(withNatsReplicas(3))
+	cp := testfixture.ControlPlane(testfixture.WithNATSReplicas(3))
 	w := NatsWorkload{Image: DefaultNatsImage, Storage: DesiredNatsStorage(&cp.Spec)}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -233,7 +209,7 @@ func TestNatsServices(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			cp := natsTestCP(func(cp *datasancev3.ControlPlane) {
+			cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 				cp.Spec.Services.Nats = tc.block
 				cp.Spec.Services.NatsServer = tc.block
 			})
@@ -251,7 +227,7 @@ func TestNatsServices(t *testing.T) {
 	}
 
 	g := NewWithT(t)
-	cp := natsTestCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Nats = &datasancev3.ServiceSpec{Annotations: map[string]string{"a": "b"}, Address: "203.0.113.9"}
 	})
 	g.Expect(NatsService(cp).Annotations).To(Equal(map[string]string{"a": "b"}))
@@ -296,8 +272,8 @@ func TestNatsServerHosts(t *testing.T) {
 func TestNatsHookNames(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(NatsCASecretNames()).To(Equal([]string{"nats-site-ca", "default-nats-local-ca"}))
-	g.Expect(NatsReferencedSecretNames(&natsTestCP().Spec)).To(ConsistOf("nats-site-ca", "default-nats-local-ca", "nats-site-server", "nats-mqtt-server"))
-	disabled := natsTestCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(false)} })
+	g.Expect(NatsReferencedSecretNames(&testfixture.ControlPlane().Spec)).To(ConsistOf("nats-site-ca", "default-nats-local-ca", "nats-site-server", "nats-mqtt-server"))
+	disabled := testfixture.ControlPlane(testfixture.WithoutNATS())
 	g.Expect(NatsReferencedSecretNames(&disabled.Spec)).To(BeEmpty())
 	// The returned slices are copies: a caller appending to them cannot change the next answer.
 	names := NatsCASecretNames()
@@ -310,8 +286,8 @@ func TestNatsHookNames(t *testing.T) {
 func TestNatsServerConf(t *testing.T) {
 	t.Setenv("SELFNAME", "nats-0")
 	g := NewWithT(t)
-	cp := natsTestCP(withNatsReplicas(3), withJetStream(datasancev3.JetStream{StorageSize: "5Gi", MemoryStoreSize: "512Mi"}),
-		withNatsIngress(datasancev3.NatsIngress{LeafPort: 443}))
+	cp := testfixture.ControlPlane(testfixture.WithNATSReplicas(3), testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "5Gi", MemoryStoreSize: "512Mi"}),
+		testfixture.WithNATSIngress(datasancev3.NatsIngress{LeafPort: 443}))
 	in := NatsConfInputs{
 		OperatorJWT: "eyJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln", SystemAccount: "ASYSTEM",
 		JetStreamKey: `k"ey`, ExternalAddress: "2001:db8::1",
@@ -364,7 +340,7 @@ func TestParseNatsBootstrapConf(t *testing.T) {
 
 func TestNatsCertificates(t *testing.T) {
 	g := NewWithT(t)
-	cp := natsTestCP()
+	cp := testfixture.ControlPlane()
 	specs := NatsCertificates("edge", 3, "nats.example.com")
 	g.Expect(specs).To(HaveLen(4))
 	g.Expect(specs[0].IsCA() && specs[1].IsCA()).To(BeTrue(), "CAs first")

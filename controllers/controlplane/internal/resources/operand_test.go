@@ -5,13 +5,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // Every applied Secret of every component comes from Secret: its component's labels, the
 // controller reference, the type and the data asked for.
 func TestSecret(t *testing.T) {
 	g := NewWithT(t)
-	cp := testCP()
+	cp := testfixture.ControlPlane(testfixture.WithUID("uid-1"))
 	for _, tc := range []struct {
 		component string
 		typ       corev1.SecretType

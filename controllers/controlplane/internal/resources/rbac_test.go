@@ -6,9 +6,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // secretRules returns the rules of a Role that mention Secrets.
@@ -28,12 +28,12 @@ func secretRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 // Controller gets the CAs it imports (the NATS ones only with NATS on), the router its own TLS
 // Secrets; get only, never list or watch, and no wildcard anywhere.
 func TestOperandRolesNameTheirSecrets(t *testing.T) {
-	natsOff := testCP(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{Enabled: ptr.To(false)} })
+	natsOff := testfixture.ControlPlane(testfixture.WithoutNATS())
 	cases := map[string]struct {
 		rules []rbacv1.PolicyRule
 		names []string
 	}{
-		"controller, NATS on":  {ControllerRules(&testCP().Spec), []string{"router-site-ca", "default-router-local-ca", "nats-site-ca", "default-nats-local-ca"}},
+		"controller, NATS on":  {ControllerRules(&testfixture.ControlPlane().Spec), []string{"router-site-ca", "default-router-local-ca", "nats-site-ca", "default-nats-local-ca"}},
 		"controller, NATS off": {ControllerRules(&natsOff.Spec), []string{"router-site-ca", "default-router-local-ca"}},
 		"router":               {RouterRules, []string{"router-site-ca", "default-router-local-ca", "router-site-server", "router-local-server"}},
 	}
@@ -48,7 +48,7 @@ func TestOperandRolesNameTheirSecrets(t *testing.T) {
 				g.Expect(r.Resources).NotTo(ContainElement("*"))
 			}
 			// The rendered Role carries the names.
-			role := Role(MetaFor(testCP(), ComponentController, ControllerName), tc.rules...)
+			role := Role(MetaFor(testfixture.ControlPlane(), ComponentController, ControllerName), tc.rules...)
 			var rendered [][]string
 			for _, r := range role.Rules {
 				if len(r.Resources) == 1 && r.Resources[0] == "secrets" {
@@ -67,7 +67,7 @@ func TestControllerEnvCredentialReferences(t *testing.T) {
 	ref := func(name, key string) *corev1.SecretKeySelector {
 		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
 	}
-	cp := testCP(func(cp *datasancev3.ControlPlane) {
+	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Auth.SessionStore = &datasancev3.SessionStore{SecretRef: ref("session", "key")}
 		cp.Spec.Database.PasswordSecretRef = ref("db", "password")
 		cp.Spec.Vault = &datasancev3.Vault{Hashicorp: &datasancev3.VaultHashicorp{Address: "https://vault", TokenSecretRef: ref("vault", "token")}}
@@ -98,8 +98,8 @@ func TestControllerEnvCredentialReferences(t *testing.T) {
 // builder grants anything, and mount no ServiceAccount token.
 func TestNatsPodsMountNoToken(t *testing.T) {
 	g := NewWithT(t)
-	pod := NatsStatefulSet(testCP(), NatsWorkload{Image: testImages.Nats, Storage: DesiredNatsStorage(&testCP().Spec)}).Spec.Template.Spec
+	pod := NatsStatefulSet(testfixture.ControlPlane(), NatsWorkload{Image: testImages.Nats, Storage: DesiredNatsStorage(&testfixture.ControlPlane().Spec)}).Spec.Template.Spec
 	g.Expect(pod.ServiceAccountName).To(HaveValue(Equal(NatsRoleName)))
 	g.Expect(pod.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
-	g.Expect(NatsServiceAccount(testCP()).Name).To(HaveValue(Equal("nats")))
+	g.Expect(NatsServiceAccount(testfixture.ControlPlane()).Name).To(HaveValue(Equal("nats")))
 }
