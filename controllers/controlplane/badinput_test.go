@@ -266,16 +266,19 @@ func TestBadInputConditions(t *testing.T) {
 			}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 			// The components the wrong input does not block finish first (the addresses the
-			// test assigns are events that start passes): wait until a second goes by without a
-			// write. Then the passes and writes over the window are counted.
-			last := int64(-1)
+			// test assigns are events that start passes): wait until no pass is in flight and a
+			// second goes by without a pass or a write. A quiet second alone is not enough: on
+			// a loaded machine one pass can spend a second between two of its writes. Then the
+			// passes and writes over the window are counted.
+			type activity struct{ started, ended, writes int64 }
+			last := activity{started: -1}
 			g.Eventually(func() bool {
 				h.assignAddresses()
-				w := h.writes.Load()
-				settled := w == last
-				last = w
+				now := activity{h.passes.Load(), h.passEnds.Load(), h.writes.Load()}
+				settled := now == last && now.started == now.ended
+				last = now
 				return settled
-			}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(BeTrue())
+			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(BeTrue())
 			passes0, writes0 := h.passes.Load(), h.writes.Load()
 			g.Consistently(func(g Gomega) {
 				g.Expect(trueConditionOf(h.get()).Reason).To(Equal(tc.reason))

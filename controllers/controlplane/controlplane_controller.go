@@ -76,6 +76,9 @@ var components = []component{
 // Reconcile is the entry point for one ControlPlane: read it, run a pass, and persist status
 // (and the registration annotation) once, in the deferred patch.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	if r.Options.OnPass != nil {
+		defer r.Options.OnPass(req.NamespacedName) // deferred first: runs after the status patch
+	}
 	cp := &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
 		forgetIfGone(req.NamespacedName, err)

@@ -62,6 +62,9 @@ type harness struct {
 	writes atomic.Int64
 	// passes counts the reads of the ControlPlane object: Reconcile reads it once per pass.
 	passes atomic.Int64
+	// passEnds counts the passes that returned (Options.OnPass): passes == passEnds means no
+	// pass is in flight.
+	passEnds atomic.Int64
 	// cpWrites counts the writes (status and metadata patches) of ControlPlane objects.
 	cpWrites atomic.Int64
 
@@ -146,6 +149,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	opts2 := controlplane.DefaultOptions()
 	h.clock = clocktesting.NewFakePassiveClock(time.Now())
 	opts2.Clock = h.clock
+	opts2.OnPass = func(types.NamespacedName) { h.passEnds.Add(1) }
 	opts2.ControllerEndpointTemplate = strings.TrimPrefix(strings.TrimPrefix(h.api.URL(), "https://"), "http://")
 	h.r = &controlplane.Reconciler{
 		Client:              counting,

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -57,6 +58,10 @@ type Options struct {
 	// Clock is the reconciler's clock: certificate validity and renewal, verification intervals,
 	// restart stamps. nil means the real clock; tests inject a fake one.
 	Clock clock.PassiveClock
+	// OnPass, when set, is called at the end of every pass with the ControlPlane's key (after
+	// its status patch). Tests use it to know that no pass is in flight before they count what
+	// happens over a window; production code has no use for it.
+	OnPass func(types.NamespacedName)
 }
 
 func (o Options) maxConcurrentReconciles() int {
