@@ -95,6 +95,8 @@ type Server struct {
 	clientID, clientSecret string
 	tokens                 map[string]struct{}
 	forbidden              string
+	now                    func() time.Time
+	lockouts               map[string]*lockout
 	notKubernetes          bool
 	bootstrap              iofog.NatsBootstrap
 	bootstrapMissingSecret string
@@ -116,6 +118,13 @@ type Option func(*Server)
 // accepted by POST /user/login.
 func WithCredentials(username, password string) Option {
 	return func(s *Server) { s.username, s.password = username, password }
+}
+
+// WithClock makes the login lockout read the time from now instead of the
+// wall clock, so that a test can let the 15-minute lock pass without
+// waiting.
+func WithClock(now func() time.Time) Option {
+	return func(s *Server) { s.now = now }
 }
 
 // WithOIDCClient sets the client id and secret accepted by POST /oidc/token.
@@ -220,6 +229,8 @@ func newServer(opts []Option) *Server {
 		clientSecret:   DefaultClientSecret,
 		tokens:         map[string]struct{}{},
 		conflictStatus: http.StatusInternalServerError,
+		now:            time.Now,
+		lockouts:       map[string]*lockout{},
 	}
 	for _, opt := range opts {
 		opt(s)
