@@ -17,6 +17,11 @@
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
 //
+// The embedded login locks the account after 5 wrong passwords in a row for
+// 15 minutes (controller-api.md, "Login lockout"), on the clock WithClock
+// sets; a success or the end of a lock clears the count. The count is not
+// windowed: the stricter reading of the contract. Wipe keeps it.
+//
 // Everything else answers Express' HTML 404 "Cannot METHOD /path". Bearer
 // tokens are random opaque strings issued by the login and token routes
 // (not JWTs); protected routes accept only those.
