@@ -130,8 +130,8 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, res result, err error) {
 	creds := credentialsFingerprint(s.spec, resolved)
 	if wait, held := s.r.logins.held(s.cp, creds, s.now); held {
-		res, err := loginRefused(wait)
-		return false, res, err
+		refused, refusedErr := loginRefused(wait)
+		return false, refused, refusedErr
 	}
 	var token string
 	switch s.spec.Auth.Mode {
@@ -161,15 +161,15 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; not logging in again until they change",
 			"mode", s.spec.Auth.Mode, "rejectedInARow", n)
 		wait, _ := s.r.logins.held(s.cp, creds, s.now)
-		res, err := loginRefused(wait)
-		msg := res.message
-		if err != nil {
-			msg = stripTerminal(err).Error()
+		refused, refusedErr := loginRefused(wait)
+		msg := refused.message
+		if refusedErr != nil {
+			msg = stripTerminal(refusedErr).Error()
 		}
 		// One Warning Event per rejected login (at most maxRejectedLogins in a row), not per pass.
 		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, msg)
 		s.announce(msg)
-		return true, res, err
+		return true, refused, refusedErr
 	case iofog.IsRetryable(err):
 		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
 		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
