@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,23 +66,79 @@ func TestExternalLogin(t *testing.T) {
 	g.Expect(auth).To(HaveKeyWithValue("auth-bootstrap-password", BeEmpty()))
 }
 
-// Wrong credentials: the rejected login is tolerated (first-boot race), the registration that
-// follows is refused, and the pass fails with LoginFailed (retried with backoff).
+// Wrong credentials: the rejected login is not followed by calls without a token; the pass
+// reports LoginFailed with a Warning Event, without an error (no backoff retries), and requeues
+// for the one slow retry.
 func TestWrongCredentials(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithBootstrap(fake.DefaultUsername, "wrong-password")))
 	h.driveToAPI()
-	_, err := h.reconcile()
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.Error()).To(ContainSubstring("invalid credentials"))
-	g.Expect(err.Error()).NotTo(ContainSubstring("wrong-password"))
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "credentials may be a first-boot race: retried")
+	h.mustRequeue(controlplane.LoginRetryInterval)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonLoginFailed)
-	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status", "POST /api/v3/user/login", "PUT /api/v3/router"}))
-	g.Expect(h.api.RequestsTo("PUT", "/api/v3/router")[0].Header.Get("Authorization")).To(BeEmpty())
+	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status", "POST /api/v3/user/login"}))
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning LoginFailed")))
-	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonLoginFailed))
+	g.Expect(h.rec.list()).NotTo(ContainElement(ContainSubstring("wrong-password")))
+	cp := h.get()
+	g.Expect(cp.Status.Controller.Reason).To(Equal(datasancev3.ReasonLoginFailed))
+	g.Expect(cp.Status.Controller.Message).NotTo(ContainSubstring("wrong-password"))
+}
+
+// The Controller locks an account for 15 minutes after 5 failed logins, the bootstrap admin
+// included. With a wrong password in the referenced Secret the operator logs in once, then only
+// once per LoginRetryInterval and at most MaxRejectedLogins times in a row, however many passes
+// run (watch events); after that the failure is terminal until the credentials change. The
+// account never locks, and fixing the Secret brings the ControlPlane to ready with one login.
+func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
+	h := newHarness(t)
+	g := h.g
+	h.createSecret("bootstrap", map[string]string{"password": "wrong-password"})
+	h.create(h.controlPlane(func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Auth.Bootstrap.PasswordSecretRef = &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "bootstrap"}, Key: "password",
+		}
+	}))
+	h.driveToAPI()
+	logins := func() int { return len(h.api.RequestsTo("POST", "/api/v3/user/login")) }
+	for attempt := 1; attempt <= controlplane.MaxRejectedLogins; attempt++ {
+		last := attempt == controlplane.MaxRejectedLogins
+		for pass := range 6 {
+			res, err := h.reconcile()
+			if last {
+				// The retries are spent: terminal until the credentials change.
+				g.Expect(err).To(MatchError(ContainSubstring("invalid credentials")))
+				g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(res.RequeueAfter).To(BeNumerically(">", time.Minute), "pass %d: a slow retry, not a hot loop", pass)
+			}
+			h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonLoginFailed)
+		}
+		g.Expect(logins()).To(Equal(attempt), "one login per retry interval")
+		g.Expect(h.api.FailedLogins(fake.DefaultUsername)).To(Equal(attempt))
+		h.clock.SetTime(h.clock.Now().Add(controlplane.LoginRetryInterval - time.Second))
+		_, _ = h.reconcile()
+		g.Expect(logins()).To(Equal(attempt), "no retry before the interval")
+		h.clock.SetTime(h.clock.Now().Add(time.Second))
+	}
+	// However much time passes, no login.
+	for range 3 {
+		_, err := h.reconcile()
+		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+		h.clock.SetTime(h.clock.Now().Add(controlplane.LoginRetryInterval))
+	}
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonLoginFailed)
+	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning LoginFailed")))
+	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins))
+	g.Expect(h.api.Locked(fake.DefaultUsername)).To(BeFalse(), "the operator never locks the account")
+
+	sec := &corev1.Secret{}
+	g.Expect(env.Client.Get(h.ctx, h.key("bootstrap"), sec)).To(Succeed())
+	sec.Data["password"] = []byte(fake.DefaultPassword)
+	g.Expect(env.Client.Update(h.ctx, sec)).To(Succeed())
+	h.bringUpExisting()
+	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins+1), "changed credentials are tried once, at once")
+	g.Expect(h.api.FailedLogins(fake.DefaultUsername)).To(BeZero())
 }
 
 // A missing passwordSecretRef Secret is SecretNotFound and a missing key SecretKeyNotFound, both

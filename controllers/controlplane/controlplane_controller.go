@@ -46,6 +46,8 @@ type Reconciler struct {
 
 	// registered remembers which Controller process each ControlPlane was registered with.
 	registered registrations
+	// logins remembers each ControlPlane's credentials the Controller rejected (login lockout).
+	logins loginGate
 }
 
 // NewReconciler builds a Reconciler from the manager's client and event recorder.
@@ -81,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		forgetIfGone(req.NamespacedName, err)
 		if apierrors.IsNotFound(err) {
 			r.registered.forget(req.NamespacedName)
+			r.logins.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -89,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// stores are not owned (see the package doc, "Data on deletion").
 		metrics.ForgetControlPlane(req.Namespace, req.Name)
 		r.registered.forget(req.NamespacedName)
+		r.logins.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()

@@ -106,8 +106,10 @@
 // without load-balancer status is a requeue (IngressNotReady) rather than an error loop, since
 // the Ingress is watched; ports of an ingress-exposed router equal to 0 are registered as the
 // defaults 5671/55671/45671 (docs/controlplane.md#router-ingress-ports-of-0); the external reachability check runs after CA import
-// (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials is tolerated, but when the next call is then
-// refused with 401/403 the pass fails with reason LoginFailed.
+// (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials ends the pass with reason LoginFailed and is
+// not tried again with the same credentials except once per loginRetryInterval, at most
+// maxRejectedLogins times in a row, so that the operator never locks the Controller's account
+// (docs/controlplane.md#login-lockout).
 //
 // # Reaching the Controller
 //

@@ -17,6 +17,11 @@
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
 //
+// The embedded login locks the account after 5 wrong passwords in a row for
+// 15 minutes (controller-api.md, "Login lockout"), on the clock WithClock
+// sets; a success or the end of a lock clears the count. The count is not
+// windowed: the stricter reading of the contract. Wipe keeps it.
+//
 // Everything else answers Express' HTML 404 "Cannot METHOD /path". Bearer
 // tokens are random opaque strings issued by the login and token routes
 // (not JWTs); protected routes accept only those.
@@ -95,6 +100,8 @@ type Server struct {
 	clientID, clientSecret string
 	tokens                 map[string]struct{}
 	forbidden              string
+	now                    func() time.Time
+	lockouts               map[string]*lockout
 	notKubernetes          bool
 	bootstrap              iofog.NatsBootstrap
 	bootstrapMissingSecret string
@@ -116,6 +123,13 @@ type Option func(*Server)
 // accepted by POST /user/login.
 func WithCredentials(username, password string) Option {
 	return func(s *Server) { s.username, s.password = username, password }
+}
+
+// WithClock makes the login lockout read the time from now instead of the
+// wall clock, so that a test can let the 15-minute lock pass without
+// waiting.
+func WithClock(now func() time.Time) Option {
+	return func(s *Server) { s.now = now }
 }
 
 // WithOIDCClient sets the client id and secret accepted by POST /oidc/token.
@@ -220,6 +234,8 @@ func newServer(opts []Option) *Server {
 		clientSecret:   DefaultClientSecret,
 		tokens:         map[string]struct{}{},
 		conflictStatus: http.StatusInternalServerError,
+		now:            time.Now,
+		lockouts:       map[string]*lockout{},
 	}
 	for _, opt := range opts {
 		opt(s)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,48 @@ func TestLoginIssuesFreshTokens(t *testing.T) {
 	// Refresh tokens are not bearer tokens.
 	a := do(t, srv, http.MethodGet, "/api/v3/nats/bootstrap", "", "", tokens[0].RefreshToken)
 	g.Expect(a.status).To(Equal(http.StatusUnauthorized))
+}
+
+// The embedded Controller locks an account for 15 minutes after 5 wrong
+// passwords in a row, the bootstrap admin included; while locked, the right
+// password answers the same 401. A success clears the count, an unknown email
+// counts against no account.
+func TestLoginLockout(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	srv := newFake(t, fake.WithCredentials("admin", "pw"), fake.WithClock(clock))
+	login := func(email, password string) int {
+		return doJSON(t, srv, http.MethodPost, "/api/v3/user/login", `{"email":"`+email+`","password":"`+password+`"}`, "").status
+	}
+	const invalid = `{"name":"InvalidCredentialsError","message":"Invalid credentials"}`
+
+	for range 4 {
+		g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(srv.FailedLogins("admin")).To(Equal(4))
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "4 failures do not lock")
+	g.Expect(srv.FailedLogins("admin")).To(BeZero(), "a success clears the count")
+
+	for range 10 {
+		g.Expect(login("someone", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "an unknown email counts against no account")
+
+	for range 5 {
+		g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(srv.Locked("admin")).To(BeTrue())
+	a := doJSON(t, srv, http.MethodPost, "/api/v3/user/login", `{"email":"admin","password":"pw"}`, "")
+	expectJSON(g, a, http.StatusUnauthorized, invalid)
+
+	advance(15*time.Minute - time.Second)
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusUnauthorized), "still locked")
+	advance(time.Second)
+	g.Expect(srv.Locked("admin")).To(BeFalse())
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "the lock ends after 15 minutes")
 }
 
 func TestOIDC(t *testing.T) {
