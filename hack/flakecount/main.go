@@ -1,7 +1,8 @@
 // Command flakecount reads `go test -json` output on stdin and prints, per top-level test, how
 // many times it ran and how many of those runs failed ("name runs failures", sorted by name).
-// A package that failed outside any test (a build error, a TestMain check, a panic) is printed
-// as "<package>:package 1 1", so that such a failure is never lost from the count.
+// The input may hold several runs of a package, one after another. A package run that failed
+// outside any test (a build error, a TestMain check, a panic) is printed as
+// "<package>:package 1 1", so that such a failure is never lost from the count.
 package main
 
 import (
@@ -30,6 +31,9 @@ func main() {
 			continue // build output and other non-JSON lines
 		}
 		switch {
+		case e.Test == "" && e.Action == "start":
+			// A new run of the package (the input may hold several processes' output).
+			testFailed[e.Package] = false
 		case e.Test != "" && !strings.Contains(e.Test, "/"):
 			switch e.Action {
 			case "pass", "fail":
