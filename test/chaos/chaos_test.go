@@ -208,7 +208,7 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	ns := fmt.Sprintf("chaos-cp-%d", i)
 	password := fmt.Sprintf("bootstrap-%d-%d", i, rng.Uint64())
 	cp := sampleControlPlane(g, ns)
-	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password), fake.WithSecretReader(fake.KubernetesSecrets(host.Client, ns)))
 	defer f.Close()
 	u, err := url.Parse(f.URL())
 	g.Expect(err).NotTo(HaveOccurred())

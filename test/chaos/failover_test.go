@@ -36,7 +36,7 @@ func TestFailover(t *testing.T) {
 	ns := failoverLeaseNS
 	cp := sampleControlPlane(g, ns)
 	password := "failover-bootstrap"
-	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password), fake.WithSecretReader(fake.KubernetesSecrets(host.Client, ns)))
 	defer f.Close()
 	u, err := url.Parse(f.URL())
 	g.Expect(err).NotTo(HaveOccurred())

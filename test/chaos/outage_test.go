@@ -207,7 +207,7 @@ func TestControllerAPIHanging(t *testing.T) {
 	const ns = "outage-controller"
 	cp := sampleControlPlane(NewWithT(t), ns)
 	password := "hang-bootstrap"
-	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password), fake.WithSecretReader(fake.KubernetesSecrets(host.Client, ns)))
 	defer fk.Close()
 	ctx, g, proxy := startOutage(t, 3*time.Minute, fk.URL())
 	proxy.Set(Hang)
@@ -249,7 +249,7 @@ func TestHostAPIServerRestart(t *testing.T) {
 	ns := "outage-host"
 	cp := sampleControlPlane(g, ns)
 	password := "restart-bootstrap"
-	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	fk := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password), fake.WithSecretReader(fake.KubernetesSecrets(h.Client, ns)))
 	defer fk.Close()
 	fu, err := url.Parse(fk.URL())
 	g.Expect(err).NotTo(HaveOccurred())
