@@ -98,7 +98,7 @@ func (s *scope) recordCA(name string, certPEM []byte) {
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[annotationImportedCAs] = string(raw)
-	s.checkedCA(name, proceed(), nil)
+	s.rememberCA(name, caCheck{})
 }
 
 // caCheck is the outcome of comparing a CA Secret with the Controller's copy.
@@ -107,13 +107,12 @@ type caCheck struct {
 	err error
 }
 
-// checkedCA remembers the outcome for name for the rest of the pass and returns it.
-func (s *scope) checkedCA(name string, res result, err error) (result, error) {
+// rememberCA keeps the outcome for name for the rest of the pass.
+func (s *scope) rememberCA(name string, c caCheck) {
 	if s.caChecks == nil {
 		s.caChecks = map[string]caCheck{}
 	}
-	s.caChecks[name] = caCheck{res: res, err: err}
-	return res, err
+	s.caChecks[name] = c
 }
 
 // importedCAs reads annotationImportedCAs; a missing or unreadable annotation is empty (every CA
@@ -144,7 +143,7 @@ func agreeOnCA(ctx context.Context, s *scope, component, name string, ca *pki.Ke
 	// A failure is this pass's answer for the CA too: reported once, not asked again.
 	res, err := compareCA(ctx, s, component, name, ca)
 	if err != nil || !res.isContinue() {
-		return s.checkedCA(name, res, err)
+		s.rememberCA(name, caCheck{res: res, err: err})
 	}
 	return res, err
 }
@@ -279,8 +278,8 @@ func importCAs(ctx context.Context, s *scope, names []string) (result, error) {
 			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
 				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name)), err
 		}
-		ca, err := pki.ParseCA(sec.Data[pki.TLSCertKey], sec.Data[pki.TLSPrivateKeyKey])
-		if err != nil {
+		ca, valid := validCA(sec)
+		if !valid {
 			// Its component reports the Secret (InvalidCertificate); nothing to import.
 			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
 				fmt.Sprintf("Waiting for a valid CA in Secret %s before importing it into the Controller.", name)), nil
@@ -294,4 +293,10 @@ func importCAs(ctx context.Context, s *scope, names []string) (result, error) {
 		}
 	}
 	return proceed(), nil
+}
+
+// validCA is the CA Secret sec holds, and whether it holds a valid one.
+func validCA(sec *corev1.Secret) (*pki.KeyPair, bool) {
+	ca, err := pki.ParseCA(sec.Data[pki.TLSCertKey], sec.Data[pki.TLSPrivateKeyKey])
+	return ca, err == nil
 }
