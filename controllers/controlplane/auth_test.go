@@ -27,8 +27,10 @@ func TestEmbeddedLoginWithPasswordSecret(t *testing.T) {
 	h.bringUp(h.controlPlane(testfixture.WithBootstrap(fake.DefaultUsername, "inline-is-ignored"),
 		testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))
 	logins := h.api.RequestsTo("POST", "/api/v3/user/login")
-	g.Expect(logins).To(HaveLen(1))
-	g.Expect(logins[0].Body).To(MatchJSON(`{"email":"admin","password":"fake-bootstrap-password"}`))
+	g.Expect(logins).NotTo(BeEmpty())
+	for _, login := range logins { // one per pass that talks to the Controller
+		g.Expect(login.Body).To(MatchJSON(`{"email":"admin","password":"fake-bootstrap-password"}`))
+	}
 	g.Expect(h.secret("controller-auth-credentials").Data).To(HaveKeyWithValue("auth-bootstrap-password", []byte(fake.DefaultPassword)))
 	for _, e := range h.rec.list() {
 		g.Expect(e).NotTo(ContainSubstring(fake.DefaultPassword), "no secret in Events")
@@ -50,7 +52,7 @@ func TestExternalLogin(t *testing.T) {
 		"GET /api/v3/status",
 		"GET /oidc/.well-known/openid-configuration",
 		"POST /oidc/token",
-		"PUT /api/v3/router",
+		"GET /api/v3/certificates/ca/router-site-ca", // the router's CA, before its leaf
 	}))
 	token := h.api.RequestsTo("POST", "/oidc/token")[0]
 	form, err := url.ParseQuery(string(token.Body))
@@ -76,12 +78,15 @@ func TestWrongCredentials(t *testing.T) {
 	h.driveToAPI()
 	h.mustRequeue(controlplane.LoginRetryInterval)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonLoginFailed)
-	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status", "POST /api/v3/user/login"}))
+	g.Expect(h.api.Calls()).To(Equal([]string{"GET /api/v3/status", "POST /api/v3/user/login"}),
+		"after the refused login nothing is called without a token, not even the router's CA lookup")
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning LoginFailed")))
 	g.Expect(h.rec.list()).NotTo(ContainElement(ContainSubstring("wrong-password")))
 	cp := h.get()
 	g.Expect(cp.Status.Controller.Reason).To(Equal(datasancev3.ReasonLoginFailed))
 	g.Expect(cp.Status.Controller.Message).NotTo(ContainSubstring("wrong-password"))
+	g.Expect(cp.Status.Router.Reason).To(Equal(datasancev3.ReasonLoginFailed), "the router waits for the Controller's answer on its CA")
+	g.Expect(h.exists(&corev1.Secret{}, "router-site-ca")).To(BeFalse(), "no CA is made without asking the Controller")
 }
 
 // The Controller locks an account for 15 minutes after 5 failed logins, the bootstrap admin
@@ -177,8 +182,10 @@ func (h *harness) createSecret(name string, data map[string]string) *corev1.Secr
 	return s
 }
 
-// driveToAPI runs passes (playing the cloud) until the next pass will call the Controller API:
-// the Deployment exists and every address is assigned.
+// driveToAPI runs passes (playing the cloud) until the next pass will register with the
+// Controller API: the Deployment exists and every address is assigned. The router (and NATS) may
+// have called the Controller already, for their CAs; a Controller the test made unusable fails
+// those passes as it fails the registration, so their errors are not this helper's to judge.
 func (h *harness) driveToAPI() {
 	h.t.Helper()
 	for range 6 {
@@ -186,8 +193,7 @@ func (h *harness) driveToAPI() {
 		if h.exists(&appsv1.Deployment{}, "controller") {
 			return
 		}
-		_, err := h.reconcile()
-		h.g.Expect(err).NotTo(HaveOccurred())
+		_, _ = h.reconcile()
 	}
 	h.t.Fatal("the Controller Deployment was not created")
 }

@@ -256,7 +256,8 @@ func controlPlaneChanged() predicate.Predicate {
 }
 
 // foreignAnnotationsChanged passes an update whose annotations changed other than the
-// registration hash the operator writes itself (a user's or a tool's request to reconcile).
+// registration hash and the CA record the operator writes itself (a user's or a tool's request
+// to reconcile).
 func foreignAnnotationsChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -272,7 +273,7 @@ func foreignAnnotationsChanged() predicate.Predicate {
 func withoutOwnAnnotations(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != resources.AnnotationRegistration {
+		if k != resources.AnnotationRegistration && k != annotationImportedCAs {
 			out[k] = v
 		}
 	}

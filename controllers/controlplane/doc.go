@@ -131,16 +131,25 @@
 // (--controller-verify-interval, default 5 min; the ready result requeues after it) with one
 // GET /status: timestamp minus uptimeSec identifies the Controller process. A process other than
 // the one registered with (a restart, perhaps on an empty database) is registered again — router,
-// hub, and the CAs through EnsureCA, which imports only what is missing (a CA whose Secret content
-// changed since its import is imported again, once per content: ca_import.go). The record lives in the
-// Reconciler's memory, so steady state writes nothing; after an operator restart the first
-// verification registers once more, idempotently.
+// hub, and every CA compared with the Controller's copy, importing only what is missing
+// (ca_sync.go). The record lives in the Reconciler's memory, so steady state writes nothing; after
+// an operator restart the first verification registers once more, idempotently.
+//
+// # CAs
+//
+// The Controller holds the four CAs too, signs its agents' certificates with them and refuses to
+// delete one that signed anything (docs/controlplane.md#cas-and-the-controller). So no leaf is
+// issued under a CA Secret the Controller's copy was not seen to match: a missing CA Secret is
+// restored from the Controller's copy (generated only when the Controller has none), a changed
+// one replaces the Controller's copy only when the Controller lets it go (CARotationBlocked while
+// it refuses), and one that differs from a copy this ControlPlane never imported is CAConflict.
 //
 // # Data on deletion
 //
-// The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC and the
-// JetStream key Secret carry no owner reference (objects an earlier version created owned are
-// released on the next pass), and the JetStream PVCs are retained by the StatefulSet. Everything
+// The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC (the
+// Controller's database, SQLITE_STORAGE_DIR), the four CA Secrets (the database holds the same
+// CAs) and the JetStream key Secret carry no owner reference (objects an earlier version created
+// owned are released on the next pass), and the JetStream PVCs are retained by the StatefulSet. Everything
 // else is owned and garbage-collected, and derived again by a ControlPlane of the same name.
 // Removing the data is an explicit step: kubectl delete pvc,secret -l
 // app.kubernetes.io/instance=<name> in the namespace.

@@ -52,15 +52,16 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	}
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
+		// A CA Secret that changed was compared with the Controller's copy by its component.
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
-			return reimportRotatedCAs(ctx, s, reg.CAs)
+			return proceed(), nil
 		}
 		cs, res, err := s.controllerStatus(ctx)
 		if err != nil || !res.isContinue() {
 			return res, err
 		}
 		if s.r.registered.sameBoot(s.cp, cs.status, s.now) {
-			return reimportRotatedCAs(ctx, s, reg.CAs)
+			return proceed(), nil
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller process started after the last registration (it may have lost its state); registering again",
 			"uptimeSec", cs.status.UptimeSec)
@@ -79,7 +80,7 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 			return registrationFailure(ctx, err, rejected)
 		}
 	}
-	if res, err := importCAs(ctx, s, api, reg.CAs, rejected); err != nil || !res.isContinue() {
+	if res, err := importCAs(ctx, s, reg.CAs); err != nil || !res.isContinue() {
 		return res, err
 	}
 	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {

@@ -49,9 +49,9 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
 	}
-	certs, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
-	if err != nil {
-		return requeueIfStale(err)
+	certs, res, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	if err != nil || !res.isContinue() {
+		return res, err
 	}
 	if err := applyNatsConfig(ctx, s, boot, jsk, address); err != nil {
 		return requeueIfStale(err)

@@ -41,6 +41,18 @@ const (
 	ReasonSecretKeyNotFound = "SecretKeyNotFound"
 	// ReasonInvalidCertificate: a user-supplied (BYO) CA Secret holds invalid PEM or no CA.
 	ReasonInvalidCertificate = "InvalidCertificate"
+	// ReasonCAConflict: a CA Secret (router-site-ca, default-router-local-ca, nats-site-ca,
+	// default-nats-local-ca) holds another CA than the Controller's copy of that name, which this
+	// ControlPlane did not import. Nothing is signed under either until the two agree: delete the
+	// Secret to restore the Controller's CA.
+	ReasonCAConflict = "CAConflict"
+	// ReasonCARotationBlocked: a CA Secret holds a new CA, but the Controller refuses to replace
+	// its copy because it has signed certificates with it (its agents' router and NATS
+	// certificates). The operands keep their certificates under the Controller's CA.
+	ReasonCARotationBlocked = "CARotationBlocked"
+	// ReasonCARestoreFailed: a CA Secret is missing and the Controller's copy of that CA cannot be
+	// restored into it (not an RSA CA with its key), so the Secret is neither restored nor replaced.
+	ReasonCARestoreFailed = "CARestoreFailed"
 	// ReasonInvalidConfiguration: the spec is valid for the API server but cannot be acted on.
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	// ReasonMissingRouterAddress: the router is not a LoadBalancer and has no ingress address.
