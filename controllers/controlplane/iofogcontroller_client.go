@@ -23,6 +23,7 @@ type ControllerAPI interface {
 	PutDefaultRouter(ctx context.Context, router iofog.Router) error
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
+	NatsAccounts(ctx context.Context) ([]iofog.NatsAccount, error)
 	EnsureCA(ctx context.Context, name, secretName string) (created bool, err error)
 	// ReimportCA replaces the Controller's copy of a CA with its Secret's current content.
 	ReimportCA(ctx context.Context, name, secretName string) error

@@ -49,13 +49,15 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(h.get().Status.Nats.Replicas).To(Equal(int32(2)))
 
 	// The Controller answers: hub and the four CAs are registered → ready. One Controller session
-	// per pass: the registration reuses the status check and login of the NATS bootstrap.
+	// per pass: the registration reuses the status check and login of the NATS bootstrap. The
+	// pass that created the JWT bundle built it from the Controller's account list.
 	h.mustBeReady()
 	bootstrap := []string{"GET /api/v3/status", "POST /api/v3/user/login", "GET /api/v3/nats/bootstrap"}
 	var want []string
-	for range 3 {
-		want = append(want, bootstrap...)
-	}
+	want = append(want, bootstrap...)
+	want = append(want, bootstrap...)
+	want = append(want, "GET /api/v3/nats/accounts")
+	want = append(want, bootstrap...)
 	want = append(want,
 		"PUT /api/v3/router",
 		"PUT /api/v3/nats/hub",
@@ -99,6 +101,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(userKey.PublicKey()).To(Equal(m.userPub))
 	bundle := h.configMap("iofog-nats-jwt-bundle").Data
 	g.Expect(bundle).To(Equal(map[string]string{m.accountPub + ".jwt": m.accountJWT}))
+	g.Expect(h.configMap("iofog-nats-jwt-bundle").OwnerReferences).To(BeEmpty(), "kept with the JetStream data")
 	accountClaims, err := jwt.DecodeAccountClaims(bundle[m.accountPub+".jwt"])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(accountClaims.Issuer).To(Equal(m.operatorPub))

@@ -14,6 +14,7 @@
 //	PUT  /api/v3/router, GET /api/v3/router
 //	PUT  /api/v3/nats/hub, GET /api/v3/nats/hub
 //	GET  /api/v3/nats/bootstrap
+//	GET  /api/v3/nats/accounts
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
 //
@@ -103,6 +104,8 @@ type Server struct {
 	router                 *iofog.Router
 	routerCreatedAt        string
 	hub                    *iofog.NatsHub
+	accounts               []iofog.NatsAccount
+	kube                   *kubernetesTarget
 	cas                    []caRecord
 	once1                  []failureRule
 	always                 []failureRule
@@ -199,14 +202,14 @@ func (s *Server) SetStartedAt(t time.Time) {
 }
 
 // Wipe makes the fake a Controller that restarted on an empty database:
-// the router, the NATS hub, the CA catalog and the issued tokens are
-// forgotten, and the uptime starts again. Requests, failures and
+// the router, the NATS hub, the NATS accounts added with AddNatsAccount, the
+// CA catalog and the issued tokens are forgotten, and the uptime starts again. Requests, failures and
 // configuration are kept.
 func (s *Server) Wipe() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = time.Now()
-	s.router, s.routerCreatedAt, s.hub, s.cas = nil, "", nil, nil
+	s.router, s.routerCreatedAt, s.hub, s.cas, s.accounts = nil, "", nil, nil, nil
 	s.tokens = map[string]struct{}{}
 }
 
@@ -325,6 +328,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.protect(w, r, func() { s.handleGetHub(w) })
 	case "GET /api/v3/nats/bootstrap":
 		s.protect(w, r, func() { s.handleBootstrap(w) })
+	case "GET /api/v3/nats/accounts":
+		s.protect(w, r, func() { s.handleListAccounts(w) })
 	case "POST /api/v3/certificates/ca":
 		s.protect(w, r, func() { s.handleCreateCA(w, r, body) })
 	default:
