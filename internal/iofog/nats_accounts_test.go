@@ -48,9 +48,9 @@ func TestNatsAccountsErrors(t *testing.T) {
 		failure fake.Failure
 		want    error
 	}{
-		"no list":            {failure: fake.Failure{Body: []byte(`{}`)}, want: iofog.ErrInvalidResponse},
+		"no list":             {failure: fake.Failure{Body: []byte(`{}`)}, want: iofog.ErrInvalidResponse},
 		"account without JWT": {failure: fake.Failure{Body: []byte(`{"accounts":[{"id":1,"name":"SYS","publicKey":"ASYS","jwt":""}]}`)}, want: iofog.ErrInvalidResponse},
-		"not JSON":           {failure: fake.Failure{Garbage: true}, want: iofog.ErrInvalidResponse},
+		"not JSON":            {failure: fake.Failure{Garbage: true}, want: iofog.ErrInvalidResponse},
 		"an older Controller": {failure: fake.Failure{Status: http.StatusNotFound}, want: iofog.ErrNotFound},
 	}
 	for name, tc := range cases {
