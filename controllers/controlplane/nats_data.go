@@ -87,17 +87,3 @@ func claimOrdinal(name string) int {
 	}
 	return i
 }
-
-// refuseNats is the one handling of a NATS state the operator must not act on (lost data keys,
-// storage the PVCs cannot give): a terminal error with reason, and a Warning Event once per
-// cause — not again while the component's status from the previous pass already reports the
-// same message. The message is marked as announced, so the state change does not repeat it.
-func (s *scope) refuseNats(reason string, err error) error {
-	refused := terminal(reason, err)
-	msg := stripTerminal(refused).Error()
-	if st := s.componentStatus(resources.ComponentNats); st == nil || st.Reason != reason || st.Message != msg {
-		s.r.event(s.cp, corev1.EventTypeWarning, reason, msg)
-	}
-	s.announce(msg)
-	return refused
-}

@@ -37,7 +37,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 		if found {
 			state = "holds no key " + resources.NatsJetStreamKeyKey
 		}
-		return "", s.refuseNats(datasancev3.ReasonJetStreamKeyMissing, fmt.Errorf(
+		return "", s.refuse(resources.ComponentNats, datasancev3.ReasonJetStreamKeyMissing, fmt.Errorf(
 			"secret %s %s while the JetStream PVCs %s exist: a new key could not read their streams, so none is generated; "+
 				"restore the Secret (the running servers' key is jetstream.key in ConfigMap %s while that still exists), "+
 				"or delete the PVCs to start with empty JetStream storage",

@@ -52,7 +52,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
 	}
 	if storage.refused != nil {
-		return s.refuseNats(datasancev3.ReasonImmutableFieldChanged, storage.refused)
+		return s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
 	}
 	return nil
 }
