@@ -244,6 +244,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
+		// NATS data kept on deletion, so not owned: the JetStream PVCs and the JWT bundle.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
 		Named("controlplane").
 		Complete(r)
 }

@@ -148,11 +148,11 @@
 //
 // The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC (the
 // Controller's database, SQLITE_STORAGE_DIR), the four CA Secrets (the database holds the same
-// CAs) and the JetStream key Secret carry no owner reference (objects an earlier version created
-// owned are released on the next pass), and the JetStream PVCs are retained by the StatefulSet. Everything
-// else is owned and garbage-collected, and derived again by a ControlPlane of the same name.
-// Removing the data is an explicit step: kubectl delete pvc,secret -l
-// app.kubernetes.io/instance=<name> in the namespace.
+// CAs), the JetStream key Secret and the NATS JWT bundle carry no owner reference (objects an
+// earlier version created owned are released on the next pass), and the JetStream PVCs are
+// retained by the StatefulSet. Everything else is owned and garbage-collected, and derived again
+// by a ControlPlane of the same name. Removing the data is an explicit step: kubectl delete
+// pvc,secret,configmap -l app.kubernetes.io/instance=<name> in the namespace.
 //
 // # NATS
 //
@@ -166,13 +166,20 @@
 //   - Create-once objects (the TLS Secrets, the JetStream key, the JWT bundle) are written with
 //     Create, not server-side apply, so that a stale cache can never overwrite a CA or key; a
 //     renewed leaf is applied under the resourceVersion read (certificates.go).
+//   - The JetStream PVCs (js-data-nats-<i>, matched by name) decide what may be made anew: no
+//     JetStream key is generated while they exist (JetStreamKeyMissing, terminal). The JWT bundle
+//     is data (the image purges the streams of every account it lacks): never written once it
+//     exists; a lost one is rebuilt from GET /nats/accounts, and when that fails while NATS runs
+//     or data exists, nothing is created and the StatefulSet is not rolled
+//     (NatsAccountsUnavailable, a requeue; nats_bundle.go). PVCs and bundle are watched by name.
 //   - The operator's server Secrets are renewed in place when their SANs change with the replica
 //     count (or at two thirds of their lifetime); a brought server certificate is kept. CAs are
 //     never changed or deleted.
 //   - The js-data claim template is immutable: a changed jetStream.storageSize/storageClassName
 //     keeps the live template, applies everything else, and fails terminally with
-//     ImmutableFieldChanged and a Warning Event until the spec is reverted or the StatefulSet is
-//     deleted. PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
+//     ImmutableFieldChanged and a Warning Event until the spec is reverted or the volumes are
+//     grown; server.conf's max_file_store is the storage in force, never more than the smallest
+//     js-data PVC holds (nats_storage.go). PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
 //     StatefulSet and the ControlPlane, and so does the JetStream key that reads them.
 //   - nats-headless publishes not-ready addresses (as the NATS Helm chart does): servers must
 //     find each other before JetStream lets them become ready.

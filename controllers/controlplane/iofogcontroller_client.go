@@ -23,6 +23,8 @@ type ControllerAPI interface {
 	PutDefaultRouter(ctx context.Context, router iofog.Router) error
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
+	// NatsAccounts lists the Controller's NATS accounts (GET /nats/accounts).
+	NatsAccounts(ctx context.Context) ([]iofog.NatsAccount, error)
 	// GetCA reads the Controller's copy of a CA (certificate and private key).
 	GetCA(ctx context.Context, name string) (*iofog.CAInfo, error)
 	// ImportCA imports the CA of the Kubernetes Secret of that name (the Controller reads it).

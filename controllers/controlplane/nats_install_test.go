@@ -51,7 +51,8 @@ func TestNatsFirstInstall(t *testing.T) {
 
 	// The Controller answers: hub and the four CAs are registered → ready. One Controller session
 	// per pass: the router's and NATS's CA lookups (before their certificates, in the pass the
-	// addresses arrived) and the registration reuse the status check and login of the pass.
+	// addresses arrived) and the registration reuse the status check and login of the pass. That
+	// pass created the JWT bundle last, from the Controller's account list.
 	h.mustBeReady()
 	bootstrap := []string{"GET /api/v3/status", "POST /api/v3/user/login", "GET /api/v3/nats/bootstrap"}
 	want := append([]string(nil), bootstrap...)
@@ -62,6 +63,7 @@ func TestNatsFirstInstall(t *testing.T) {
 		"GET /api/v3/nats/bootstrap",
 		"GET /api/v3/certificates/ca/nats-site-ca", "POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/default-nats-local-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/nats/accounts",
 	)
 	want = append(want, bootstrap...)
 	want = append(want,
@@ -103,6 +105,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(userKey.PublicKey()).To(Equal(m.userPub))
 	bundle := h.configMap("iofog-nats-jwt-bundle").Data
 	g.Expect(bundle).To(Equal(map[string]string{m.accountPub + ".jwt": m.accountJWT}))
+	g.Expect(h.configMap("iofog-nats-jwt-bundle").OwnerReferences).To(BeEmpty(), "kept with the JetStream data")
 	accountClaims, err := jwt.DecodeAccountClaims(bundle[m.accountPub+".jwt"])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(accountClaims.Issuer).To(Equal(m.operatorPub))

@@ -59,8 +59,20 @@ const (
 	ReasonMissingRouterAddress = "MissingRouterAddress"
 	// ReasonIngressNotReady: the controller Ingress has no load-balancer status yet.
 	ReasonIngressNotReady = "IngressNotReady"
-	// ReasonImmutableFieldChanged: a field fixed at creation (e.g. NATS storage) was changed.
+	// ReasonImmutableFieldChanged: a field fixed at creation was changed, or JetStream storage
+	// the PVCs cannot give: spec.nats.jetStream asks for another size or class than the js-data
+	// claim template holds, or for more than a js-data-nats-* PVC holds. server.conf keeps the
+	// storage in force.
 	ReasonImmutableFieldChanged = "ImmutableFieldChanged"
+	// ReasonJetStreamKeyMissing: Secret nats-jetstream-key-<name> is missing or empty while
+	// JetStream PVCs (js-data-nats-*) exist. A new key could not read their streams, so none is
+	// generated until the Secret is restored or the PVCs are deleted.
+	ReasonJetStreamKeyMissing = "JetStreamKeyMissing"
+	// ReasonNatsAccountsUnavailable: the NATS JWT bundle (ConfigMap iofog-nats-jwt-bundle) is
+	// missing while NATS runs or JetStream data exists, and the Controller's account list (GET
+	// /nats/accounts) could not be read to rebuild it. The bundle is not re-created with fewer
+	// accounts and the NATS StatefulSet is not rolled.
+	ReasonNatsAccountsUnavailable = "NatsAccountsUnavailable"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )

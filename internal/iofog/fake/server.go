@@ -14,6 +14,7 @@
 //	PUT  /api/v3/router, GET /api/v3/router
 //	PUT  /api/v3/nats/hub, GET /api/v3/nats/hub
 //	GET  /api/v3/nats/bootstrap
+//	GET  /api/v3/nats/accounts
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
 //	DELETE /api/v3/certificates/{name}
@@ -120,6 +121,8 @@ type Server struct {
 	router                 *iofog.Router
 	routerCreatedAt        string
 	hub                    *iofog.NatsHub
+	accounts               []iofog.NatsAccount
+	kube                   *kubernetesTarget
 	cas                    []caRecord
 	once1                  []failureRule
 	always                 []failureRule
@@ -223,9 +226,10 @@ func (s *Server) SetStartedAt(t time.Time) {
 }
 
 // Wipe makes the fake a Controller that restarted on an empty database:
-// the router, the NATS hub, the CA catalog and the issued tokens are
-// forgotten, and the uptime starts again. Requests, failures and
-// configuration are kept; the database lives in memory from now on.
+// the router, the NATS hub, the NATS accounts added with AddNatsAccount, the
+// CA catalog and the issued tokens are forgotten, and the uptime starts again.
+// Requests, failures and configuration are kept; the database lives in memory
+// from now on.
 func (s *Server) Wipe() {
 	_ = s.Restart("") // an empty directory has nothing to read
 }
@@ -233,8 +237,8 @@ func (s *Server) Wipe() {
 // Restart makes the fake a Controller process that started now with its
 // database in directory dataDir (the image's SQLITE_STORAGE_DIR, see
 // SQLiteStorageDir): the issued tokens are forgotten, the uptime starts
-// again, and the router, NATS hub, CAs and signed certificates are what
-// dataDir holds (nothing for a new directory, or for "", which keeps the
+// again, and the router, NATS hub, NATS accounts, CAs and signed certificates
+// are what dataDir holds (nothing for a new directory, or for "", which keeps the
 // database in memory). From then on every change is written to dataDir.
 // Requests, failures and configuration are kept.
 func (s *Server) Restart(dataDir string) error {
@@ -363,6 +367,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.protect(w, r, func() { s.handleGetHub(w) })
 	case "GET /api/v3/nats/bootstrap":
 		s.protect(w, r, func() { s.handleBootstrap(w) })
+	case "GET /api/v3/nats/accounts":
+		s.protect(w, r, func() { s.handleListAccounts(w) })
 	case "POST /api/v3/certificates/ca":
 		s.protect(w, r, func() { s.handleCreateCA(w, r, body) })
 	default:
