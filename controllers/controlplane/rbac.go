@@ -22,8 +22,9 @@ package controlplane
 //     suites' API servers run it, test/testenv): every owned object carries an owner reference
 //     with blockOwnerDeletion, which needs update on controlplanes/finalizers (nothing sends that
 //     request: the plugin asks the authorizer), and removing the owner reference of an existing
-//     object (releaseDataStore: the SQLite PVC, the JetStream key Secret) needs delete on it,
-//     hence delete on PVCs although the operator never deletes one.
+//     object (releaseDataStore: the SQLite PVC, the CA Secrets, the JetStream key Secret, the
+//     NATS JWT bundle ConfigMap) needs delete on it, hence delete on PVCs although the operator
+//     never deletes one.
 //
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/status,verbs=patch
