@@ -168,16 +168,28 @@ func certPool(h *harness, caSecret string) *x509.CertPool {
 // tlsDial opens a TLS connection to a loopback port with no plaintext first (handshake_first)
 // and returns the server's certificate.
 func tlsDial(g Gomega, port int, cfg *tls.Config) *x509.Certificate {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(port), cfg)
+	conn, err := dialTLS(port, cfg)
 	g.ExpectWithOffset(1, err).NotTo(HaveOccurred(), "TLS to port %d", port)
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0]
 }
 
+// dialTLS opens a TLS connection with cfg to a loopback port, handshake included, within 5 s.
+func dialTLS(port int, cfg *tls.Config) (*tls.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d := &tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
+	conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return nil, err
+	}
+	return conn.(*tls.Conn), nil
+}
+
 // tlsHandshakeFails reports whether a TLS connection with cfg is refused; with TLS 1.3 a missing
 // client certificate shows on the first read.
 func tlsHandshakeFails(port int, cfg *tls.Config) bool {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(port), cfg)
+	conn, err := dialTLS(port, cfg)
 	if err != nil {
 		return true
 	}
@@ -185,7 +197,7 @@ func tlsHandshakeFails(port int, cfg *tls.Config) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = conn.Read(make([]byte, 1))
 	var netErr net.Error
-	return err != nil && !(errors.As(err, &netErr) && netErr.Timeout())
+	return err != nil && (!errors.As(err, &netErr) || !netErr.Timeout())
 }
 
 // natsPingServers asks every server for itself over the system account and returns their names.
@@ -195,7 +207,7 @@ func natsPingServers(sys *nats.Conn) []string {
 	if err != nil {
 		return nil
 	}
-	defer sub.Unsubscribe()
+	defer func() { _ = sub.Unsubscribe() }()
 	if err := sys.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
 		return nil
 	}
