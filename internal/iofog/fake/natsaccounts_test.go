@@ -67,3 +67,35 @@ func TestAddNatsAccountPatchesTheHubBundle(t *testing.T) {
 	g.Expect(srv.AddNatsAccount(ctx, iofog.NatsAccount{Name: "b", PublicKey: "AB", JWT: "b.jwt", ApplicationID: &app})).To(Succeed())
 	g.Expect(patches).To(HaveLen(1), "no Kubernetes target, no write")
 }
+
+// The NATS accounts are part of the Controller's database: a Controller that restarts on its
+// data directory (the SQLite claim) still lists them, one on a new directory or wiped does not.
+func TestNatsAccountsLiveInTheDatabase(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := fake.NewServer()
+	t.Cleanup(srv.Close)
+	volume := t.TempDir()
+	g.Expect(srv.Restart(volume)).To(Succeed())
+	app := 7
+	g.Expect(srv.AddNatsAccount(ctx, iofog.NatsAccount{Name: "a", PublicKey: "AAPP", JWT: "app.jwt", ApplicationID: &app})).To(Succeed())
+	names := func() []string {
+		var out []string
+		for _, a := range srv.NatsAccounts() {
+			out = append(out, a.Name)
+		}
+		return out
+	}
+	g.Expect(names()).To(Equal([]string{"SYS", "a"}))
+
+	g.Expect(srv.Restart(volume)).To(Succeed())
+	g.Expect(names()).To(Equal([]string{"SYS", "a"}), "restarted on its claim")
+	g.Expect(srv.NatsAccounts()[1]).To(HaveField("ApplicationID", HaveValue(Equal(7))))
+
+	g.Expect(srv.Restart(t.TempDir())).To(Succeed())
+	g.Expect(names()).To(Equal([]string{"SYS"}), "a new volume is a new database")
+	g.Expect(srv.Restart(volume)).To(Succeed())
+	g.Expect(names()).To(Equal([]string{"SYS", "a"}))
+	srv.Wipe()
+	g.Expect(names()).To(Equal([]string{"SYS"}), "wiped")
+}
