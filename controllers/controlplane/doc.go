@@ -17,12 +17,12 @@
 // MaxConcurrentReconciles workers (flag --controlplane-max-concurrent-reconciles, default 4), and
 // every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
 // min; the deferred status patch runs on the request context, so a pass that ran out of time still
-// records why). The NATS and controller components share one Controller session per pass
-// (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
+// records why). The router, NATS and controller components share one Controller session per
+// pass (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
 // package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
 // ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go
-// (every TLS Secret), ca_import.go, and the shared apply.go, status.go and result.go.
+// (every TLS Secret), ca_sync.go (the CAs and the Controller's copies), and the shared apply.go, status.go and result.go.
 //
 // # State machine and status
 //

@@ -71,8 +71,10 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 }
 
 // controllerSession returns the pass's Controller client after GET /status and the login (spec
-// docs/controlplane.md#login). Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): loginRejected is
-// set and the pass goes on without a token.
+// docs/controlplane.md#login). Rejected credentials end the pass's use of the Controller: the
+// result is login's LoginFailed requeue (or terminal error) for every component that asks, so
+// nothing is called without a token, no CA is compared or imported, and the login gate
+// (docs/controlplane.md#login-lockout) decides when the next login is tried.
 func (s *scope) controllerSession(ctx context.Context) (*controllerSession, result, error) {
 	cs, res, err := s.controllerStatus(ctx)
 	if err != nil || !res.isContinue() {
