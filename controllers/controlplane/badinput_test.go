@@ -76,13 +76,19 @@ func TestBadInputAdmission(t *testing.T) {
 		{name: "database.port above 65535", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Port = 70000 }, field: "spec.database.port"},
 		{name: "database.port negative", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Port = -1 }, field: "spec.database.port"},
 		{name: "database.host longer than 253", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Host = strings.Repeat("h", 254) }, field: "spec.database.host"},
-		{name: "database.provider longer than 63", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Provider = strings.Repeat("p", 64) }, field: "spec.database.provider"},
+		{name: "database.provider not lower case", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Provider = "Postgres" }, field: "spec.database.provider"},
+		{name: "database.host without a provider", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Provider = "" }, field: "spec.database.provider"},
+		{name: "database.host with provider sqlite", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Provider = "sqlite" }, field: "spec.database.provider"},
+		{name: "database.provider postgres without a host", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Host = "" }, field: "spec.database.host"},
 		{name: "database.ca not base64", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.CA = ptr.To("-----BEGIN CERTIFICATE-----") }, field: "spec.database.ca"},
 		{name: "database password inline and by reference", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.PasswordSecretRef = secretRef("db", "password") }, field: "spec.database.passwordSecretRef"},
 		{name: "database passwordSecretRef without name", base: []mod{func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Password = "" }},
 			wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.PasswordSecretRef = secretRef("", "password") }, field: "spec.database.passwordSecretRef"},
 		// spec.replicas
-		{name: "two Controllers on SQLite", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Host = ""; cp.Spec.Replicas.Controller = 2 }, field: "spec.replicas.controller"},
+		{name: "two Controllers on SQLite", wrong: func(cp *datasancev3.ControlPlane) {
+			cp.Spec.Database = datasancev3.Database{}
+			cp.Spec.Replicas.Controller = 2
+		}, field: "spec.replicas.controller"},
 		{name: "replicas.controller negative", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Controller = -1 }, field: "spec.replicas.controller"},
 		{name: "replicas.nats one", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To[int32](1) }, field: "spec.replicas.nats"},
 		// spec.images

@@ -29,10 +29,14 @@ func (e *notSignedError) Error() string {
 
 // ensureCertificates is the one lookup-or-generate path of every TLS Secret the ControlPlane
 // issues (router and NATS, CAs and leaves; docs/controlplane.md#tls). certs lists CAs
-// before the leaves they sign. It returns the data of every Secret, by name.
+// before the leaves they sign. It returns the data of every Secret, by name, or a result that
+// stops the component before any leaf is issued.
 //
-//   - A CA Secret that exists, brought by the user or generated earlier, is parsed and never
-//     written; a missing one is generated. The CAs are long-lived: they are not renewed.
+//   - A CA Secret that exists, brought by the user, generated or restored earlier, is parsed
+//     and never written; before a leaf is issued under it, the Controller's copy must hold the
+//     same CA (agreeOnCA, ca_sync.go). A missing one is restored from the Controller's copy,
+//     or generated and imported when the Controller has none. The CAs are long-lived: they are
+//     not renewed, and not owned (they outlive the ControlPlane with the Controller's database).
 //   - A missing leaf is issued by its CA. A leaf the operator issued (controlled by the
 //     ControlPlane) is issued again, in place and under the same CA, when pki.CheckLeaf says so:
 //     its CA changed, its hosts changed, or two thirds of its lifetime passed. Otherwise its
@@ -42,57 +46,85 @@ func (e *notSignedError) Error() string {
 // A brought CA or leaf that cannot be used is InvalidCertificate: a terminal error and one
 // Warning Event per cause (badCertificate). A stale cache never makes it overwrite a Secret:
 // creates are Create (AlreadyExists) and renewals carry the resourceVersion read (Conflict); both
-// wrap errCacheStale.
-func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
+// are a short requeue.
+func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, result, error) {
 	data := make(map[string]map[string][]byte, len(certs))
 	cas := make(map[string]*pki.KeyPair, 2)
 	for _, c := range certs {
 		live := &corev1.Secret{}
 		found, err := s.getExisting(ctx, c.Name, live)
 		if err != nil {
-			return nil, err
+			return nil, result{}, err
 		}
 		if c.IsCA() {
-			ca, secretData, err := ensureCA(ctx, s, component, c, live, found)
-			if err != nil {
-				return nil, err
+			ca, secretData, res, err := ensureCA(ctx, s, component, c, live, found)
+			if err != nil || !res.isContinue() {
+				if err != nil {
+					res, err = requeueIfStale(err)
+				}
+				return nil, res, err
 			}
 			cas[c.Name], data[c.Name] = ca, secretData
 			continue
 		}
 		ca, ok := cas[c.CAName]
 		if !ok {
-			return nil, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
+			return nil, result{}, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
 		}
 		secretData, err := ensureLeaf(ctx, s, component, c, ca, live, found)
 		if err != nil {
-			return nil, err
+			res, err := requeueIfStale(err)
+			return nil, res, err
 		}
 		data[c.Name] = secretData
 	}
-	return data, nil
+	return data, proceed(), nil
 }
 
-// ensureCA returns the CA of Secret c.Name, generating and creating it when absent.
-func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
+// ensureCA returns the CA of Secret c.Name once the Controller's copy agrees with it: the
+// Secret's CA (compared with the Controller's unless it was last seen to match), the
+// Controller's copy when the Secret is missing (restored), or a new CA when neither exists
+// (generated, created, imported). A CA Secret an earlier version created owned is released,
+// so that deleting the ControlPlane keeps it.
+func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, result, error) {
 	if found {
 		ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 		if err != nil {
-			return nil, nil, s.badCertificate(component, c.Name, true, err)
+			return nil, nil, result{}, s.badCertificate(component, c.Name, true, err)
 		}
-		return ca, live.Data, nil
+		if err := releaseDataStore(ctx, s, live); err != nil {
+			return nil, nil, result{}, err
+		}
+		if res, err := agreeOnCA(ctx, s, component, c.Name, ca, false); err != nil || !res.isContinue() {
+			return nil, nil, res, err
+		}
+		return ca, live.Data, proceed(), nil
+	}
+	restored, res, err := missingCA(ctx, s, component, c)
+	switch {
+	case err != nil || !res.isContinue():
+		return nil, nil, res, err
+	case restored != nil:
+		return restored, pki.SecretData(restored, nil), proceed(), nil
 	}
 	ca, err := pki.GenerateCA(c.CommonName, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate CA %s: %w", c.Name, err)
+		return nil, nil, result{}, fmt.Errorf("generate CA %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(ca, nil)
 	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
-		return nil, nil, err
+		return nil, nil, result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created CA", "secret", c.Name)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
-	return ca, secretData, nil
+	cs, res, err := s.controllerSession(ctx)
+	if err == nil && res.isContinue() {
+		res, err = importCA(ctx, s, cs, c.Name, ca)
+	}
+	if err != nil || !res.isContinue() {
+		return nil, nil, res, err
+	}
+	return ca, secretData, proceed(), nil
 }
 
 // ensureLeaf returns the data of leaf Secret c.Name after issuing or renewing it as needed.
@@ -170,17 +202,21 @@ func renewalCause(r pki.RenewalReason) string {
 
 // badCertificate is the one handling of a brought CA or leaf that cannot be used: a terminal
 // InvalidCertificate error naming the Secret and the kind of problem (never its content), and a
-// Warning Event once per cause: not again while the component's status from the previous pass
-// already reports the same message. The message is marked as announced, so the pass does not
-// repeat it as the state-change Event either.
+// Warning Event once per cause (warnOnce).
 func (s *scope) badCertificate(component, secret string, isCA bool, err error) error {
 	bad := invalidCertificate(secret, isCA, err)
-	msg := stripTerminal(bad).Error()
-	if st := s.componentStatus(component); st == nil || st.Reason != datasancev3.ReasonInvalidCertificate || st.Message != msg {
-		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonInvalidCertificate, msg)
+	s.warnOnce(component, datasancev3.ReasonInvalidCertificate, stripTerminal(bad).Error())
+	return bad
+}
+
+// warnOnce emits the Warning Event of a component's failure once per cause: not again while
+// the component's status from the previous pass already reports the same reason and message.
+// The message is marked as announced, so the pass does not repeat it as the state-change Event.
+func (s *scope) warnOnce(component, reason, msg string) {
+	if st := s.componentStatus(component); st == nil || st.Reason != reason || st.Message != msg {
+		s.r.event(s.cp, corev1.EventTypeWarning, reason, msg)
 	}
 	s.announce(msg)
-	return bad
 }
 
 // invalidCertificate is the terminal error for a brought CA or leaf Secret that cannot be used.

@@ -27,8 +27,9 @@ const (
 )
 
 // requeueNatsBootstrap: GET /nats/bootstrap failed (the Controller is starting, is not the
-// Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx). The bootstrap is
-// retried until it answers; nothing NATS is written without it.
+// Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx), or GET /nats/accounts
+// failed while the JWT bundle must be rebuilt. Either is retried until it answers; nothing NATS
+// is written without the bootstrap, and no JWT bundle with fewer accounts is written.
 const requeueNatsBootstrap = 10 * time.Second
 
 // Reasons of the Normal Events the NATS component emits (failures use the condition reasons).
@@ -37,4 +38,7 @@ const (
 	eventNatsRemoved   = "NatsRemoved"
 	// eventNatsRoleEmptied: an earlier version's Role nats lost its rules (emptyLegacyNatsRole).
 	eventNatsRoleEmptied = "NatsRoleEmptied"
+	// eventNatsJWTBundleRebuilt: a missing JWT bundle was rebuilt from the Controller's accounts
+	// while NATS ran or JetStream data existed (ensureNatsJWTBundle).
+	eventNatsJWTBundleRebuilt = "NatsJWTBundleRebuilt"
 )

@@ -46,6 +46,8 @@ type Reconciler struct {
 
 	// registered remembers which Controller process each ControlPlane was registered with.
 	registered registrations
+	// logins remembers each ControlPlane's credentials the Controller rejected (login lockout).
+	logins loginGate
 }
 
 // NewReconciler builds a Reconciler from the manager's client and event recorder.
@@ -84,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		forgetIfGone(req.NamespacedName, err)
 		if apierrors.IsNotFound(err) {
 			r.registered.forget(req.NamespacedName)
+			r.logins.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -92,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// stores are not owned (see the package doc, "Data on deletion").
 		metrics.ForgetControlPlane(req.Namespace, req.Name)
 		r.registered.forget(req.NamespacedName)
+		r.logins.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()
@@ -243,6 +247,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
+		// NATS data kept on deletion, so not owned: the JetStream PVCs and the JWT bundle.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
 		Named("controlplane").
 		Complete(r)
 }
@@ -255,7 +262,8 @@ func controlPlaneChanged() predicate.Predicate {
 }
 
 // foreignAnnotationsChanged passes an update whose annotations changed other than the
-// registration hash the operator writes itself (a user's or a tool's request to reconcile).
+// registration hash and the CA record the operator writes itself (a user's or a tool's request
+// to reconcile).
 func foreignAnnotationsChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -271,7 +279,7 @@ func foreignAnnotationsChanged() predicate.Predicate {
 func withoutOwnAnnotations(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != resources.AnnotationRegistration {
+		if k != resources.AnnotationRegistration && k != annotationImportedCAs {
 			out[k] = v
 		}
 	}

@@ -17,12 +17,12 @@
 // MaxConcurrentReconciles workers (flag --controlplane-max-concurrent-reconciles, default 4), and
 // every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
 // min; the deferred status patch runs on the request context, so a pass that ran out of time still
-// records why). The NATS and controller components share one Controller session per pass
-// (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
+// records why). The router, NATS and controller components share one Controller session per
+// pass (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
 // package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
 // ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go
-// (every TLS Secret), ca_import.go, and the shared apply.go, status.go and result.go.
+// (every TLS Secret), ca_sync.go (the CAs and the Controller's copies), and the shared apply.go, status.go and result.go.
 //
 // # State machine and status
 //
@@ -106,8 +106,10 @@
 // without load-balancer status is a requeue (IngressNotReady) rather than an error loop, since
 // the Ingress is watched; ports of an ingress-exposed router equal to 0 are registered as the
 // defaults 5671/55671/45671 (docs/controlplane.md#router-ingress-ports-of-0); the external reachability check runs after CA import
-// (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials is tolerated, but when the next call is then
-// refused with 401/403 the pass fails with reason LoginFailed.
+// (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials ends the pass with reason LoginFailed and is
+// not tried again with the same credentials except once per loginRetryInterval, at most
+// maxRejectedLogins times in a row, so that the operator never locks the Controller's account
+// (docs/controlplane.md#login-lockout).
 //
 // # Reaching the Controller
 //
@@ -129,19 +131,28 @@
 // (--controller-verify-interval, default 5 min; the ready result requeues after it) with one
 // GET /status: timestamp minus uptimeSec identifies the Controller process. A process other than
 // the one registered with (a restart, perhaps on an empty database) is registered again — router,
-// hub, and the CAs through EnsureCA, which imports only what is missing (a CA whose Secret content
-// changed since its import is imported again, once per content: ca_import.go). The record lives in the
-// Reconciler's memory, so steady state writes nothing; after an operator restart the first
-// verification registers once more, idempotently.
+// hub, and every CA compared with the Controller's copy, importing only what is missing
+// (ca_sync.go). The record lives in the Reconciler's memory, so steady state writes nothing; after
+// an operator restart the first verification registers once more, idempotently.
+//
+// # CAs
+//
+// The Controller holds the four CAs too, signs its agents' certificates with them and refuses to
+// delete one that signed anything (docs/controlplane.md#cas-and-the-controller). So no leaf is
+// issued under a CA Secret the Controller's copy was not seen to match: a missing CA Secret is
+// restored from the Controller's copy (generated only when the Controller has none), a changed
+// one replaces the Controller's copy only when the Controller lets it go (CARotationBlocked while
+// it refuses), and one that differs from a copy this ControlPlane never imported is CAConflict.
 //
 // # Data on deletion
 //
-// The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC and the
-// JetStream key Secret carry no owner reference (objects an earlier version created owned are
-// released on the next pass), and the JetStream PVCs are retained by the StatefulSet. Everything
-// else is owned and garbage-collected, and derived again by a ControlPlane of the same name.
-// Removing the data is an explicit step: kubectl delete pvc,secret -l
-// app.kubernetes.io/instance=<name> in the namespace.
+// The data stores and the keys that read them outlive the ControlPlane: the SQLite PVC (the
+// Controller's database, SQLITE_STORAGE_DIR), the four CA Secrets (the database holds the same
+// CAs), the JetStream key Secret and the NATS JWT bundle carry no owner reference (objects an
+// earlier version created owned are released on the next pass), and the JetStream PVCs are
+// retained by the StatefulSet. Everything else is owned and garbage-collected, and derived again
+// by a ControlPlane of the same name. Removing the data is an explicit step: kubectl delete
+// pvc,secret,configmap -l app.kubernetes.io/instance=<name> in the namespace.
 //
 // # NATS
 //
@@ -155,13 +166,20 @@
 //   - Create-once objects (the TLS Secrets, the JetStream key, the JWT bundle) are written with
 //     Create, not server-side apply, so that a stale cache can never overwrite a CA or key; a
 //     renewed leaf is applied under the resourceVersion read (certificates.go).
+//   - The JetStream PVCs (js-data-nats-<i>, matched by name) decide what may be made anew: no
+//     JetStream key is generated while they exist (JetStreamKeyMissing, terminal). The JWT bundle
+//     is data (the image purges the streams of every account it lacks): never written once it
+//     exists; a lost one is rebuilt from GET /nats/accounts, and when that fails while NATS runs
+//     or data exists, nothing is created and the StatefulSet is not rolled
+//     (NatsAccountsUnavailable, a requeue; nats_bundle.go). PVCs and bundle are watched by name.
 //   - The operator's server Secrets are renewed in place when their SANs change with the replica
 //     count (or at two thirds of their lifetime); a brought server certificate is kept. CAs are
 //     never changed or deleted.
 //   - The js-data claim template is immutable: a changed jetStream.storageSize/storageClassName
 //     keeps the live template, applies everything else, and fails terminally with
-//     ImmutableFieldChanged and a Warning Event until the spec is reverted or the StatefulSet is
-//     deleted. PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
+//     ImmutableFieldChanged and a Warning Event until the spec is reverted or the volumes are
+//     grown; server.conf's max_file_store is the storage in force, never more than the smallest
+//     js-data PVC holds (nats_storage.go). PVCs are retained (whenDeleted/whenScaled Retain): JetStream data outlives the
 //     StatefulSet and the ControlPlane, and so does the JetStream key that reads them.
 //   - nats-headless publishes not-ready addresses (as the NATS Helm chart does): servers must
 //     find each other before JetStream lets them become ready.

@@ -10,6 +10,8 @@ const (
 	RequeueControllerStatus  = requeueControllerStatus
 	RequeueRegistration      = requeueRegistration
 	RequeueTransition        = requeueTransition
+	LoginRetryInterval       = loginRetryInterval
+	MaxRejectedLogins        = maxRejectedLogins
 
 	AnnotationCredentialsHash = resources.AnnotationCredentialsHash
 	AnnotationTLSHash         = resources.AnnotationTLSHash

@@ -138,6 +138,8 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 
 	h.ns = "cp-" + randomSuffix()
 	h.g.Expect(env.Client.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
+	// The Controller imports a CA by reading its Secret from its namespace.
+	h.api.SetSecretReader(fake.KubernetesSecrets(env.Client, h.ns))
 
 	// The reconciler holds exactly the bundle's RBAC of a SingleNamespace install of h.ns.
 	c, err := client.NewWithWatch(env.MustManagerConfig(t, "cp-"+h.ns, h.ns), client.Options{Scheme: scheme.New()})

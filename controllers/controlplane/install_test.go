@@ -40,7 +40,8 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(h.exists(&corev1.Secret{}, "router-site-ca")).To(BeFalse(), "router certificates need the address")
 	g.Expect(h.api.Calls()).To(BeEmpty())
 
-	// The router gets its address: the router finishes, the Controller still waits.
+	// The router gets its address: before it issues its certificates it asks the Controller for
+	// its CAs (none yet: generated and imported), and finishes; the Controller still waits.
 	h.setServiceAddress("router", routerLBIP)
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	g.Expect(h.get().Status.Router.Ready).To(BeTrue())
@@ -48,6 +49,20 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(h.exists(&corev1.Secret{}, "router-site-server")).To(BeTrue())
 	g.Expect(h.exists(&corev1.Secret{}, "controller")).To(BeFalse())
 	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonWaitingForLoadBalancer))
+	g.Expect(h.api.Calls()).To(Equal([]string{
+		"GET /api/v3/status",
+		"POST /api/v3/user/login",
+		"GET /api/v3/certificates/ca/router-site-ca",
+		"POST /api/v3/certificates/ca",
+		"GET /api/v3/certificates/ca/default-router-local-ca",
+		"POST /api/v3/certificates/ca",
+	}))
+	reqs := h.api.Requests()
+	g.Expect(reqs[1].Body).To(MatchJSON(`{"email":"admin","password":"fake-bootstrap-password"}`))
+	g.Expect(reqs[2].Header.Get("Authorization")).To(HavePrefix("Bearer "))
+	g.Expect(reqs[3].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
+	g.Expect(reqs[5].Body).To(MatchJSON(`{"name":"default-router-local-ca","type":"k8s-secret","secretName":"default-router-local-ca"}`))
+	h.api.Reset()
 
 	// The Controller gets its address: the Deployment is created with the derived URLs, 5 s wait.
 	h.setServiceAddress("controller", h.controllerLB)
@@ -56,26 +71,21 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	env := envOf(h.deployment("controller").Spec.Template.Spec.Containers[0])
 	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "http://"+h.controllerLB+":51121"))
 	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "http://"+h.controllerLB))
-	g.Expect(h.api.Calls()).To(BeEmpty())
+	g.Expect(h.api.Calls()).To(BeEmpty(), "the CAs were seen to match: nothing to ask")
 
-	// The Controller answers: status, login, router, CAs, external check → ready.
+	// The Controller answers: status, login, router, the CAs checked, external check → ready.
 	h.mustBeReady()
 	g.Expect(h.api.Calls()).To(Equal([]string{
 		"GET /api/v3/status",
 		"POST /api/v3/user/login",
 		"PUT /api/v3/router",
 		"GET /api/v3/certificates/ca/router-site-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/default-router-local-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/status",
 	}))
-	reqs := h.api.Requests()
-	g.Expect(reqs[1].Body).To(MatchJSON(`{"email":"admin","password":"fake-bootstrap-password"}`))
+	reqs = h.api.Requests()
 	g.Expect(reqs[2].Body).To(MatchJSON(`{"host":"` + routerLBIP + `","messagingPort":5671,"edgeRouterPort":45671,"interRouterPort":55671}`))
 	g.Expect(reqs[2].Header.Get("Authorization")).To(HavePrefix("Bearer "))
-	g.Expect(reqs[4].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
-	g.Expect(reqs[6].Body).To(MatchJSON(`{"name":"default-router-local-ca","type":"k8s-secret","secretName":"default-router-local-ca"}`))
 	g.Expect(h.requestedBaseURLs()).To(ContainElement("http://" + h.controllerLB + ":51121"))
 	g.Expect(h.api.ImportedCAs()).To(ConsistOf("router-site-ca", "default-router-local-ca"))
 

@@ -23,9 +23,15 @@ type ControllerAPI interface {
 	PutDefaultRouter(ctx context.Context, router iofog.Router) error
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
-	EnsureCA(ctx context.Context, name, secretName string) (created bool, err error)
-	// ReimportCA replaces the Controller's copy of a CA with its Secret's current content.
-	ReimportCA(ctx context.Context, name, secretName string) error
+	// NatsAccounts lists the Controller's NATS accounts (GET /nats/accounts).
+	NatsAccounts(ctx context.Context) ([]iofog.NatsAccount, error)
+	// GetCA reads the Controller's copy of a CA (certificate and private key).
+	GetCA(ctx context.Context, name string) (*iofog.CAInfo, error)
+	// ImportCA imports the CA of the Kubernetes Secret of that name (the Controller reads it).
+	ImportCA(ctx context.Context, name string) error
+	// DeleteCA removes a CA from the Controller; refused (iofog.ErrCAInUse) once it signed a
+	// certificate.
+	DeleteCA(ctx context.Context, name string) error
 	// CloseIdleConnections releases the client's keep-alive connections at the end of a pass.
 	CloseIdleConnections()
 }

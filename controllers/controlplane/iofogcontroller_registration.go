@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -51,15 +52,16 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	}
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
+		// A CA Secret that changed was compared with the Controller's copy by its component.
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
-			return reimportRotatedCAs(ctx, s, reg.CAs)
+			return proceed(), nil
 		}
 		cs, res, err := s.controllerStatus(ctx)
 		if err != nil || !res.isContinue() {
 			return res, err
 		}
 		if s.r.registered.sameBoot(s.cp, cs.status, s.now) {
-			return reimportRotatedCAs(ctx, s, reg.CAs)
+			return proceed(), nil
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller process started after the last registration (it may have lost its state); registering again",
 			"uptimeSec", cs.status.UptimeSec)
@@ -78,7 +80,7 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 			return registrationFailure(ctx, err, rejected)
 		}
 	}
-	if res, err := importCAs(ctx, s, api, reg.CAs, rejected); err != nil || !res.isContinue() {
+	if res, err := importCAs(ctx, s, reg.CAs); err != nil || !res.isContinue() {
 		return res, err
 	}
 	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {
@@ -118,9 +120,20 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 
 // login authenticates the client (docs/controlplane.md#login): the bootstrap user at POST /user/login in embedded
 // mode, the OAuth2 client-credentials grant at the issuer's token endpoint in external mode.
-// Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): rejected is true and the
-// pass goes on without a token.
+//
+// Rejected credentials are never hammered: the Controller locks the account after 5 wrong
+// passwords for 15 minutes, the bootstrap admin included (docs/controlplane.md#login-lockout). A
+// rejection is remembered (s.r.logins) against the credentials tried, and while they stay the same
+// the pass makes no login: it reports LoginFailed and requeues for one slow retry per
+// loginRetryInterval, as long as fewer than maxRejectedLogins logins in a row were rejected;
+// after that it is terminal until the credentials change (spec or the referenced Secret, both
+// watched). Changed credentials are tried once, at once.
 func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, res result, err error) {
+	creds := credentialsFingerprint(s.spec, resolved)
+	if wait, held := s.r.logins.held(s.cp, creds, s.now); held {
+		refused, refusedErr := loginRefused(wait)
+		return false, refused, refusedErr
+	}
 	var token string
 	switch s.spec.Auth.Mode {
 	case datasancev3.AuthModeExternal:
@@ -141,11 +154,23 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 	}
 	switch {
 	case err == nil:
+		s.r.logins.succeeded(s.cp)
 		api.SetToken(token)
 		return false, proceed(), nil
 	case errors.Is(err, iofog.ErrInvalidCredentials):
-		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; going on without a token", "mode", s.spec.Auth.Mode)
-		return true, proceed(), nil
+		n := s.r.logins.rejected(s.cp, creds, s.now)
+		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; not logging in again until they change",
+			"mode", s.spec.Auth.Mode, "rejectedInARow", n)
+		wait, _ := s.r.logins.held(s.cp, creds, s.now)
+		refused, refusedErr := loginRefused(wait)
+		msg := refused.message
+		if refusedErr != nil {
+			msg = stripTerminal(refusedErr).Error()
+		}
+		// One Warning Event per rejected login (at most maxRejectedLogins in a row), not per pass.
+		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, msg)
+		s.announce(msg)
+		return true, refused, refusedErr
 	case iofog.IsRetryable(err):
 		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
 		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
@@ -153,6 +178,21 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 	default:
 		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
 	}
+}
+
+// loginRefused is the outcome of a pass whose credentials the Controller rejected: a requeue
+// with reason LoginFailed until the next slow retry (wait), or, when no retry is left (wait 0), a
+// terminal LoginFailed error. The message is the same for every pass of one state.
+func loginRefused(wait time.Duration) (result, error) {
+	if wait > 0 {
+		return requeue(wait, datasancev3.ReasonLoginFailed, fmt.Sprintf(
+			"The Controller rejected the operator's credentials (invalid credentials): fix spec.auth or the Secret it references; "+
+				"until they change the operator logs in again only every %s, at most %d times in a row.",
+			loginRetryInterval, maxRejectedLogins)), nil
+	}
+	return result{}, terminal(datasancev3.ReasonLoginFailed, fmt.Errorf(
+		"the Controller rejected the operator's credentials (invalid credentials) %d times in a row: fix spec.auth or the Secret it references; "+
+			"the operator does not log in again until they change (the Controller locks the account after 5 failures)", maxRejectedLogins))
 }
 
 // registrationFailure classifies a failed registration call: refused because the login was

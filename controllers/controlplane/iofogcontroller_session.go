@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -69,8 +71,10 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 }
 
 // controllerSession returns the pass's Controller client after GET /status and the login (spec
-// docs/controlplane.md#login). Rejected credentials are tolerated (a first-boot race, docs/controlplane.md#controller-reconcile-steps 4b): loginRejected is
-// set and the pass goes on without a token.
+// docs/controlplane.md#login). Rejected credentials end the pass's use of the Controller: the
+// result is login's LoginFailed requeue (or terminal error) for every component that asks, so
+// nothing is called without a token, no CA is compared or imported, and the login gate
+// (docs/controlplane.md#login-lockout) decides when the next login is tried.
 func (s *scope) controllerSession(ctx context.Context) (*controllerSession, result, error) {
 	cs, res, err := s.controllerStatus(ctx)
 	if err != nil || !res.isContinue() {
@@ -296,4 +300,107 @@ func (r *registrations) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, key)
+}
+
+// The login lockout guard (docs/controlplane.md#login-lockout). The Controller locks an account
+// for 15 minutes after 5 failed logins, the bootstrap admin included; the operator makes at most
+// maxRejectedLogins rejected logins in a row (one below the Controller's limit) and at most one
+// per loginRetryInterval while the credentials stay the same.
+const (
+	// loginRetryInterval is how long rejected, unchanged credentials wait before the one slow
+	// retry (a Controller whose account was fixed out of band, or that created its bootstrap
+	// admin late, is found again).
+	loginRetryInterval = 10 * time.Minute
+	// maxRejectedLogins bounds the rejected logins in a row that slow retries may reach; after
+	// that only changed credentials are tried.
+	maxRejectedLogins = 4
+)
+
+// loginGate is the reconciler's memory of rejected credentials, per ControlPlane. It holds a
+// SHA-256 fingerprint of the credentials tried (memory only, never written anywhere), how many
+// logins in a row the Controller rejected and when the last one was. Like registrations it is
+// memory only: a restarted operator tries the credentials once more.
+type loginGate struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]loginRecord
+}
+
+type loginRecord struct {
+	uid types.UID
+	// creds is the fingerprint of the credentials last rejected.
+	creds string
+	// inARow counts the rejected logins since the last successful one.
+	inARow int
+	last   time.Time
+}
+
+// held reports whether a login with creds must not be tried at now, and if so how long until
+// the next slow retry (0: none left; only a change of the credentials is tried).
+func (g *loginGate) held(cp *datasancev3.ControlPlane, creds string, now time.Time) (time.Duration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rec, ok := g.m[client.ObjectKeyFromObject(cp)]
+	if !ok || rec.uid != cp.UID || rec.creds != creds {
+		return 0, false
+	}
+	if rec.inARow >= maxRejectedLogins {
+		return 0, true
+	}
+	if wait := rec.last.Add(loginRetryInterval).Sub(now); wait > 0 {
+		return wait, true
+	}
+	return 0, false
+}
+
+// rejected records a rejected login with creds and returns the rejections in a row.
+func (g *loginGate) rejected(cp *datasancev3.ControlPlane, creds string, now time.Time) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[types.NamespacedName]loginRecord{}
+	}
+	key := client.ObjectKeyFromObject(cp)
+	rec := g.m[key]
+	if rec.uid != cp.UID {
+		rec = loginRecord{uid: cp.UID}
+	}
+	rec.creds, rec.last = creds, now
+	rec.inARow++
+	g.m[key] = rec
+	return rec.inARow
+}
+
+// succeeded forgets the rejections of cp.
+func (g *loginGate) succeeded(cp *datasancev3.ControlPlane) {
+	g.forget(client.ObjectKeyFromObject(cp))
+}
+
+// forget drops a ControlPlane.
+func (g *loginGate) forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, key)
+}
+
+// credentialsFingerprint identifies the credentials a login sends (auth mode, issuer, user or
+// client and the resolved secrets), so that a change of the spec or of a referenced Secret is
+// told apart from a retry of the same rejected values. It is a hash kept in memory only.
+func credentialsFingerprint(spec, resolved *datasancev3.ControlPlaneSpec) string {
+	h := sha256.New()
+	write := func(v string) { _, _ = fmt.Fprintf(h, "%d:%s;", len(v), v) }
+	write(string(spec.Auth.Mode))
+	switch spec.Auth.Mode {
+	case datasancev3.AuthModeExternal:
+		write(spec.Auth.IssuerURL)
+		if c := resolved.Auth.Client; c != nil {
+			write(c.ID)
+			write(c.Secret)
+		}
+	default:
+		if b := spec.Auth.Bootstrap; b != nil {
+			write(b.Username)
+		}
+		write(bootstrapPassword(resolved))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

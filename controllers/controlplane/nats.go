@@ -13,9 +13,9 @@ import (
 )
 
 // reconcileNats is the NATS component (docs/controlplane.md#nats-component), in the order of docs/controlplane.md#nats-pass-order: bootstrap from the
-// Controller and its Secrets; the JetStream key; RBAC and the three Services; the external
-// address (waiting for a LoadBalancer's); the TLS Secrets; server.conf and the JWT bundle; the
-// StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
+// Controller and its Secrets; the JetStream PVCs and the JetStream key; RBAC and the three
+// Services; the external address (waiting for a LoadBalancer's); the TLS Secrets; the storage in
+// force, server.conf and the JWT bundle; the StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
 // running parts of an earlier enabled generation (removeNats).
 func reconcileNats(ctx context.Context, s *scope) (result, error) {
 	if err := emptyLegacyNatsRole(ctx, s); err != nil {
@@ -33,7 +33,11 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
-	jsk, err := ensureNatsJetStreamKey(ctx, s)
+	data, err := observeNatsData(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	jsk, err := ensureNatsJetStreamKey(ctx, s, data)
 	if err != nil {
 		return requeueIfStale(err)
 	}
@@ -49,14 +53,25 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
 	}
-	certs, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	certs, res, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	live, err := natsStatefulSet(ctx, s)
 	if err != nil {
+		return result{}, err
+	}
+	storage := planNatsStorage(s.spec, live, data)
+	if err := applyNatsConfig(ctx, s, boot, jsk, address, storage); err != nil {
 		return requeueIfStale(err)
 	}
-	if err := applyNatsConfig(ctx, s, boot, jsk, address); err != nil {
-		return requeueIfStale(err)
+	if res, err := ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil || !res.isContinue() {
+		if err != nil {
+			return requeueIfStale(err)
+		}
+		return res, nil
 	}
-	return proceed(), applyNatsStatefulSet(ctx, s, resources.NatsServerTLSHash(certs))
+	return proceed(), applyNatsStatefulSet(ctx, s, live, storage, resources.NatsServerTLSHash(certs))
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,
@@ -74,9 +89,9 @@ func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// applyNatsConfig writes steps 9–10: server.conf, rewritten every pass with the routes merged
-// from the current file, and the JWT bundle, created once.
-func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string) error {
+// applyNatsConfig writes step 9: server.conf, rewritten every pass with the routes merged from
+// the current file, and the JetStream file store in force (docs/controlplane.md#jetstream-storage).
+func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string, storage natsStorage) error {
 	var current corev1.ConfigMap
 	if _, err := s.getExisting(ctx, resources.NatsConfigMapName, &current); err != nil {
 		return err
@@ -87,6 +102,7 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 		JetStreamKey:    jsk,
 		ExternalAddress: address,
 		Existing:        current.Data[resources.NatsConfigKey],
+		FileStore:       storage.serverConfFileStore(),
 	})
 	if err != nil {
 		return terminal(datasancev3.ReasonInvalidConfiguration, err)
@@ -98,8 +114,5 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", resources.NatsConfigMapName)
 	}
-	if found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &corev1.ConfigMap{}); err != nil || found {
-		return err
-	}
-	return createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, boot.systemAccount, boot.systemAccountJWT))
+	return nil
 }

@@ -102,8 +102,10 @@ func TestNatsControllerRoutesKept(t *testing.T) {
 }
 
 // jetStream.storageSize cannot change once the StatefulSet exists: the rest of the change still
-// applies, the claim template keeps its size, and ImmutableFieldChanged is reported (terminal,
-// with a Warning Event) until the spec is reverted.
+// applies, the claim template keeps its size, server.conf keeps the file store the volumes hold
+// (JetStream must not count on disk it does not have), and ImmutableFieldChanged is reported
+// (terminal, with a Warning Event) until the spec is reverted. TestNatsStorageFollowsTheVolumes
+// grows the volumes instead.
 func TestNatsStorageImmutable(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
@@ -125,6 +127,7 @@ func TestNatsStorageImmutable(t *testing.T) {
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("10Gi"))
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/nats:2"))
 	g.Expect(h.serverConf()["jetstream"]).To(HaveKeyWithValue("max_memory_store", int64(2_000_000_000)))
+	g.Expect(h.serverConf()["jetstream"]).To(HaveKeyWithValue("max_file_store", int64(10_000_000_000)), "not the refused 20Gi")
 
 	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats.JetStream.StorageSize = "10Gi" })
 }

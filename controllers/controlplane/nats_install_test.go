@@ -50,24 +50,29 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(h.get().Status.Nats.Replicas).To(Equal(int32(2)))
 
 	// The Controller answers: hub and the four CAs are registered → ready. One Controller session
-	// per pass: the registration reuses the status check and login of the NATS bootstrap.
+	// per pass: the router's and NATS's CA lookups (before their certificates, in the pass the
+	// addresses arrived) and the registration reuse the status check and login of the pass. That
+	// pass created the JWT bundle last, from the Controller's account list.
 	h.mustBeReady()
 	bootstrap := []string{"GET /api/v3/status", "POST /api/v3/user/login", "GET /api/v3/nats/bootstrap"}
-	var want []string
-	for range 3 {
-		want = append(want, bootstrap...)
-	}
+	want := append([]string(nil), bootstrap...)
+	want = append(want,
+		"GET /api/v3/status", "POST /api/v3/user/login",
+		"GET /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/certificates/ca/default-router-local-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/nats/bootstrap",
+		"GET /api/v3/certificates/ca/nats-site-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/certificates/ca/default-nats-local-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/nats/accounts",
+	)
+	want = append(want, bootstrap...)
 	want = append(want,
 		"PUT /api/v3/router",
 		"PUT /api/v3/nats/hub",
 		"GET /api/v3/certificates/ca/router-site-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/default-router-local-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/nats-site-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/certificates/ca/default-nats-local-ca",
-		"POST /api/v3/certificates/ca",
 		"GET /api/v3/status",
 	)
 	g.Expect(h.api.Calls()).To(Equal(want))
@@ -100,6 +105,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(userKey.PublicKey()).To(Equal(m.userPub))
 	bundle := h.configMap("iofog-nats-jwt-bundle").Data
 	g.Expect(bundle).To(Equal(map[string]string{m.accountPub + ".jwt": m.accountJWT}))
+	g.Expect(h.configMap("iofog-nats-jwt-bundle").OwnerReferences).To(BeEmpty(), "kept with the JetStream data")
 	accountClaims, err := jwt.DecodeAccountClaims(bundle[m.accountPub+".jwt"])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(accountClaims.Issuer).To(Equal(m.operatorPub))

@@ -19,8 +19,11 @@ const natsJetStreamKeyBytes = 32
 
 // ensureNatsJetStreamKey returns the JetStream encryption key (docs/controlplane.md#jetstream-encryption-key, step 4): the jsk of
 // Secret nats-jetstream-key-<name> when it is non-empty, else a new random key, written to the
-// Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced.
-func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
+// Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced, and
+// no key is generated while JetStream PVCs exist: a new key could not read their streams, so
+// that is JetStreamKeyMissing (terminal; the Secret watch and the PVC watch bring the
+// ControlPlane back when the key is restored or the PVCs are deleted).
+func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (string, error) {
 	name := resources.NatsJetStreamKeySecretName(s.cp.Name)
 	var sec corev1.Secret
 	found, err := s.getExisting(ctx, name, &sec)
@@ -29,6 +32,16 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope) (string, error) {
 		return "", err
 	case found && len(sec.Data[resources.NatsJetStreamKeyKey]) > 0:
 		return string(sec.Data[resources.NatsJetStreamKeyKey]), releaseDataStore(ctx, s, &sec)
+	case data.exists():
+		state := "does not exist"
+		if found {
+			state = "holds no key " + resources.NatsJetStreamKeyKey
+		}
+		return "", s.refuse(resources.ComponentNats, datasancev3.ReasonJetStreamKeyMissing, fmt.Errorf(
+			"secret %s %s while the JetStream PVCs %s exist: a new key could not read their streams, so none is generated; "+
+				"restore the Secret (the running servers' key is jetstream.key in ConfigMap %s while that still exists), "+
+				"or delete the PVCs to start with empty JetStream storage",
+			name, state, data.names(), resources.NatsConfigMapName))
 	}
 	key := newNatsJetStreamKey()
 	if !found {

@@ -15,23 +15,20 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
-// applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11). A scale-down
-// restarts every pod (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the
-// pod template rolls the pods when a certificate is renewed (NATS reads them at start). The js-data claim template cannot change once the
-// StatefulSet exists: when spec.nats.jetStream asks for another size or class, the live values
-// are kept so that the rest still applies, and the change is surfaced as ImmutableFieldChanged
-// (terminal: it needs the spec reverted, or the StatefulSet deleted so that it is recreated).
-func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
-	var live appsv1.StatefulSet
-	exists, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
-	if err != nil {
-		return err
-	}
+// applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11); live is the
+// StatefulSet as read this pass (nil when absent). A scale-down restarts every pod
+// (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the pod template rolls
+// the pods when a certificate is renewed (NATS reads them at start). The js-data claim template
+// is storage.template: the live one once the StatefulSet exists, since it cannot change. A
+// storage the spec asks for but the volumes cannot give (storage.refused) is surfaced as
+// ImmutableFieldChanged after the rest applied (terminal: it needs the spec reverted or the
+// volumes grown; docs/controlplane.md#jetstream-storage).
+func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, tlsHash string) error {
+	exists := live != nil
 	replicas := s.spec.NatsReplicas()
-	w := resources.NatsWorkload{Image: s.images.Nats, Storage: resources.DesiredNatsStorage(s.spec)}
-	var immutable error
+	w := resources.NatsWorkload{Image: s.images.Nats, Storage: storage.template}
 	if exists {
-		w.PodAnnotations = natsPodAnnotations(&live, replicas, s.now)
+		w.PodAnnotations = natsPodAnnotations(live, replicas, s.now)
 	}
 	if tlsHash != "" {
 		if w.PodAnnotations == nil {
@@ -39,19 +36,9 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
 		}
 		w.PodAnnotations[resources.AnnotationTLSHash] = tlsHash
 	}
-	if exists {
-		if current, ok := liveNatsStorage(&live); ok {
-			if !current.Equal(w.Storage) {
-				immutable = fmt.Errorf("spec.nats.jetStream storage %s can no longer change: StatefulSet %s keeps %s; "+
-					"revert the spec, or delete the StatefulSet (its PVCs are kept) to recreate it",
-					w.Storage, resources.NatsStatefulSetName, current)
-			}
-			w.Storage = current
-		}
-	}
 	desired := resources.NatsStatefulSet(s.cp, w)
 	if exists {
-		keepLiveClaimTemplates(desired, &live)
+		keepLiveClaimTemplates(desired, live)
 	}
 	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
 	if err != nil {
@@ -64,9 +51,8 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, tlsHash string) error {
 		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRestarted,
 			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
 	}
-	if immutable != nil {
-		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonImmutableFieldChanged, immutable.Error())
-		return terminal(datasancev3.ReasonImmutableFieldChanged, immutable)
+	if storage.refused != nil {
+		return s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
 	}
 	return nil
 }

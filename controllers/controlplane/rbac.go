@@ -14,16 +14,25 @@ package controlplane
 //     authorizes the create inside the PATCH that makes a new object.
 //   - ControlPlanes and their status are written by patch only; Roles and RoleBindings are
 //     created once and never changed; nothing deletes a Deployment, PVC, ServiceAccount or RBAC
-//     object (deleteOwned removes the NATS StatefulSet and Services, the Controller Ingress and
+//     object (PVC delete is for the admission plugin, below) (deleteOwned removes the NATS StatefulSet and Services, the Controller Ingress and
 //     vault Secrets only).
 //   - Events through events.k8s.io (the manager's GetEventRecorder); the core Events that
 //     announce a new leader are granted by the leader-election Role.
+//   - The OwnerReferencesPermissionEnforcement admission plugin (on by default on OpenShift; the
+//     suites' API servers run it, test/testenv): every owned object carries an owner reference
+//     with blockOwnerDeletion, which needs update on controlplanes/finalizers (nothing sends that
+//     request: the plugin asks the authorizer), and removing the owner reference of an existing
+//     object (releaseDataStore: the SQLite PVC, the CA Secrets, the JetStream key Secret, the
+//     NATS JWT bundle ConfigMap) needs delete on it, hence delete on PVCs although the operator
+//     never deletes one.
 //
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/status,verbs=patch
+// +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch

@@ -9,44 +9,50 @@ const (
 	applyCreates = "server-side apply of a new object is authorized for create (inside the PATCH)"
 	// escalation: an operand Role grants it, and Kubernetes lets the operator create that Role
 	// only if it holds the permission itself.
-	escalation = "granted by an operand Role (resources.ControllerRules, RouterRules): no escalation"
+	// ownerRefAdmission: OwnerReferencesPermissionEnforcement (test/testenv enables it) asks the
+	// authorizer, not the API: blockOwnerDeletion needs update on the owner's finalizers, and
+	// removing an owner reference from an existing object (releaseDataStore) needs delete on it.
+	ownerRefAdmission = "OwnerReferencesPermissionEnforcement authorizes it inside the write (no request of its own)"
+	escalation        = "granted by an operand Role (resources.ControllerRules, RouterRules): no escalation"
 )
 
 // rbacUnusedHere lists the permissions of rbac.go this suite never exercises, each with the
 // reason it stays (testenv.CheckRBACUse fails the suite on any other unused permission, and on
 // any request of the reconciler the bundle's RBAC refuses).
 var rbacUnusedHere = map[string]string{
-	"list datasance.com/controlplanes":            watchListFallback,
-	"list /configmaps":                            watchListFallback,
-	"list /persistentvolumeclaims":                watchListFallback,
-	"list /secrets":                               watchListFallback,
-	"list /serviceaccounts":                       watchListFallback,
-	"list /services":                              watchListFallback,
-	"list apps/deployments":                       watchListFallback,
-	"list apps/statefulsets":                      watchListFallback,
-	"list networking.k8s.io/ingresses":            watchListFallback,
-	"list rbac.authorization.k8s.io/rolebindings": watchListFallback,
-	"list rbac.authorization.k8s.io/roles":        watchListFallback,
-	"create /services":                            applyCreates,
-	"create apps/deployments":                     applyCreates,
-	"create apps/statefulsets":                    applyCreates,
-	"create networking.k8s.io/ingresses":          applyCreates,
-	"create rbac.authorization.k8s.io/roles":      applyCreates,
-	"delete /configmaps":                          escalation,
-	"update /configmaps":                          escalation,
-	"update /services":                            escalation,
-	"update apps/statefulsets":                    escalation,
-	"get /pods":                                   escalation,
-	"list /pods":                                  escalation,
-	"watch /pods":                                 escalation,
-	"create coordination.k8s.io/leases":           escalation,
-	"delete coordination.k8s.io/leases":           escalation,
-	"get coordination.k8s.io/leases":              escalation,
-	"list coordination.k8s.io/leases":             escalation,
-	"patch coordination.k8s.io/leases":            escalation,
-	"update coordination.k8s.io/leases":           escalation,
-	"watch coordination.k8s.io/leases":            escalation,
-	"patch events.k8s.io/events":                  "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
+	"list datasance.com/controlplanes":              watchListFallback,
+	"list /configmaps":                              watchListFallback,
+	"list /persistentvolumeclaims":                  watchListFallback,
+	"list /secrets":                                 watchListFallback,
+	"list /serviceaccounts":                         watchListFallback,
+	"list /services":                                watchListFallback,
+	"list apps/deployments":                         watchListFallback,
+	"list apps/statefulsets":                        watchListFallback,
+	"list networking.k8s.io/ingresses":              watchListFallback,
+	"list rbac.authorization.k8s.io/rolebindings":   watchListFallback,
+	"list rbac.authorization.k8s.io/roles":          watchListFallback,
+	"create /services":                              applyCreates,
+	"create apps/deployments":                       applyCreates,
+	"create apps/statefulsets":                      applyCreates,
+	"create networking.k8s.io/ingresses":            applyCreates,
+	"create rbac.authorization.k8s.io/roles":        applyCreates,
+	"delete /configmaps":                            escalation,
+	"update /configmaps":                            escalation,
+	"update /services":                              escalation,
+	"update apps/statefulsets":                      escalation,
+	"get /pods":                                     escalation,
+	"list /pods":                                    escalation,
+	"watch /pods":                                   escalation,
+	"create coordination.k8s.io/leases":             escalation,
+	"delete coordination.k8s.io/leases":             escalation,
+	"get coordination.k8s.io/leases":                escalation,
+	"list coordination.k8s.io/leases":               escalation,
+	"patch coordination.k8s.io/leases":              escalation,
+	"update coordination.k8s.io/leases":             escalation,
+	"watch coordination.k8s.io/leases":              escalation,
+	"update datasance.com/controlplanes/finalizers": ownerRefAdmission,
+	"delete /persistentvolumeclaims":                ownerRefAdmission,
+	"patch events.k8s.io/events":                    "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 	"delete /secrets": "deleteOwned removes the vault credentials Secret when the spec drops its vault block " +
 		"(certificates are renewed in place, never deleted); no test of this suite drops one",
 	"delete networking.k8s.io/ingresses": "deleteOwned removes the Controller Ingress when the ControlPlane leaves " +

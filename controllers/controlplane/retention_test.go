@@ -17,9 +17,10 @@ import (
 )
 
 // Deleting a ControlPlane keeps the data stores and the keys that read them: the Controller's
-// SQLite PVC and the JetStream key carry no owner reference (like the JetStream PVCs, which the
-// StatefulSet retains), so the garbage collector leaves them; a ControlPlane of the same name
-// created again runs on the same database and reads the same streams.
+// SQLite PVC, the JetStream key and the four CA Secrets (the database holds the CAs) carry no
+// owner reference (like the JetStream PVCs, which the StatefulSet retains), so the garbage
+// collector leaves them; a ControlPlane of the same name created again runs on the same
+// database, with the same CAs, and reads the same streams.
 func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
@@ -34,14 +35,22 @@ func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 
 	g.Expect(env.Client.Delete(h.ctx, old)).To(Succeed())
 	collected := h.collectGarbage(old.UID)
-	g.Expect(collected).To(ContainElements("Deployment/controller", "StatefulSet/nats", "Secret/router-site-ca"))
-	g.Expect(collected).NotTo(ContainElements("PersistentVolumeClaim/controller-sqlite", "Secret/nats-jetstream-key-"+cpName))
+	g.Expect(collected).To(ContainElements("Deployment/controller", "StatefulSet/nats", "Secret/router-site-server", "Secret/nats-site-server"))
+	g.Expect(collected).NotTo(ContainElements("PersistentVolumeClaim/controller-sqlite", "Secret/nats-jetstream-key-"+cpName,
+		"Secret/router-site-ca", "Secret/default-router-local-ca", "Secret/nats-site-ca", "Secret/default-nats-local-ca"))
+	cas := map[string][]byte{}
+	for name := range operatorCAs {
+		cas[name] = h.secret(name).Data["tls.crt"]
+	}
 
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
 	again := &corev1.PersistentVolumeClaim{}
 	g.Expect(h.exists(again, "controller-sqlite")).To(BeTrue())
 	g.Expect(again.UID).To(Equal(pvc.UID), "the same database")
 	g.Expect(h.secret("nats-jetstream-key-"+cpName).Data).To(Equal(jsk.Data), "the same JetStream key")
+	for name, cert := range cas {
+		g.Expect(h.secret(name).Data["tls.crt"]).To(Equal(cert), "the same CA %s", name)
+	}
 }
 
 // Data stores an earlier operator version created with an owner reference are released on the

@@ -40,9 +40,9 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		return res, err
 	}
 
-	secrets, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
-	if err != nil {
-		return requeueIfStale(err)
+	secrets, res, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
+	if err != nil || !res.isContinue() {
+		return res, err
 	}
 	if err := applyRouterConfig(ctx, s); err != nil {
 		return result{}, err

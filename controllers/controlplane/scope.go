@@ -38,6 +38,9 @@ type scope struct {
 	// announced holds the messages of failures whose Warning Event a component emitted itself
 	// (or, unchanged since the last pass, already had), so the state change does not repeat it.
 	announced map[string]bool
+	// caChecks holds the outcome of comparing each CA Secret with the Controller's copy in this
+	// pass (ca_sync.go): a later step does not ask again, nor report a failure twice.
+	caChecks map[string]caCheck
 	// creds are the pass's resolved credential references (credentials.go).
 	creds resolvedCredentials
 	// observed holds what the pass learned once and several components use.

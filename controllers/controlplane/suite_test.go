@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	// binaries fail the suite (testenv.MaySkipMissingTools).
 	flag.Parse()
 	if !testing.Short() {
-		e, code := testenv.MainStart(testenv.Options{})
+		// Every test leaves its Services behind (envtest runs no namespace controller): the
+		// suite needs more cluster IPs than envtest's default /24 holds.
+		e, code := testenv.MainStart(testenv.Options{APIServerFlags: map[string]string{"service-cluster-ip-range": "10.0.0.0/16"}})
 		if e == nil && code != 0 {
 			os.Exit(code)
 		}

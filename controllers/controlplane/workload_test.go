@@ -15,7 +15,8 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-const sqliteDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
+// sqliteDir is where the claim is mounted and where SQLITE_STORAGE_DIR points the Controller.
+const sqliteDir = "/var/lib/controller/sqlite"
 
 // SQLite (empty database host): PVC controller-sqlite, Recreate, one replica, the volume mounted.
 // External database: no PVC, RollingUpdate, the requested replicas, DB env from the Secret.
@@ -37,6 +38,7 @@ func TestDatabaseModes(t *testing.T) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "controller-sqlite"},
 		}}))
 		g.Expect(d.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "sqlite", MountPath: sqliteDir}))
+		g.Expect(envOf(d.Spec.Template.Spec.Containers[0])).To(HaveKeyWithValue("SQLITE_STORAGE_DIR", sqliteDir))
 		db := h.secret("controller-db-credentials").Data
 		g.Expect(db).To(HaveKeyWithValue("host", BeEmpty()))
 		g.Expect(db).To(HaveKeyWithValue("ssl", []byte("false")))
@@ -64,7 +66,9 @@ func TestDatabaseModes(t *testing.T) {
 		}))
 		env := envOf(d.Spec.Template.Spec.Containers[0])
 		g.Expect(env).To(HaveKeyWithValue("DB_PASSWORD", "secret:controller-db-credentials/password"))
-		g.Expect(env).To(HaveKeyWithValue("DB_SSL_CA", "secret:controller-db-credentials/ca"))
+		g.Expect(env).To(HaveKeyWithValue("DB_SSL_CA_B64", "secret:controller-db-credentials/ca"), "the variable the providers read")
+		g.Expect(env).NotTo(HaveKey("DB_SSL_CA"))
+		g.Expect(env).NotTo(HaveKey("SQLITE_STORAGE_DIR"))
 		g.Expect(env).To(HaveKeyWithValue("DB_PROVIDER", "postgres"))
 		for _, v := range env {
 			g.Expect(v).NotTo(ContainSubstring("db-secret-value"), "no password in plain env")
@@ -110,7 +114,8 @@ func TestHTTPSController(t *testing.T) {
 }
 
 // Operand pods run restricted: non-root 10000, RuntimeDefault seccomp, no escalation, no
-// capabilities; both Deployments and the Services carry labels and the owner reference.
+// capabilities; both Deployments and the Services carry labels and the owner reference, the
+// Secrets too except the CAs, which carry the labels only.
 func TestOperandSecurityAndOwnership(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
@@ -135,9 +140,13 @@ func TestOperandSecurityAndOwnership(t *testing.T) {
 		g.Expect(d.OwnerReferences).To(ConsistOf(HaveField("UID", cp.UID)))
 		g.Expect(d.OwnerReferences[0].Controller).To(HaveValue(BeTrue()))
 	}
-	for _, name := range []string{"router-site-ca", "default-router-local-ca", "router-site-server", "router-local-server",
-		"controller-db-credentials", "controller-auth-credentials"} {
+	for _, name := range []string{"router-site-server", "router-local-server", "controller-db-credentials", "controller-auth-credentials"} {
 		g.Expect(h.secret(name).OwnerReferences).To(ConsistOf(HaveField("UID", cp.UID)), name)
+	}
+	for _, name := range []string{"router-site-ca", "default-router-local-ca"} {
+		// Kept with the Controller's database, which holds the same CAs (Data on deletion).
+		g.Expect(h.secret(name).OwnerReferences).To(BeEmpty(), name)
+		g.Expect(h.secret(name).Labels).To(HaveKeyWithValue("app.kubernetes.io/instance", cpName), name)
 	}
 
 	svc := &corev1.Service{}

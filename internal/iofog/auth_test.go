@@ -258,8 +258,10 @@ func TestAuthorizationHeaderOnProtectedCallsOnly(t *testing.T) {
 	g.Expect(c.UpsertNatsHub(ctx, iofog.NatsHub{Host: "n"})).To(Succeed())
 	_, err = c.NatsBootstrap(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = c.EnsureCA(ctx, "router-site-ca", "router-site-ca")
-	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.GetCA(ctx, "router-site-ca")
+	g.Expect(err).To(MatchError(iofog.ErrNotFound))
+	g.Expect(c.ImportCA(ctx, "router-site-ca")).To(Succeed())
+	g.Expect(c.DeleteCA(ctx, "router-site-ca")).To(Succeed())
 
 	g.Expect(srv.Calls()).To(Equal([]string{
 		"GET /api/v3/status",
@@ -270,6 +272,7 @@ func TestAuthorizationHeaderOnProtectedCallsOnly(t *testing.T) {
 		"GET /api/v3/nats/bootstrap",
 		"GET /api/v3/certificates/ca/router-site-ca",
 		"POST /api/v3/certificates/ca",
+		"DELETE /api/v3/certificates/ca/router-site-ca",
 	}))
 	for _, req := range srv.Requests() {
 		g.Expect(req.Header.Get("Accept")).To(Equal("application/json"), req.Call())
@@ -279,7 +282,7 @@ func TestAuthorizationHeaderOnProtectedCallsOnly(t *testing.T) {
 		default:
 			g.Expect(req.Header.Values("Authorization")).To(Equal([]string{"Bearer " + tokens.AccessToken}), req.Call())
 		}
-		if req.Method == http.MethodGet {
+		if req.Method == http.MethodGet || req.Method == http.MethodDelete {
 			g.Expect(req.Header.Get("Content-Type")).To(BeEmpty(), req.Call())
 		} else {
 			g.Expect(req.Header.Get("Content-Type")).To(Equal("application/json"), req.Call())

@@ -24,8 +24,8 @@
 //   - The Controller answers a duplicate POST /certificates/ca with HTTP 500
 //     and the error class ConflictError (the route maps ConflictError to a
 //     constant that does not exist, so Express falls back to 500); the intent,
-//     and newer versions, say 409. Both are recognised as ErrConflict, and
-//     EnsureCA treats them as "already imported".
+//     and newer versions, say 409. Both are recognised as ErrConflict (the
+//     operator then compares the Controller's copy on its next pass).
 //   - Error values never carry the Authorization header, the bearer token, or
 //     login secrets: request headers are not part of any error, and the
 //     login helpers scrub the submitted secrets from the server's answer.

@@ -29,6 +29,14 @@ var (
 	// with 400 or 401. The Controller gives no further detail on purpose.
 	ErrInvalidCredentials = errors.New("invalid credentials")
 
+	// ErrCAInUse is returned by DeleteCA when the Controller refuses to delete
+	// a CA because it has signed certificates with it (every agent's router
+	// and NATS certificates): ValidationError "Cannot delete CA that has signed
+	// certificates", which the route answers as HTTP 500 (it maps only 401 and
+	// 404), 400 where the class is mapped. Such a CA can never be replaced by
+	// delete and import while those certificates exist.
+	ErrCAInUse = errors.New("CA has signed certificates")
+
 	// ErrInvalidResponse is returned when a 2xx answer cannot be used: the
 	// body is not the expected JSON, a required field is empty, or the body
 	// is larger than the read limit.
@@ -38,6 +46,10 @@ var (
 // conflictErrorName is the error class the Controller puts in the "name"
 // field of a duplicate-create answer.
 const conflictErrorName = "ConflictError"
+
+// validationErrorName is the error class of a request the Controller refuses
+// on its merits (a schema failure, a CA still in use).
+const validationErrorName = "ValidationError"
 
 // maxErrorBodyBytes bounds APIError.Body and therefore the memory an error
 // holds on to.
@@ -104,13 +116,14 @@ func (e *APIError) Is(target error) bool {
 // on the caller's side: timeouts (including the client timeout), refused or
 // reset connections, DNS failures, 5xx answers, 408 and 429, and 2xx answers
 // with an unusable body. It reports false for nil, for a cancelled context,
-// for TLS verification failures, for rejected credentials and for other 4xx
-// answers, which need a fix rather than a retry.
+// for TLS verification failures, for rejected credentials, for a CA the
+// Controller refuses to delete (ErrCAInUse, a 500) and for other 4xx answers,
+// which need a fix rather than a retry.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if isTLSVerificationError(err) || errors.Is(err, ErrInvalidCredentials) {
+	if isTLSVerificationError(err) || errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrCAInUse) {
 		return false
 	}
 	var apiErr *APIError

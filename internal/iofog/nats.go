@@ -42,3 +42,24 @@ func (c *Client) NatsBootstrap(ctx context.Context) (*NatsBootstrap, error) {
 	}
 	return &b, nil
 }
+
+// NatsAccounts lists the Controller's NATS accounts with GET /nats/accounts (every role may
+// list them). An account without a public key or JWT wraps ErrInvalidResponse.
+func (c *Client) NatsAccounts(ctx context.Context) ([]NatsAccount, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("nats", "accounts"), authorize: true}
+	var body struct {
+		Accounts []NatsAccount `json:"accounts"`
+	}
+	if err := c.doJSON(ctx, cl, nil, &body); err != nil {
+		return nil, fmt.Errorf("list NATS accounts: %w", err)
+	}
+	if body.Accounts == nil {
+		return nil, fmt.Errorf("list NATS accounts: %w: no accounts list", ErrInvalidResponse)
+	}
+	for i, a := range body.Accounts {
+		if a.PublicKey == "" || a.JWT == "" {
+			return nil, fmt.Errorf("list NATS accounts: %w: account %d (%q) has no public key or JWT", ErrInvalidResponse, i, a.Name)
+		}
+	}
+	return body.Accounts, nil
+}

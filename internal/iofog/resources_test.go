@@ -8,11 +8,13 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
 func TestPutDefaultRouter(t *testing.T) {
@@ -294,69 +296,49 @@ func TestNatsBootstrap(t *testing.T) {
 	})
 }
 
-func TestEnsureCA(t *testing.T) {
+func TestImportCA(t *testing.T) {
 	const ca = "router-site-ca"
-	const getCA = "GET /api/v3/certificates/ca/" + ca
 	const postCA = "POST /api/v3/certificates/ca"
 
-	t.Run("imports once, then only looks up", func(t *testing.T) {
+	t.Run("imports the Secret's CA under its name", func(t *testing.T) {
 		g := NewWithT(t)
-		srv := newFake(t)
+		kp := newTestCA(g, ca)
+		srv := newFake(t, fake.WithSecretReader(secretsOf(map[string]map[string][]byte{ca: kp})))
 		c, _ := loggedIn(t, srv)
 
-		created, err := c.EnsureCA(context.Background(), ca, ca)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(created).To(BeTrue())
-		g.Expect(srv.Calls()).To(Equal([]string{getCA, postCA}))
-		g.Expect(srv.Requests()[1].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
-		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
+		g.Expect(c.ImportCA(context.Background(), ca)).To(Succeed())
 
-		srv.Reset()
-		created, err = c.EnsureCA(context.Background(), ca, ca)
+		g.Expect(srv.Calls()).To(Equal([]string{postCA}))
+		g.Expect(srv.Requests()[0].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
+		info, err := c.GetCA(context.Background(), ca)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(created).To(BeFalse())
-		g.Expect(srv.Calls()).To(Equal([]string{getCA}), "an existing CA is never re-imported")
+		g.Expect(info.Data.Certificate).To(Equal(string(kp["tls.crt"])), "the Controller holds the Secret's CA")
+		g.Expect(info.Data.PrivateKey).To(Equal(string(kp["tls.key"])))
 	})
 
 	for _, conflictStatus := range []int{http.StatusInternalServerError, http.StatusConflict} {
-		t.Run("duplicate answer counts as imported: "+http.StatusText(conflictStatus), func(t *testing.T) {
+		t.Run("a second import is ErrConflict: "+http.StatusText(conflictStatus), func(t *testing.T) {
 			g := NewWithT(t)
 			srv := newFake(t, fake.WithConflictStatus(conflictStatus))
 			g.Expect(srv.ImportCA(ca)).To(Succeed())
 			c, _ := loggedIn(t, srv)
-			// A concurrent import lands between our GET and POST.
-			srv.FailNext(getCA, fake.Failure{Status: http.StatusNotFound, Message: "CA with name " + ca + " not found"})
 
-			created, err := c.EnsureCA(context.Background(), ca, ca)
+			err := c.ImportCA(context.Background(), ca)
 
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(created).To(BeFalse())
-			g.Expect(srv.Calls()).To(Equal([]string{getCA, postCA}))
+			g.Expect(err).To(MatchError(iofog.ErrConflict))
+			apiErr := apiError(g, err)
+			g.Expect(apiErr.StatusCode).To(Equal(conflictStatus))
+			g.Expect(apiErr.Name).To(Equal("ConflictError"))
 		})
 	}
 
-	t.Run("duplicate surfaces from CreateCA as ErrConflict", func(t *testing.T) {
-		g := NewWithT(t)
-		srv := newFake(t)
-		g.Expect(srv.ImportCA(ca)).To(Succeed())
-		c, _ := loggedIn(t, srv)
-
-		err := c.CreateCA(context.Background(), iofog.CARequest{Name: ca, Type: iofog.CATypeK8sSecret, SecretName: ca})
-
-		g.Expect(err).To(MatchError(iofog.ErrConflict))
-		apiErr := apiError(g, err)
-		g.Expect(apiErr.StatusCode).To(Equal(http.StatusInternalServerError))
-		g.Expect(apiErr.Name).To(Equal("ConflictError"))
-	})
-
 	t.Run("missing Kubernetes Secret", func(t *testing.T) {
 		g := NewWithT(t)
-		srv := newFake(t, fake.WithKnownSecrets("some-other-secret"))
+		srv := newFake(t, fake.WithSecretReader(secretsOf(nil)))
 		c, _ := loggedIn(t, srv)
 
-		created, err := c.EnsureCA(context.Background(), ca, ca)
+		err := c.ImportCA(context.Background(), ca)
 
-		g.Expect(created).To(BeFalse())
 		apiErr := apiError(g, err)
 		g.Expect(apiErr.StatusCode).To(Equal(http.StatusInternalServerError))
 		g.Expect(apiErr.Name).To(Equal("Error"))
@@ -364,69 +346,82 @@ func TestEnsureCA(t *testing.T) {
 		g.Expect(iofog.IsRetryable(err)).To(BeTrue(), "the Secret may appear later")
 		g.Expect(srv.ImportedCAs()).To(BeEmpty())
 	})
-
-	for name, failure := range map[string]fake.Failure{
-		"lookup fails with 500": {Status: http.StatusInternalServerError},
-		"lookup hangs":          {Hang: true},
-	} {
-		t.Run(name+": no import attempted", func(t *testing.T) {
-			g := NewWithT(t)
-			srv := newFake(t)
-			c, _ := loggedIn(t, srv, iofog.WithTimeout(200_000_000))
-			srv.FailNext(getCA, failure)
-
-			created, err := c.EnsureCA(context.Background(), ca, ca)
-
-			g.Expect(err).To(HaveOccurred())
-			g.Expect(created).To(BeFalse())
-			g.Expect(iofog.IsRetryable(err)).To(BeTrue())
-			g.Expect(srv.Calls()).To(Equal([]string{getCA}))
-		})
-	}
 }
 
-func TestReimportCA(t *testing.T) {
+func TestDeleteCA(t *testing.T) {
 	const ca = "router-site-ca"
 	const deleteCA = "DELETE /api/v3/certificates/ca/" + ca
-	const postCA = "POST /api/v3/certificates/ca"
 
-	t.Run("replaces an imported CA", func(t *testing.T) {
+	t.Run("deletes a CA that signed nothing", func(t *testing.T) {
 		g := NewWithT(t)
 		srv := newFake(t)
 		g.Expect(srv.ImportCA(ca)).To(Succeed())
 		c, _ := loggedIn(t, srv)
 
-		g.Expect(c.ReimportCA(context.Background(), ca, ca)).To(Succeed())
+		g.Expect(c.DeleteCA(context.Background(), ca)).To(Succeed())
 
-		g.Expect(srv.Calls()).To(Equal([]string{deleteCA, postCA}))
-		g.Expect(srv.Requests()[1].Body).To(MatchJSON(`{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`))
-		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
+		g.Expect(srv.Calls()).To(Equal([]string{deleteCA}))
+		g.Expect(srv.ImportedCAs()).To(BeEmpty())
+		g.Expect(c.DeleteCA(context.Background(), ca)).To(MatchError(iofog.ErrNotFound))
 	})
 
-	t.Run("imports a CA the Controller does not have", func(t *testing.T) {
+	t.Run("a CA that signed an agent's certificate is refused: ErrCAInUse, not retryable", func(t *testing.T) {
 		g := NewWithT(t)
 		srv := newFake(t)
+		g.Expect(srv.ImportCA(ca)).To(Succeed())
+		g.Expect(srv.IssueCertificate("router-site-server-agent-1", ca)).To(Succeed())
 		c, _ := loggedIn(t, srv)
 
-		g.Expect(c.ReimportCA(context.Background(), ca, ca)).To(Succeed())
+		err := c.DeleteCA(context.Background(), ca)
 
-		g.Expect(srv.Calls()).To(Equal([]string{deleteCA, postCA}))
+		g.Expect(err).To(MatchError(iofog.ErrCAInUse))
+		apiErr := apiError(g, err)
+		g.Expect(apiErr.StatusCode).To(Equal(http.StatusInternalServerError), "the route maps ValidationError to nothing: 500")
+		g.Expect(apiErr.Name).To(Equal("ValidationError"))
+		g.Expect(iofog.IsRetryable(err)).To(BeFalse(), "retrying never helps while the certificate exists")
 		g.Expect(srv.ImportedCAs()).To(Equal([]string{ca}))
 	})
 
-	t.Run("a failed delete imports nothing", func(t *testing.T) {
+	t.Run("a 400 ValidationError is ErrCAInUse too", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		g.Expect(srv.ImportCA(ca)).To(Succeed())
+		c, _ := loggedIn(t, srv)
+		srv.FailNext(deleteCA, fake.Failure{Status: http.StatusBadRequest, Name: "ValidationError", Message: "Cannot delete CA that has signed certificates."})
+
+		err := c.DeleteCA(context.Background(), ca)
+
+		g.Expect(err).To(MatchError(iofog.ErrCAInUse))
+		g.Expect(iofog.IsRetryable(err)).To(BeFalse())
+	})
+
+	t.Run("any other failure is not ErrCAInUse", func(t *testing.T) {
 		g := NewWithT(t)
 		srv := newFake(t)
 		g.Expect(srv.ImportCA(ca)).To(Succeed())
 		c, _ := loggedIn(t, srv)
 		srv.FailNext(deleteCA, fake.Failure{Status: http.StatusInternalServerError})
 
-		err := c.ReimportCA(context.Background(), ca, ca)
+		err := c.DeleteCA(context.Background(), ca)
 
-		g.Expect(err).To(HaveOccurred())
+		g.Expect(errors.Is(err, iofog.ErrCAInUse)).To(BeFalse())
 		g.Expect(iofog.IsRetryable(err)).To(BeTrue())
-		g.Expect(srv.Calls()).To(Equal([]string{deleteCA}))
 	})
+}
+
+// newTestCA returns the data of a kubernetes.io/tls Secret holding a new CA.
+func newTestCA(g Gomega, name string) map[string][]byte {
+	kp, err := pki.GenerateCA(name, time.Now(), 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	return pki.SecretData(kp, nil)
+}
+
+// secretsOf is a fake.SecretReader over a fixed set of Secrets.
+func secretsOf(secrets map[string]map[string][]byte) fake.SecretReader {
+	return func(_ context.Context, name string) (map[string][]byte, bool, error) {
+		data, ok := secrets[name]
+		return data, ok, nil
+	}
 }
 
 func TestGetCA(t *testing.T) {
@@ -434,8 +429,7 @@ func TestGetCA(t *testing.T) {
 		g := NewWithT(t)
 		srv := newFake(t)
 		c, _ := loggedIn(t, srv)
-		_, err := c.EnsureCA(context.Background(), "nats-site-ca", "nats-site-ca")
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.ImportCA(context.Background(), "nats-site-ca")).To(Succeed())
 
 		info, err := c.GetCA(context.Background(), "nats-site-ca")
 

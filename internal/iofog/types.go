@@ -95,6 +95,33 @@ type NatsBootstrap struct {
 	SysUserCredsBase64 string `json:"sysUserCredsBase64"`
 }
 
+// NatsAccount is one entry of GET /nats/accounts: an account the Controller created (the system
+// account, a leaf node's system account, or an application's account) with its JWT.
+type NatsAccount struct {
+	// ID is the Controller's record id.
+	ID int `json:"id"`
+	// Name is the account name: "SYS" (or the Controller's system account name), a leaf
+	// system account's name, or the application's name.
+	Name string `json:"name"`
+	// PublicKey is the account nkey public key (A...); the JWT bundle key is <PublicKey>.jwt.
+	PublicKey string `json:"publicKey"`
+	// JWT is the account JWT signed by the NATS operator.
+	JWT string `json:"jwt"`
+	// IsSystem marks the hub's system account.
+	IsSystem bool `json:"isSystem"`
+	// IsLeafSystem marks the system account of one leaf node (an agent's NATS server).
+	IsLeafSystem bool `json:"isLeafSystem"`
+	// ApplicationID is the application of an application account, nil otherwise.
+	ApplicationID *int `json:"applicationId"`
+}
+
+// InHubBundle reports whether the Controller puts the account into the hub's JWT bundle: the
+// system account and every application account; a leaf node's system account belongs to that
+// leaf's own bundle.
+func (a NatsAccount) InHubBundle() bool {
+	return a.IsSystem || (!a.IsLeafSystem && a.ApplicationID != nil)
+}
+
 // SysUserCreds returns the decoded .creds file of the hub system user.
 func (b *NatsBootstrap) SysUserCreds() ([]byte, error) {
 	creds, err := base64.StdEncoding.DecodeString(b.SysUserCredsBase64)

@@ -224,6 +224,23 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"console port out of range", cp, func(u *unstructured.Unstructured) { set(u, "spec.controller.consolePort", int64(70000)) }, "spec.controller.consolePort"},
 		{"database port out of range", cp, func(u *unstructured.Unstructured) { set(u, "spec.database.port", int64(65536)) }, "spec.database.port"},
 		{"database ca not base64", cp, func(u *unstructured.Unstructured) { set(u, "spec.database.ca", "-----BEGIN CERTIFICATE-----") }, "spec.database.ca"},
+		// The Controller loads the provider module of exactly this name; a host without one runs
+		// the image's SQLite default inside each pod.
+		{"database provider not lower case", cp, func(u *unstructured.Unstructured) {
+			set(u, "spec.database", map[string]any{"provider": "Postgres", "host": "db"})
+		}, "spec.database.provider"},
+		{"database provider unknown", cp, func(u *unstructured.Unstructured) {
+			set(u, "spec.database", map[string]any{"provider": "mssql", "host": "db"})
+		}, "spec.database.provider"},
+		{"database host without provider", cp, func(u *unstructured.Unstructured) {
+			set(u, "spec.database", map[string]any{"host": "db"})
+		}, "spec.database.provider must be postgres or mysql when spec.database.host is set"},
+		{"database host with provider sqlite", cp, func(u *unstructured.Unstructured) {
+			set(u, "spec.database", map[string]any{"provider": "sqlite", "host": "db"})
+		}, "spec.database.provider must be postgres or mysql when spec.database.host is set"},
+		{"database provider postgres without host", cp, func(u *unstructured.Unstructured) {
+			set(u, "spec.database", map[string]any{"provider": "postgres"})
+		}, "spec.database.host is required when spec.database.provider is postgres or mysql"},
 		{"publicUrl not a URL", cp, func(u *unstructured.Unstructured) { set(u, "spec.controller.publicUrl", "controller.example.com") }, "spec.controller.publicUrl"},
 		{"vault provider not in enum", cp, func(u *unstructured.Unstructured) { set(u, "spec.vault.provider", "keepass") }, "spec.vault.provider"},
 		{"jetstream size not a quantity", cp, func(u *unstructured.Unstructured) { set(u, "spec.nats.jetStream.storageSize", "ten gigs") }, "spec.nats.jetStream.storageSize"},
@@ -292,6 +309,26 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			g.Expect(err).To(HaveOccurred(), "the API server accepted an invalid object")
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "unexpected error kind: %v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tc.field))
+		})
+	}
+}
+
+// Every database provider the Controller has, with and without a host as it needs.
+func TestDatabaseProvidersAreAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	for name, db := range map[string]map[string]any{
+		"embedded SQLite":         {},
+		"sqlite named":            {"provider": "sqlite"},
+		"postgres":                {"provider": "postgres", "host": "postgres.db.svc", "port": int64(5432)},
+		"mysql with TLS and a CA": {"provider": "mysql", "host": "mysql.db.svc", "ssl": true, "ca": "QUJD"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := validControlPlane()
+			obj.SetNamespace(ns)
+			obj.SetGenerateName("db-")
+			obj.SetName("")
+			set(obj, "spec.database", db)
+			NewWithT(t).Expect(env.Client.Create(context.Background(), obj, client.DryRunAll)).To(Succeed())
 		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 )
 
@@ -29,17 +31,20 @@ type controllerNet struct {
 	srv *http.Server
 	url string
 
+	// secrets is what the Controllers read their namespace's Secrets with (CA imports).
+	secrets client.Reader
+
 	mu     sync.Mutex
 	routes map[string]*fake.Server // host:port → Controller
 	byNS   map[string]*fake.Server
 }
 
-func startControllerNet() (*controllerNet, error) {
+func startControllerNet(secrets client.Reader) (*controllerNet, error) {
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	n := &controllerNet{routes: map[string]*fake.Server{}, byNS: map[string]*fake.Server{}, url: "http://" + l.Addr().String()}
+	n := &controllerNet{secrets: secrets, routes: map[string]*fake.Server{}, byNS: map[string]*fake.Server{}, url: "http://" + l.Addr().String()}
 	n.srv = &http.Server{Handler: n, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = n.srv.Serve(l) }()
 	return n, nil
@@ -53,7 +58,7 @@ func (n *controllerNet) controller(ns string) *fake.Server {
 	if s, ok := n.byNS[ns]; ok {
 		return s
 	}
-	s := fake.NewServer()
+	s := fake.NewServer(fake.WithSecretReader(fake.KubernetesSecrets(n.secrets, ns)))
 	n.byNS[ns] = s
 	n.routes["controller."+ns+".svc.cluster.local:51121"] = s
 	return s

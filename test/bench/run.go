@@ -137,7 +137,7 @@ func (b *bench) newEnv(ctx context.Context, name string) (*env, error) {
 		}
 	}
 	stops = append(stops, func() { _ = host.Stop() })
-	if e.net, err = startControllerNet(); err != nil {
+	if e.net, err = startControllerNet(host.Client); err != nil {
 		e.stop()
 		return nil, err
 	}

@@ -209,7 +209,7 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	g := newTrialGomega(t, 3*time.Minute, 200*time.Millisecond)
 	ns := fmt.Sprintf("chaos-cp-%d", i)
 	password := fmt.Sprintf("bootstrap-%d-%d", i, rng.Uint64())
-	cp, f := sampleWithController(g, ns, password)
+	cp, f := sampleWithController(g, ns, password, host.Client)
 	defer f.Close()
 	tr := &trial{t: t, g: g, ctx: ctx, c: host.Client, ns: ns, fake: f, dir: t.TempDir(),
 		args: controlPlaneArgs(f.URL(), "--zap-log-level=debug")}
@@ -351,14 +351,17 @@ func (tr *trial) expectSingleCAImports() {
 // sampleWithController is what every ControlPlane test of this package starts from: the sample
 // ControlPlane (testfixture.Sample: NATS on, router and NATS LoadBalancer Services, the
 // Controller behind an Ingress, the bootstrap password in a Secret) in namespace ns, and a fake
-// Controller that accepts its bootstrap user with password. The caller closes the fake.
-func sampleWithController(g Gomega, ns, password string) (*datasancev3.ControlPlane, *fake.Server) {
+// Controller that accepts its bootstrap user with password and reads the Secrets of a
+// k8s-secret CA import from ns through secrets (the API server the operator writes them to).
+// The caller closes the fake.
+func sampleWithController(g Gomega, ns, password string, secrets client.Reader) (*datasancev3.ControlPlane, *fake.Server) {
 	cp, err := testfixture.Sample(testfixture.InNamespace(ns))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cp.Spec.Nats).NotTo(BeNil())
 	g.Expect(cp.Spec.Nats.Enabled).To(HaveValue(BeTrue()), "the sample has NATS on")
 	g.Expect(cp.Spec.Auth.Bootstrap.PasswordSecretRef).NotTo(BeNil())
-	return cp, fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password))
+	return cp, fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password),
+		fake.WithSecretReader(fake.KubernetesSecrets(secrets, ns)))
 }
 
 // controlPlaneArgs are the manager flags of the ControlPlane tests: no metrics or probe

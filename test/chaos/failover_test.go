@@ -30,7 +30,7 @@ func TestFailover(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	ns := failoverLeaseNS
 	password := "failover-bootstrap"
-	cp, f := sampleWithController(g, ns, password)
+	cp, f := sampleWithController(g, ns, password, host.Client)
 	defer f.Close()
 	dir := t.TempDir()
 	args := controlPlaneArgs(f.URL(),

@@ -196,7 +196,7 @@ func TestTenantAPIServerDownAndBack(t *testing.T) {
 func TestControllerAPIHanging(t *testing.T) {
 	const ns = "outage-controller"
 	password := "hang-bootstrap"
-	cp, fk := sampleWithController(NewWithT(t), ns, password)
+	cp, fk := sampleWithController(NewWithT(t), ns, password, host.Client)
 	defer fk.Close()
 	ctx, g, proxy := startOutage(t, 3*time.Minute, fk.URL())
 	proxy.Set(Hang)
@@ -237,7 +237,7 @@ func TestHostAPIServerRestart(t *testing.T) {
 
 	ns := "outage-host"
 	password := "restart-bootstrap"
-	cp, fk := sampleWithController(g, ns, password)
+	cp, fk := sampleWithController(g, ns, password, h.Client)
 	defer fk.Close()
 	createControlPlane(ctx, g, h.Client, cp, password)
 	m := outageManager(t, g, kcPath, controlPlaneArgs(fk.URL())...)

@@ -146,7 +146,8 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 		return nil, err
 	}
 	bootstrapPassword := randomString()
-	s.Controller = fake.NewServer(fake.WithCredentials(samples.bootstrapUsername(), bootstrapPassword))
+	s.Controller = fake.NewServer(fake.WithCredentials(samples.bootstrapUsername(), bootstrapPassword),
+		fake.WithSecretReader(fake.KubernetesSecrets(s.Host.Client, Namespace)))
 	log.Info(Simulated+" ioFog Controller API: the contract double internal/iofog/fake answers", "url", s.Controller.URL())
 
 	if err := install(ctx, s.Host.Client, samples, installInputs{

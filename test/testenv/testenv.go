@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,7 @@ func Start(opts Options) (*Env, error) {
 	for k, v := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
+	env.ControlPlane.GetAPIServer().Configure().Set("enable-admission-plugins", admissionPlugins(opts.APIServerFlags["enable-admission-plugins"]))
 	cfg, err := env.Start()
 	if err != nil {
 		// A failed start (e.g. a CRD the API server rejects) can leave etcd and the API server
@@ -163,6 +165,30 @@ func Start(opts Options) (*Env, error) {
 	}
 	e.Config, e.Client = cfg, c
 	return e, nil
+}
+
+// ExtraAdmissionPlugins are enabled on every API server the suites start, in addition to
+// kube-apiserver's default set (--enable-admission-plugins adds to the defaults; envtest itself
+// only disables ServiceAccount):
+//
+//   - OwnerReferencesPermissionEnforcement, which OpenShift enables by default: setting
+//     blockOwnerDeletion on an owner reference needs update on the owner's finalizers
+//     subresource, and adding or removing an owner reference on an existing object needs delete
+//     on that object. The manager runs with exactly the bundle's RBAC (ManagerConfig), so a
+//     missing grant fails the suites' writes as it fails them on OpenShift.
+var ExtraAdmissionPlugins = []string{"OwnerReferencesPermissionEnforcement"}
+
+// admissionPlugins is the --enable-admission-plugins value: ExtraAdmissionPlugins and the plugins
+// a caller's Options.APIServerFlags asked for (own, comma-separated), so a caller adds to the list
+// and cannot drop one.
+func admissionPlugins(own string) string {
+	plugins := append([]string(nil), ExtraAdmissionPlugins...)
+	for _, p := range strings.Split(own, ",") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(plugins, p) {
+			plugins = append(plugins, p)
+		}
+	}
+	return strings.Join(plugins, ",")
 }
 
 // Stop stops the API server.

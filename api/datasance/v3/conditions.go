@@ -41,14 +41,38 @@ const (
 	ReasonSecretKeyNotFound = "SecretKeyNotFound"
 	// ReasonInvalidCertificate: a user-supplied (BYO) CA Secret holds invalid PEM or no CA.
 	ReasonInvalidCertificate = "InvalidCertificate"
+	// ReasonCAConflict: a CA Secret (router-site-ca, default-router-local-ca, nats-site-ca,
+	// default-nats-local-ca) holds another CA than the Controller's copy of that name, which this
+	// ControlPlane did not import. Nothing is signed under either until the two agree: delete the
+	// Secret to restore the Controller's CA.
+	ReasonCAConflict = "CAConflict"
+	// ReasonCARotationBlocked: a CA Secret holds a new CA, but the Controller refuses to replace
+	// its copy because it has signed certificates with it (its agents' router and NATS
+	// certificates). The operands keep their certificates under the Controller's CA.
+	ReasonCARotationBlocked = "CARotationBlocked"
+	// ReasonCARestoreFailed: a CA Secret is missing and the Controller's copy of that CA cannot be
+	// restored into it (not an RSA CA with its key), so the Secret is neither restored nor replaced.
+	ReasonCARestoreFailed = "CARestoreFailed"
 	// ReasonInvalidConfiguration: the spec is valid for the API server but cannot be acted on.
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	// ReasonMissingRouterAddress: the router is not a LoadBalancer and has no ingress address.
 	ReasonMissingRouterAddress = "MissingRouterAddress"
 	// ReasonIngressNotReady: the controller Ingress has no load-balancer status yet.
 	ReasonIngressNotReady = "IngressNotReady"
-	// ReasonImmutableFieldChanged: a field fixed at creation (e.g. NATS storage) was changed.
+	// ReasonImmutableFieldChanged: a field fixed at creation was changed, or JetStream storage
+	// the PVCs cannot give: spec.nats.jetStream asks for another size or class than the js-data
+	// claim template holds, or for more than a js-data-nats-* PVC holds. server.conf keeps the
+	// storage in force.
 	ReasonImmutableFieldChanged = "ImmutableFieldChanged"
+	// ReasonJetStreamKeyMissing: Secret nats-jetstream-key-<name> is missing or empty while
+	// JetStream PVCs (js-data-nats-*) exist. A new key could not read their streams, so none is
+	// generated until the Secret is restored or the PVCs are deleted.
+	ReasonJetStreamKeyMissing = "JetStreamKeyMissing"
+	// ReasonNatsAccountsUnavailable: the NATS JWT bundle (ConfigMap iofog-nats-jwt-bundle) is
+	// missing while NATS runs or JetStream data exists, and the Controller's account list (GET
+	// /nats/accounts) could not be read to rebuild it. The bundle is not re-created with fewer
+	// accounts and the NATS StatefulSet is not rolled.
+	ReasonNatsAccountsUnavailable = "NatsAccountsUnavailable"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )

@@ -249,10 +249,19 @@ type OIDCTTL struct {
 // controller-db-credentials Secret, never as plain environment values. The password comes from
 // passwordSecretRef or, discouraged, from the inline password; at most one of the two may be set.
 //
+// The provider and the host go together: an external database (host) is postgres or mysql, and
+// postgres or mysql needs a host. A host without a provider would make the Controller image fall
+// back to its embedded SQLite database inside each pod, which the operator then runs without the
+// PVC and behind several replicas.
+//
 // +kubebuilder:validation:XValidation:rule=`!(self.?password.orValue("") != "" && has(self.passwordSecretRef))`,message="set at most one of spec.database.password and spec.database.passwordSecretRef",fieldPath=".passwordSecretRef",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule=`self.?host.orValue("") == "" || self.?provider.orValue("") in ['postgres', 'mysql']`,message="spec.database.provider must be postgres or mysql when spec.database.host is set (an empty host selects the embedded SQLite database)",fieldPath=".provider",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule=`!(self.?provider.orValue("") in ['postgres', 'mysql']) || self.?host.orValue("") != ""`,message="spec.database.host is required when spec.database.provider is postgres or mysql",fieldPath=".host",reason=FieldValueRequired
 type Database struct {
-	// Provider is the database kind, e.g. postgres or mysql (DB_PROVIDER).
-	// +kubebuilder:validation:MaxLength=63
+	// Provider is the database kind (DB_PROVIDER): sqlite, or omitted, for the embedded SQLite
+	// database; postgres or mysql for the external database at host. The Controller loads the
+	// provider module of exactly this name, so no other value or spelling can start it.
+	// +kubebuilder:validation:Enum=sqlite;postgres;mysql
 	// +optional
 	Provider string `json:"provider,omitempty"`
 	// Host of an external database. Empty selects the embedded SQLite database on the
@@ -284,7 +293,8 @@ type Database struct {
 	// +optional
 	SSL *bool `json:"ssl,omitempty"`
 	// CA is the base64 encoding of a PEM CA certificate, on one line (e.g. `base64 -w0 < ca.pem`).
-	// It is passed to the Controller unchanged (DB_SSL_CA); the Controller decodes it.
+	// It is passed to the Controller unchanged (DB_SSL_CA_B64), which decodes it and, with ssl,
+	// verifies the database server against it; without it, ssl does not verify the server.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+/]*={0,2}$`
 	// +optional
 	CA *string `json:"ca,omitempty"`
@@ -310,13 +320,16 @@ type Images struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PullSecret string `json:"pullSecret,omitempty"`
-	// Controller image.
+	// Controller image. Its liveness probe is set only when the tag is a release of 3.8.2 or
+	// later, which serves GET /api/v3/live.
 	// +optional
 	Controller string `json:"controller,omitempty"`
-	// Router image.
+	// Router image: run in the cluster and handed by the Controller to its agents in all four
+	// per-architecture slots (ROUTER_IMAGE_1..4: amd64, arm64, riscv64, arm), so it must be a
+	// multi-architecture image covering the agents' architectures.
 	// +optional
 	Router string `json:"router,omitempty"`
-	// Nats image.
+	// Nats image, handed to the agents like the router image (NATS_IMAGE_1..4).
 	// +optional
 	Nats string `json:"nats,omitempty"`
 }
@@ -508,14 +521,15 @@ type ControllerSpec struct {
 // Events configures Controller audit events (EVENT_*). When no field is set, no EVENT_* variable
 // is written at all.
 type Events struct {
-	// AuditEnabled turns audit events on (EVENT_AUDIT_ENABLED).
+	// AuditEnabled turns audit events on or off (EVENT_AUDIT_ENABLED). Omitted leaves the
+	// Controller's default, which audits.
 	// +optional
 	AuditEnabled *bool `json:"auditEnabled,omitempty"`
-	// RetentionDays keeps events this many days (EVENT_RETENTION_DAYS, when audit is enabled).
+	// RetentionDays keeps events this many days (EVENT_RETENTION_DAYS, unless audit is off).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RetentionDays int32 `json:"retentionDays,omitempty"`
-	// CleanupInterval between event clean-ups (EVENT_CLEANUP_INTERVAL, when audit is enabled).
+	// CleanupInterval between event clean-ups (EVENT_CLEANUP_INTERVAL, unless audit is off).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	CleanupInterval int32 `json:"cleanupInterval,omitempty"`

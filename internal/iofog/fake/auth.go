@@ -50,9 +50,52 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, body []byte
 	writeError(w, http.StatusBadRequest, "ValidationError", msg)
 }
 
+// The embedded Controller's login lockout (controller-api.md, "Login
+// lockout"): after maxFailedAttempts wrong passwords an account is locked for
+// lockoutDuration, the bootstrap admin included.
+const (
+	maxFailedAttempts = 5
+	lockoutDuration   = 15 * time.Minute
+)
+
+// lockout is the failure record of one account.
+type lockout struct {
+	failures    int
+	lockedUntil time.Time
+}
+
+// login checks the credentials of the one account (the bootstrap admin). A
+// wrong password is counted against the account; the fifth in a row locks it
+// for lockoutDuration, during which even the right password answers the same
+// 401 (the real Controller does not tell a locked account apart). A
+// successful login clears the count, and so does the end of a lock. An
+// unknown email has no account to count against.
 func (s *Server) login(w http.ResponseWriter, email, password string) {
 	s.mu.Lock()
-	valid := secretEqual(email, s.username) && secretEqual(password, s.password)
+	known := secretEqual(email, s.username)
+	valid := known && secretEqual(password, s.password)
+	now := s.now()
+	if known {
+		rec := s.lockouts[email]
+		if rec == nil {
+			rec = &lockout{}
+			s.lockouts[email] = rec
+		}
+		if !rec.lockedUntil.IsZero() && !now.Before(rec.lockedUntil) {
+			*rec = lockout{}
+		}
+		switch {
+		case now.Before(rec.lockedUntil):
+			valid = false
+		case valid:
+			rec.failures = 0
+		default:
+			rec.failures++
+			if rec.failures >= maxFailedAttempts {
+				rec.lockedUntil = now.Add(lockoutDuration)
+			}
+		}
+	}
 	s.mu.Unlock()
 	if !valid {
 		writeError(w, http.StatusUnauthorized, "InvalidCredentialsError", "Invalid credentials")
@@ -62,6 +105,29 @@ func (s *Server) login(w http.ResponseWriter, email, password string) {
 		"accessToken":  s.IssueToken(),
 		"refreshToken": randomToken(),
 	})
+}
+
+// Locked reports whether the account username is locked out now.
+func (s *Server) Locked(username string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.lockouts[username]
+	return rec != nil && s.now().Before(rec.lockedUntil)
+}
+
+// FailedLogins returns the wrong passwords counted against username since
+// its last successful login or the end of its last lock.
+func (s *Server) FailedLogins(username string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.lockouts[username]
+	if rec == nil {
+		return 0
+	}
+	if !rec.lockedUntil.IsZero() && !s.now().Before(rec.lockedUntil) {
+		return 0
+	}
+	return rec.failures
 }
 
 // handleDiscovery serves the OpenID Provider metadata of the embedded issuer.

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,15 +9,20 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// caRecord is an imported or generated CA.
+// caRecord is an imported or generated CA. signed are the certificates the
+// Controller issued under it (an agent's router and NATS certificates): while
+// there is one, the CA cannot be deleted.
 type caRecord struct {
 	name      string
 	subject   string
@@ -25,6 +31,7 @@ type caRecord struct {
 	serial    string
 	certPEM   string
 	keyPEM    string
+	signed    []string
 }
 
 // caView is the answer to GET /certificates/ca/{name}.
@@ -67,21 +74,51 @@ func (s *Server) handleGetCA(w http.ResponseWriter, name string) {
 	})
 }
 
-// handleDeleteCA is DELETE /certificates/ca/{name} (src/routes/certificate.js
-// of the Controller, not in the contract page): 200 with an empty body, or 404
-// NotFoundError when there is no such CA. A later POST imports the Secret's
-// current content again.
+// handleDeleteCA is DELETE /certificates/ca/{name} (the Controller's
+// deleteCAEndpoint): 200 {} , or 404 NotFoundError when there is no such CA.
+// A CA that has signed a certificate is refused with ValidationError "Cannot
+// delete CA that has signed certificates": the route maps only 401 and 404,
+// so the answer is a 500 carrying that error class. A later POST imports the
+// Secret's current content again.
 func (s *Server) handleDeleteCA(w http.ResponseWriter, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, rec := range s.cas {
-		if rec.name == name {
-			s.cas = append(s.cas[:i], s.cas[i+1:]...)
-			w.WriteHeader(http.StatusOK)
+	i := slices.IndexFunc(s.cas, func(rec caRecord) bool { return rec.name == name })
+	if i < 0 {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("CA with name %s not found", name))
+		return
+	}
+	if signed := s.cas[i].signed; len(signed) > 0 {
+		writeError(w, http.StatusInternalServerError, "ValidationError",
+			"Cannot delete CA that has signed certificates. Please delete the following certificates first: "+strings.Join(signed, ", "))
+		return
+	}
+	s.cas = slices.Delete(s.cas, i, i+1)
+	if err := s.saveLocked(); err != nil {
+		writeError(w, http.StatusInternalServerError, "SequelizeDatabaseError", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// handleDeleteCertificate is DELETE /certificates/{name} (the Controller's
+// deleteCertificateEndpoint): it deletes a certificate the Controller issued,
+// which releases its CA. A CA name or an unknown name is 404 NotFoundError.
+func (s *Server) handleDeleteCertificate(w http.ResponseWriter, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.cas {
+		if j := slices.Index(s.cas[i].signed, name); j >= 0 {
+			s.cas[i].signed = slices.Delete(s.cas[i].signed, j, j+1)
+			if err := s.saveLocked(); err != nil {
+				writeError(w, http.StatusInternalServerError, "SequelizeDatabaseError", err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, struct{}{})
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("CA with name %s not found", name))
+	writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("Certificate with name %s not found", name))
 }
 
 // caCreateFields are the properties schema caCreate allows.
@@ -136,7 +173,9 @@ func validateCACreate(obj map[string]any) (req iofog.CARequest, msg string) {
 }
 
 // handleCreateCA is POST /certificates/ca. Order as in the Controller:
-// schema, Kubernetes check, duplicate check, reading the source Secret.
+// schema, Kubernetes check, duplicate check, reading the source Secret. With
+// a SecretReader a k8s-secret import stores the Secret's tls.crt and tls.key,
+// as the Controller does; without one it stores a generated stand-in.
 func (s *Server) handleCreateCA(w http.ResponseWriter, r *http.Request, body []byte) {
 	obj, ok := readObject(w, r, body)
 	if !ok {
@@ -159,30 +198,94 @@ func (s *Server) handleCreateCA(w http.ResponseWriter, r *http.Request, body []b
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.Type == iofog.CATypeK8sSecret && s.notKubernetes {
+	notKubernetes, reader := s.notKubernetes, s.secrets
+	_, exists := s.findCA(key)
+	known := s.secretKnown(req.SecretName)
+	conflictStatus := s.conflictStatus
+	s.mu.Unlock()
+	switch {
+	case req.Type == iofog.CATypeK8sSecret && notKubernetes:
 		writeError(w, http.StatusBadRequest, "ValidationError", "Controller is not running in Kubernetes environment")
 		return
-	}
-	if _, exists := s.findCA(key); exists {
-		writeError(w, s.conflictStatus, "ConflictError", fmt.Sprintf("CA with name %s already exists", key))
+	case exists:
+		writeError(w, conflictStatus, "ConflictError", fmt.Sprintf("CA with name %s already exists", key))
 		return
 	}
-	if req.Type != iofog.CATypeSelfSigned && !s.secretKnown(req.SecretName) {
+
+	var rec caRecord
+	var err error
+	switch {
+	case req.Type == iofog.CATypeK8sSecret && reader != nil:
+		var status int
+		var name, message string
+		rec, status, name, message = readCA(r.Context(), reader, key, req.SecretName)
+		if status != 0 {
+			writeError(w, status, name, message)
+			return
+		}
+	case req.Type != iofog.CATypeSelfSigned && !known:
 		writeError(w, http.StatusInternalServerError, "Error",
 			fmt.Sprintf("Failed to get CA from Kubernetes secret: secrets %q not found", req.SecretName))
 		return
+	default:
+		if rec, err = newCA(key, subject); err != nil {
+			writeError(w, http.StatusInternalServerError, "Error", "Failed to generate CA")
+			return
+		}
 	}
-	rec, err := newCA(key, subject)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "Error", "Failed to generate CA")
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.findCA(key); exists { // imported meanwhile
+		writeError(w, s.conflictStatus, "ConflictError", fmt.Sprintf("CA with name %s already exists", key))
 		return
 	}
 	s.cas = append(s.cas, rec)
+	if err := s.saveLocked(); err != nil {
+		writeError(w, http.StatusInternalServerError, "SequelizeDatabaseError", err.Error())
+		return
+	}
 	writeJSON(w, http.StatusCreated, caCreated{
 		Name: rec.name, Subject: rec.subject, Type: req.Type,
 		ValidFrom: jsTime(rec.validFrom), ValidTo: jsTime(rec.validTo),
 	})
+}
+
+// readCA reads the CA of Kubernetes Secret secretName through reader, as the
+// Controller's getCAFromK8sSecret does: a Secret that cannot be read is a 500
+// Error "Failed to get CA from Kubernetes secret", one without tls.crt or
+// tls.key a 500 TypeError, a certificate that does not parse a 400
+// ValidationError "Invalid certificate". status is 0 on success.
+func readCA(ctx context.Context, reader SecretReader, key, secretName string) (rec caRecord, status int, name, message string) {
+	data, found, err := reader(ctx, secretName)
+	switch {
+	case err != nil:
+		return rec, http.StatusInternalServerError, "Error", "Failed to get CA from Kubernetes secret: " + err.Error()
+	case !found:
+		return rec, http.StatusInternalServerError, "Error",
+			fmt.Sprintf("Failed to get CA from Kubernetes secret: HTTP-Code: 404 Message: secrets %q not found", secretName)
+	case len(data["tls.crt"]) == 0 || len(data["tls.key"]) == 0:
+		return rec, http.StatusInternalServerError, "TypeError", "Cannot read properties of undefined (reading 'replace')"
+	}
+	block, _ := pem.Decode(data["tls.crt"])
+	if block == nil || block.Type != "CERTIFICATE" {
+		return rec, http.StatusBadRequest, "ValidationError", "Invalid certificate: no PEM certificate"
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return rec, http.StatusBadRequest, "ValidationError", "Invalid certificate: " + err.Error()
+	}
+	return caRecord{
+		name: key, subject: cert.Subject.CommonName,
+		validFrom: cert.NotBefore, validTo: cert.NotAfter, serial: cert.SerialNumber.Text(16),
+		certPEM: normalizeLineEndings(string(data["tls.crt"])), keyPEM: normalizeLineEndings(string(data["tls.key"])),
+	}, 0, "", ""
+}
+
+// normalizeLineEndings turns \r\n and \r into \n, as the Controller does
+// before it answers a CA's PEM.
+func normalizeLineEndings(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
 // findCA looks a CA up by name; s.mu must be held.
@@ -233,18 +336,91 @@ func (s *Server) CAImports(name string) []Request {
 }
 
 // ImportCA adds a CA as if it had been imported earlier, without recording
-// a request. It is a no-op for a name that already exists.
+// a request, with generated material. It is a no-op for a name that already
+// exists.
 func (s *Server) ImportCA(name string) error {
 	rec, err := newCA(name, name)
 	if err != nil {
 		return err
 	}
+	s.addCA(rec)
+	return nil
+}
+
+// AddCA adds CA name with the given certificate and key as if it had been
+// imported earlier (a Controller that holds this CA in its database), without
+// recording a request. It is a no-op for a name that already exists.
+func (s *Server) AddCA(name string, certPEM, keyPEM []byte) error {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return errors.New("fake: AddCA: no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("fake: AddCA: %w", err)
+	}
+	s.addCA(caRecord{
+		name: name, subject: cert.Subject.CommonName, validFrom: cert.NotBefore, validTo: cert.NotAfter,
+		serial: cert.SerialNumber.Text(16), certPEM: string(certPEM), keyPEM: string(keyPEM),
+	})
+	return nil
+}
+
+func (s *Server) addCA(rec caRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, exists := s.findCA(name); !exists {
+	if _, exists := s.findCA(rec.name); !exists {
 		s.cas = append(s.cas, rec)
+		_ = s.saveLocked() // test setup: a failed write shows in the next answer's state
 	}
-	return nil
+}
+
+// CA returns the certificate and private key PEM the Controller holds for CA
+// name, as GET /certificates/ca/{name} answers them.
+func (s *Server) CA(name string) (certPEM, keyPEM []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.findCA(name)
+	if !ok {
+		return nil, nil, false
+	}
+	return []byte(rec.certPEM), []byte(rec.keyPEM), true
+}
+
+// IssueCertificate records that the Controller signed certificate name with
+// CA caName, as it does for every agent's router and NATS certificates when
+// the agent is provisioned. From then on the CA cannot be deleted until the
+// certificate is (DELETE /certificates/{name}).
+func (s *Server) IssueCertificate(name, caName string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.cas, func(rec caRecord) bool { return rec.name == caName })
+	if i < 0 {
+		return fmt.Errorf("fake: no CA %q", caName)
+	}
+	if !slices.Contains(s.cas[i].signed, name) {
+		s.cas[i].signed = append(s.cas[i].signed, name)
+	}
+	return s.saveLocked()
+}
+
+// SecretReader reads a Kubernetes Secret of the Controller's namespace, as the
+// Controller does with its ServiceAccount when it imports a CA of type
+// k8s-secret. found is false when the Secret does not exist.
+type SecretReader func(ctx context.Context, name string) (data map[string][]byte, found bool, err error)
+
+// WithSecretReader makes k8s-secret CA imports read the Secret through
+// reader and store its tls.crt and tls.key, so that GET /certificates/ca
+// answers the imported material, as the Controller does.
+func WithSecretReader(reader SecretReader) Option {
+	return func(s *Server) { s.secrets = reader }
+}
+
+// SetSecretReader is WithSecretReader on a running fake.
+func (s *Server) SetSecretReader(reader SecretReader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.secrets = reader
 }
 
 // SetKnownSecrets restricts the Kubernetes Secrets a CA import can read to

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
 // answer is a fully read response.
@@ -72,4 +74,11 @@ func errorOf(g Gomega, a answer) (name, message string) {
 	var env struct{ Name, Message string }
 	g.ExpectWithOffset(1, json.Unmarshal(a.body, &env)).To(Succeed())
 	return env.Name, env.Message
+}
+
+// testCAPEM returns the certificate and key PEM of a new self-signed CA.
+func testCAPEM(g Gomega, name string) (certPEM, keyPEM []byte) {
+	kp, err := pki.GenerateCA(name, time.Now(), 0)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return kp.CertPEM, kp.KeyPEM
 }

@@ -73,7 +73,12 @@ func (s *Server) handlePutHub(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	s.mu.Lock()
 	s.hub = &rec
+	err := s.saveLocked()
 	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "SequelizeDatabaseError", err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, viewOfHub(rec))
 }
 

@@ -78,7 +78,12 @@ func (s *Server) handlePutRouter(w http.ResponseWriter, r *http.Request, body []
 		s.routerCreatedAt = now
 	}
 	s.router = &rec
+	err := s.saveLocked()
 	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "SequelizeDatabaseError", err.Error())
+		return
+	}
 
 	writeJSON(w, http.StatusOK, row)
 }

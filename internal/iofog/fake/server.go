@@ -14,8 +14,15 @@
 //	PUT  /api/v3/router, GET /api/v3/router
 //	PUT  /api/v3/nats/hub, GET /api/v3/nats/hub
 //	GET  /api/v3/nats/bootstrap
+//	GET  /api/v3/nats/accounts
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
+//	DELETE /api/v3/certificates/{name}
+//
+// The embedded login locks the account after 5 wrong passwords in a row for
+// 15 minutes (controller-api.md, "Login lockout"), on the clock WithClock
+// sets; a success or the end of a lock clears the count. The count is not
+// windowed: the stricter reading of the contract. Wipe keeps it.
 //
 // Everything else answers Express' HTML 404 "Cannot METHOD /path". Bearer
 // tokens are random opaque strings issued by the login and token routes
@@ -24,10 +31,17 @@
 // Known simplifications: paths are case-sensitive (Express is not); a body
 // that is not JSON answers 400 ValidationError (the real body-parser error
 // page is not specified); CA import of type "direct" behaves like
-// "k8s-secret" without the Kubernetes check; CA material is a freshly
-// generated ECDSA CA, not the content of a real Secret; validation messages
-// the contract does not spell out are approximations (match on status and
-// name, not text).
+// "k8s-secret" without the Kubernetes check; without a SecretReader
+// (WithSecretReader) CA material is a freshly generated ECDSA CA, not the
+// content of a real Secret; the certificates the Controller signs under a CA
+// for its agents are recorded with IssueCertificate, not by provisioning
+// agents; validation messages the contract does not spell out are
+// approximations (match on status and name, not text).
+//
+// Like the Controller, the fake keeps its database (router, NATS hub, CAs and
+// the certificates they signed) in a directory when given one (Restart): a
+// restart with the same directory finds it again, a restart with another one
+// starts empty. SQLiteStorageDir says which directory the 3.8+ image uses.
 package fake
 
 import (
@@ -95,14 +109,20 @@ type Server struct {
 	clientID, clientSecret string
 	tokens                 map[string]struct{}
 	forbidden              string
+	now                    func() time.Time
+	lockouts               map[string]*lockout
 	notKubernetes          bool
 	bootstrap              iofog.NatsBootstrap
 	bootstrapMissingSecret string
 	knownSecrets           map[string]struct{} // nil: every Secret exists
+	secrets                SecretReader        // nil: k8s-secret imports store a stand-in
+	dataDir                string              // "": the database lives in memory only
 	conflictStatus         int
 	router                 *iofog.Router
 	routerCreatedAt        string
 	hub                    *iofog.NatsHub
+	accounts               []iofog.NatsAccount
+	kube                   *kubernetesTarget
 	cas                    []caRecord
 	once1                  []failureRule
 	always                 []failureRule
@@ -116,6 +136,13 @@ type Option func(*Server)
 // accepted by POST /user/login.
 func WithCredentials(username, password string) Option {
 	return func(s *Server) { s.username, s.password = username, password }
+}
+
+// WithClock makes the login lockout read the time from now instead of the
+// wall clock, so that a test can let the 15-minute lock pass without
+// waiting.
+func WithClock(now func() time.Time) Option {
+	return func(s *Server) { s.now = now }
 }
 
 // WithOIDCClient sets the client id and secret accepted by POST /oidc/token.
@@ -199,15 +226,28 @@ func (s *Server) SetStartedAt(t time.Time) {
 }
 
 // Wipe makes the fake a Controller that restarted on an empty database:
-// the router, the NATS hub, the CA catalog and the issued tokens are
-// forgotten, and the uptime starts again. Requests, failures and
-// configuration are kept.
+// the router, the NATS hub, the NATS accounts added with AddNatsAccount, the
+// CA catalog and the issued tokens are forgotten, and the uptime starts again.
+// Requests, failures and configuration are kept; the database lives in memory
+// from now on.
 func (s *Server) Wipe() {
+	_ = s.Restart("") // an empty directory has nothing to read
+}
+
+// Restart makes the fake a Controller process that started now with its
+// database in directory dataDir (the image's SQLITE_STORAGE_DIR, see
+// SQLiteStorageDir): the issued tokens are forgotten, the uptime starts
+// again, and the router, NATS hub, NATS accounts, CAs and signed certificates
+// are what dataDir holds (nothing for a new directory, or for "", which keeps the
+// database in memory). From then on every change is written to dataDir.
+// Requests, failures and configuration are kept.
+func (s *Server) Restart(dataDir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = time.Now()
-	s.router, s.routerCreatedAt, s.hub, s.cas = nil, "", nil, nil
 	s.tokens = map[string]struct{}{}
+	s.dataDir = dataDir
+	return s.loadLocked()
 }
 
 func newServer(opts []Option) *Server {
@@ -220,6 +260,8 @@ func newServer(opts []Option) *Server {
 		clientSecret:   DefaultClientSecret,
 		tokens:         map[string]struct{}{},
 		conflictStatus: http.StatusInternalServerError,
+		now:            time.Now,
+		lockouts:       map[string]*lockout{},
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -305,7 +347,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
-	const caPrefix = "/api/v3/certificates/ca/"
+	const caPrefix, certificatePrefix = "/api/v3/certificates/ca/", "/api/v3/certificates/"
 	switch r.Method + " " + path {
 	case "GET /api/v3/status":
 		s.handleStatus(w)
@@ -325,6 +367,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.protect(w, r, func() { s.handleGetHub(w) })
 	case "GET /api/v3/nats/bootstrap":
 		s.protect(w, r, func() { s.handleBootstrap(w) })
+	case "GET /api/v3/nats/accounts":
+		s.protect(w, r, func() { s.handleListAccounts(w) })
 	case "POST /api/v3/certificates/ca":
 		s.protect(w, r, func() { s.handleCreateCA(w, r, body) })
 	default:
@@ -337,6 +381,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 				s.protect(w, r, func() { s.handleDeleteCA(w, name) })
 				return
 			}
+		}
+		if name, ok := caName(r, certificatePrefix); ok && r.Method == http.MethodDelete {
+			s.protect(w, r, func() { s.handleDeleteCertificate(w, name) })
+			return
 		}
 		writeRouteNotFound(w, r)
 	}

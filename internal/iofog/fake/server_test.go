@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,48 @@ func TestLoginIssuesFreshTokens(t *testing.T) {
 	// Refresh tokens are not bearer tokens.
 	a := do(t, srv, http.MethodGet, "/api/v3/nats/bootstrap", "", "", tokens[0].RefreshToken)
 	g.Expect(a.status).To(Equal(http.StatusUnauthorized))
+}
+
+// The embedded Controller locks an account for 15 minutes after 5 wrong
+// passwords in a row, the bootstrap admin included; while locked, the right
+// password answers the same 401. A success clears the count, an unknown email
+// counts against no account.
+func TestLoginLockout(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	srv := newFake(t, fake.WithCredentials("admin", "pw"), fake.WithClock(clock))
+	login := func(email, password string) int {
+		return doJSON(t, srv, http.MethodPost, "/api/v3/user/login", `{"email":"`+email+`","password":"`+password+`"}`, "").status
+	}
+	const invalid = `{"name":"InvalidCredentialsError","message":"Invalid credentials"}`
+
+	for range 4 {
+		g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(srv.FailedLogins("admin")).To(Equal(4))
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "4 failures do not lock")
+	g.Expect(srv.FailedLogins("admin")).To(BeZero(), "a success clears the count")
+
+	for range 10 {
+		g.Expect(login("someone", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "an unknown email counts against no account")
+
+	for range 5 {
+		g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(srv.Locked("admin")).To(BeTrue())
+	a := doJSON(t, srv, http.MethodPost, "/api/v3/user/login", `{"email":"admin","password":"pw"}`, "")
+	expectJSON(g, a, http.StatusUnauthorized, invalid)
+
+	advance(15*time.Minute - time.Second)
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusUnauthorized), "still locked")
+	advance(time.Second)
+	g.Expect(srv.Locked("admin")).To(BeFalse())
+	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "the lock ends after 15 minutes")
 }
 
 func TestOIDC(t *testing.T) {
@@ -398,7 +441,7 @@ func TestCAContract(t *testing.T) {
 		g.Expect(srv.ImportCA("router-site-ca")).To(Succeed())
 
 		a := do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
-		g.Expect(a.status).To(Equal(http.StatusOK))
+		expectJSON(g, a, http.StatusOK, `{}`)
 		g.Expect(srv.ImportedCAs()).To(BeEmpty())
 		a = do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
 		expectJSON(g, a, http.StatusNotFound, `{"name":"NotFoundError","message":"CA with name router-site-ca not found"}`)
@@ -410,6 +453,80 @@ func TestCAContract(t *testing.T) {
 		g.Expect(srv.ImportedCAs()).To(Equal([]string{"router-site-ca"}))
 		g.Expect(srv.CAImports("router-site-ca")).To(HaveLen(1))
 		g.Expect(srv.CAImports("nats-site-ca")).To(BeEmpty())
+	})
+
+	t.Run("a CA that signed a certificate cannot be deleted until the certificate is", func(t *testing.T) {
+		g := NewWithT(t)
+		srv := newFake(t)
+		token := srv.IssueToken()
+		g.Expect(srv.ImportCA("router-site-ca")).To(Succeed())
+		g.Expect(srv.IssueCertificate("router-site-server-agent-1", "router-site-ca")).To(Succeed())
+		g.Expect(srv.IssueCertificate("router-site-server-agent-2", "router-site-ca")).To(Succeed())
+
+		a := do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
+		expectJSON(g, a, http.StatusInternalServerError, "")
+		name, message := errorOf(g, a)
+		g.Expect(name).To(Equal("ValidationError"), "the route maps no 400: the class comes with a 500")
+		g.Expect(message).To(Equal("Cannot delete CA that has signed certificates. Please delete the following certificates first: " +
+			"router-site-server-agent-1, router-site-server-agent-2"))
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{"router-site-ca"}))
+
+		for _, cert := range []string{"router-site-server-agent-1", "router-site-server-agent-2"} {
+			a = do(t, srv, http.MethodDelete, "/api/v3/certificates/"+cert, "", "", token)
+			expectJSON(g, a, http.StatusOK, `{}`)
+		}
+		a = do(t, srv, http.MethodDelete, "/api/v3/certificates/router-site-server-agent-1", "", "", token)
+		expectJSON(g, a, http.StatusNotFound, `{"name":"NotFoundError","message":"Certificate with name router-site-server-agent-1 not found"}`)
+		a = do(t, srv, http.MethodDelete, "/api/v3/certificates/router-site-ca", "", "", token)
+		g.Expect(a.status).To(Equal(http.StatusNotFound), "a CA is not deleted as a certificate")
+		a = do(t, srv, http.MethodDelete, path+"/router-site-ca", "", "", token)
+		expectJSON(g, a, http.StatusOK, `{}`)
+		g.Expect(srv.ImportedCAs()).To(BeEmpty())
+		g.Expect(srv.IssueCertificate("x", "router-site-ca")).To(MatchError(ContainSubstring("no CA")))
+	})
+
+	t.Run("a k8s-secret import stores the Secret's CA", func(t *testing.T) {
+		g := NewWithT(t)
+		cert, key := testCAPEM(g, "router-site-ca")
+		secrets := map[string]map[string][]byte{
+			"router-site-ca": {"tls.crt": cert, "tls.key": key},
+			"no-keys":        {"ca.crt": cert},
+			"garbage":        {"tls.crt": []byte("not PEM"), "tls.key": key},
+		}
+		srv := newFake(t, fake.WithSecretReader(func(_ context.Context, name string) (map[string][]byte, bool, error) {
+			data, ok := secrets[name]
+			return data, ok, nil
+		}))
+		token := srv.IssueToken()
+
+		a := doJSON(t, srv, http.MethodPost, path, `{"name":"router-site-ca","type":"k8s-secret","secretName":"router-site-ca"}`, token)
+		expectJSON(g, a, http.StatusCreated, "")
+		g.Expect(string(a.body)).To(ContainSubstring(`"subject":"router-site-ca"`))
+		a = do(t, srv, http.MethodGet, path+"/router-site-ca", "", "", token)
+		var info struct {
+			Data struct{ Certificate, PrivateKey string }
+		}
+		g.Expect(json.Unmarshal(a.body, &info)).To(Succeed())
+		g.Expect(info.Data.Certificate).To(Equal(string(cert)))
+		g.Expect(info.Data.PrivateKey).To(Equal(string(key)))
+		held, _, ok := srv.CA("router-site-ca")
+		g.Expect(ok).To(BeTrue())
+		g.Expect(held).To(Equal(cert))
+
+		for secret, want := range map[string]struct {
+			status int
+			name   string
+		}{
+			"missing": {http.StatusInternalServerError, "Error"},
+			"no-keys": {http.StatusInternalServerError, "TypeError"},
+			"garbage": {http.StatusBadRequest, "ValidationError"},
+		} {
+			a = doJSON(t, srv, http.MethodPost, path, `{"name":"`+secret+`","type":"k8s-secret","secretName":"`+secret+`"}`, token)
+			expectJSON(g, a, want.status, "")
+			name, _ := errorOf(g, a)
+			g.Expect(name).To(Equal(want.name), secret)
+		}
+		g.Expect(srv.ImportedCAs()).To(Equal([]string{"router-site-ca"}))
 	})
 
 	t.Run("duplicate is a 500 ConflictError with stack", func(t *testing.T) {
@@ -653,4 +770,55 @@ func TestListenAndWipe(t *testing.T) {
 	var st struct{ UptimeSec float64 }
 	g.Expect(json.Unmarshal(do(t, srv, http.MethodGet, "/api/v3/status", "", "", "").body, &st)).To(Succeed())
 	g.Expect(st.UptimeSec).To(BeNumerically("<", 5))
+}
+
+// The fake keeps its database in the directory it was started with, as the Controller keeps its
+// SQLite file in SQLITE_STORAGE_DIR: a restart with the same directory finds the router, the hub,
+// the CAs and what they signed again; a restart with another directory (the database was on the
+// pod's own filesystem) starts empty. Tokens never survive a restart.
+func TestRestartKeepsTheDatabaseOfItsDirectory(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	volume := t.TempDir()
+	g.Expect(srv.Restart(volume)).To(Succeed())
+	token := srv.IssueToken()
+	a := doJSON(t, srv, http.MethodPut, "/api/v3/router", `{"host":"h"}`, token)
+	g.Expect(a.status).To(Equal(http.StatusOK))
+	a = doJSON(t, srv, http.MethodPut, "/api/v3/nats/hub", `{"host":"n"}`, token)
+	g.Expect(a.status).To(Equal(http.StatusOK))
+	cert, key := testCAPEM(g, "router-site-ca")
+	g.Expect(srv.AddCA("router-site-ca", cert, key)).To(Succeed())
+	g.Expect(srv.IssueCertificate("router-site-server-agent-1", "router-site-ca")).To(Succeed())
+
+	g.Expect(srv.Restart(volume)).To(Succeed())
+	router, ok := srv.Router()
+	g.Expect(ok).To(BeTrue())
+	g.Expect(router.Host).To(Equal("h"))
+	hub, ok := srv.Hub()
+	g.Expect(ok).To(BeTrue())
+	g.Expect(hub.Host).To(Equal("n"))
+	held, heldKey, ok := srv.CA("router-site-ca")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(held).To(Equal(cert))
+	g.Expect(heldKey).To(Equal(key))
+	a = doJSON(t, srv, http.MethodGet, "/api/v3/router", "", token)
+	g.Expect(a.status).To(Equal(http.StatusUnauthorized), "tokens are forgotten")
+	token = srv.IssueToken()
+	a = do(t, srv, http.MethodDelete, "/api/v3/certificates/ca/router-site-ca", "", "", token)
+	g.Expect(a.status).To(Equal(http.StatusInternalServerError), "what the CA signed survives too")
+
+	g.Expect(srv.Restart(t.TempDir())).To(Succeed())
+	_, ok = srv.Router()
+	g.Expect(ok).To(BeFalse(), "another directory holds no database")
+	g.Expect(srv.ImportedCAs()).To(BeEmpty())
+}
+
+// SQLiteStorageDir follows the 3.8+ image: SQLITE_STORAGE_DIR when set (relative to the working
+// directory /home/runner), else the package directory on the container's filesystem.
+func TestSQLiteStorageDir(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(fake.SQLiteStorageDir(nil)).To(Equal("/home/runner/.npm-global/lib/node_modules/controller/src/data/sqlite_files"))
+	g.Expect(fake.SQLiteStorageDir(map[string]string{"SQLITE_STORAGE_DIR": ""})).To(Equal(fake.ImageSQLiteDir))
+	g.Expect(fake.SQLiteStorageDir(map[string]string{"SQLITE_STORAGE_DIR": "/var/lib/controller/sqlite/"})).To(Equal("/var/lib/controller/sqlite"))
+	g.Expect(fake.SQLiteStorageDir(map[string]string{"SQLITE_STORAGE_DIR": "data"})).To(Equal("/home/runner/data"))
 }

@@ -35,6 +35,9 @@ func controllerEnv(cp *datasancev3.ControlPlane, images Images, urls ControllerU
 		envValue("CONTROLLER_NAMESPACE", cp.Namespace),
 		envValue("DB_PROVIDER", spec.Database.Provider),
 	}
+	if spec.UsesSQLite() {
+		env = append(env, envValue("SQLITE_STORAGE_DIR", SQLiteDataDir))
+	}
 	for i := 1; i <= imageSlots; i++ {
 		env = append(env, envValue("ROUTER_IMAGE_"+strconv.Itoa(i), images.Router))
 	}
@@ -135,19 +138,20 @@ func authTuningEnv(a *datasancev3.Auth) []*corev1ac.EnvVarApplyConfiguration {
 	return o
 }
 
-// eventsEnv are the EVENT_* variables (docs/controlplane.md#audit-events): none unless a field is set;
-// EVENT_AUDIT_ENABLED is then always present (false when unset, docs/controlplane.md#audit-flag-when-unset).
+// eventsEnv are the EVENT_* variables (docs/controlplane.md#audit-events), each only when its field
+// is set: EVENT_AUDIT_ENABLED only with auditEnabled (unset, the Controller audits: its default is
+// true, docs/controlplane.md#audit-flag-when-unset), retention and cleanup when non-zero unless
+// auditing is switched off, EVENT_CAPTURE_IP_ADDRESS whenever its field is set.
 func eventsEnv(e *datasancev3.Events) []*corev1ac.EnvVarApplyConfiguration {
-	if e.AuditEnabled == nil && e.RetentionDays == 0 && e.CleanupInterval == 0 && e.CaptureIPAddress == nil {
-		return nil
-	}
-	audit := e.AuditEnabled != nil && *e.AuditEnabled
-	o := optionalEnv{envValue("EVENT_AUDIT_ENABLED", strconv.FormatBool(audit))}
-	if audit && e.RetentionDays != 0 {
-		o.int("EVENT_RETENTION_DAYS", &e.RetentionDays)
-	}
-	if audit && e.CleanupInterval != 0 {
-		o.int("EVENT_CLEANUP_INTERVAL", &e.CleanupInterval)
+	var o optionalEnv
+	o.bool("EVENT_AUDIT_ENABLED", e.AuditEnabled)
+	if audit := e.AuditEnabled == nil || *e.AuditEnabled; audit {
+		if e.RetentionDays != 0 {
+			o.int("EVENT_RETENTION_DAYS", &e.RetentionDays)
+		}
+		if e.CleanupInterval != 0 {
+			o.int("EVENT_CLEANUP_INTERVAL", &e.CleanupInterval)
+		}
 	}
 	o.bool("EVENT_CAPTURE_IP_ADDRESS", e.CaptureIPAddress)
 	return o

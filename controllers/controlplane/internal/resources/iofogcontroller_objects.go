@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"strconv"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -25,10 +28,14 @@ const (
 	sqlitePVCName         = "controller-sqlite"
 	sqliteVolume          = "sqlite"
 	sqliteSize            = "1Gi"
-	// sqliteDataDir is the Controller's SQLite directory (3.7 image path, docs/controlplane.md#controller-deployment).
-	sqliteDataDir = "/home/runner/.npm-global/lib/node_modules/@datasance/iofogcontroller/src/data/sqlite_files/"
+	// SQLiteDataDir is where PVC controller-sqlite is mounted and the Controller keeps its SQLite
+	// database (SQLITE_STORAGE_DIR): a path of its own, not the image's package directory, which
+	// moved between releases (docs/controlplane.md#sqlite-database).
+	SQLiteDataDir = "/var/lib/controller/sqlite"
 	// statusPath is the Controller's health endpoint.
 	statusPath = iofog.APIPath + "/status"
+	// livePath is the Controller's liveness endpoint, served from 3.8.2 on.
+	livePath = iofog.APIPath + "/live"
 )
 
 // ControllerRules are the Controller Role's rules (docs/controlplane.md#iofog-controller-objects): it manages ConfigMaps and
@@ -115,6 +122,50 @@ func SqlitePVC(cp *datasancev3.ControlPlane) *corev1ac.PersistentVolumeClaimAppl
 				WithRequests(corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(sqliteSize)})))
 }
 
+// controllerProbe is a probe on the Controller API's path: an HTTP GET, or with https: true a curl
+// inside the pod that does not verify the pod's own certificate.
+func controllerProbe(spec *datasancev3.ControlPlaneSpec, path string) *corev1ac.ProbeApplyConfiguration {
+	if spec.ControllerHTTPS() {
+		return corev1ac.Probe().WithExec(corev1ac.ExecAction().WithCommand("curl", "-sfk", "https://127.0.0.1:51121"+path))
+	}
+	return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromInt32(ControllerAPIPort)).WithScheme(corev1.URISchemeHTTP))
+}
+
+// liveSince is the first Controller release that serves GET /api/v3/live.
+var liveSince = [3]int{3, 8, 2}
+
+// ControllerServesLiveness reports whether the Controller image serves GET /api/v3/live: its tag
+// is a release version (optionally v-prefixed) of 3.8.2 or later. Any other tag (latest, a
+// digest only, a build name) gets no liveness probe: a probe on a route the image does not serve
+// would restart a working Controller over and over (docs/controlplane.md#controller-deployment).
+func ControllerServesLiveness(image string) bool {
+	ref, _, _ := strings.Cut(image, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return false
+	}
+	tag := strings.TrimPrefix(ref[i+1:], "v")
+	core, pre, _ := strings.Cut(tag, "-")
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	var v [3]int
+	for j, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return false
+		}
+		v[j] = n
+	}
+	for j := range v {
+		if v[j] != liveSince[j] {
+			return v[j] > liveSince[j]
+		}
+	}
+	return pre == "" // 3.8.2 itself, not one of its pre-releases
+}
+
 // ControllerPodHashes are the pod-template hash annotations of the Controller Deployment.
 type ControllerPodHashes struct {
 	// Credentials hashes the data of the DB, auth and vault Secrets.
@@ -128,13 +179,8 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 	spec := &cp.Spec
 	m := MetaFor(cp, ComponentController, ControllerName)
 
-	readiness := corev1ac.Probe().
+	readiness := controllerProbe(spec, statusPath).
 		WithInitialDelaySeconds(10).WithTimeoutSeconds(10).WithPeriodSeconds(5).WithFailureThreshold(2)
-	if spec.ControllerHTTPS() {
-		readiness.WithExec(corev1ac.ExecAction().WithCommand("curl", "-sfk", "https://127.0.0.1:51121"+statusPath))
-	} else {
-		readiness.WithHTTPGet(corev1ac.HTTPGetAction().WithPath(statusPath).WithPort(intstr.FromInt32(ControllerAPIPort)).WithScheme(corev1.URISchemeHTTP))
-	}
 
 	container := corev1ac.Container().
 		WithName(ControllerName).
@@ -147,6 +193,12 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 		WithEnv(controllerEnv(cp, images, urls)...).
 		WithReadinessProbe(readiness).
 		WithSecurityContext(containerSecurityContext())
+	if ControllerServesLiveness(images.Controller) {
+		// Two minutes without an answer restart the Controller (a process that no longer serves,
+		// e.g. the SQLite freeze 3.8.2 fixed, is not restarted by readiness).
+		container.WithLivenessProbe(controllerProbe(spec, livePath).
+			WithInitialDelaySeconds(30).WithTimeoutSeconds(10).WithPeriodSeconds(20).WithFailureThreshold(6))
+	}
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ControllerName).
 		WithSecurityContext(podSecurityContext())
@@ -157,7 +209,7 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 		annotations[AnnotationTLSHash] = hashes.TLS
 	}
 	if spec.UsesSQLite() {
-		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(sqliteVolume).WithMountPath(sqliteDataDir))
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(sqliteVolume).WithMountPath(SQLiteDataDir))
 		pod.WithVolumes(corev1ac.Volume().WithName(sqliteVolume).WithPersistentVolumeClaim(
 			corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(sqlitePVCName)))
 	}

@@ -20,10 +20,12 @@ type secretEnv struct {
 	key, env string
 }
 
-// dbSecretEnv are the keys of controller-db-credentials and their env vars, in env order.
+// dbSecretEnv are the keys of controller-db-credentials and their env vars, in env order. The
+// database CA goes to DB_SSL_CA_B64, the variable the postgres and mysql providers read (with
+// DB_USE_SSL=true and a CA they verify the server; DB_SSL_CA feeds no code).
 var dbSecretEnv = []secretEnv{
 	{"dbname", "DB_NAME"}, {"host", "DB_HOST"}, {"port", "DB_PORT"}, {"username", "DB_USERNAME"},
-	{"password", "DB_PASSWORD"}, {"ssl", "DB_USE_SSL"}, {"ca", "DB_SSL_CA"},
+	{"password", "DB_PASSWORD"}, {"ssl", "DB_USE_SSL"}, {"ca", "DB_SSL_CA_B64"},
 }
 
 // authSecretEnv are the keys of controller-auth-credentials and their env vars, in env order.

@@ -32,6 +32,15 @@ func envList(env []*corev1ac.EnvVarApplyConfiguration) []string {
 	return out
 }
 
+// ptrs returns pointers to the elements of s.
+func ptrs[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}
+
 // The complete CR → env table of docs/controlplane.md#controller-environment for a fully configured ControlPlane.
 func TestControllerEnvFull(t *testing.T) {
 	g := NewWithT(t)
@@ -72,7 +81,7 @@ func TestControllerEnvFull(t *testing.T) {
 		"DB_NAME<-controller-db-credentials/dbname", "DB_HOST<-controller-db-credentials/host",
 		"DB_PORT<-controller-db-credentials/port", "DB_USERNAME<-controller-db-credentials/username",
 		"DB_PASSWORD<-controller-db-credentials/password", "DB_USE_SSL<-controller-db-credentials/ssl",
-		"DB_SSL_CA<-controller-db-credentials/ca",
+		"DB_SSL_CA_B64<-controller-db-credentials/ca",
 		"AUTH_MODE<-controller-auth-credentials/auth-mode",
 		"OIDC_BOOTSTRAP_ADMIN_USERNAME<-controller-auth-credentials/auth-bootstrap-username",
 		"OIDC_BOOTSTRAP_ADMIN_PASSWORD<-controller-auth-credentials/auth-bootstrap-password",
@@ -110,15 +119,93 @@ func TestEventsEnv(t *testing.T) {
 		want   []string
 	}{
 		{"inactive", datasancev3.Events{}, []string{}},
-		{"only capture", datasancev3.Events{CaptureIPAddress: ptr.To(true)}, []string{"EVENT_AUDIT_ENABLED=false", "EVENT_CAPTURE_IP_ADDRESS=true"}},
-		{"retention without audit", datasancev3.Events{RetentionDays: 3}, []string{"EVENT_AUDIT_ENABLED=false"}},
+		// Unset, the Controller's own default (audit on) stays in force: the flag is not written.
+		{"only capture", datasancev3.Events{CaptureIPAddress: ptr.To(true)}, []string{"EVENT_CAPTURE_IP_ADDRESS=true"}},
+		{"only retention keeps auditing on", datasancev3.Events{RetentionDays: 3}, []string{"EVENT_RETENTION_DAYS=3"}},
+		{"retention and cleanup with audit unset", datasancev3.Events{RetentionDays: 3, CleanupInterval: 60},
+			[]string{"EVENT_RETENTION_DAYS=3", "EVENT_CLEANUP_INTERVAL=60"}},
 		{"audit zero values", datasancev3.Events{AuditEnabled: ptr.To(true)}, []string{"EVENT_AUDIT_ENABLED=true"}},
+		{"audit off drops retention and cleanup", datasancev3.Events{AuditEnabled: ptr.To(false), RetentionDays: 3, CleanupInterval: 60},
+			[]string{"EVENT_AUDIT_ENABLED=false"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(envList(eventsEnv(&tc.events))).To(Equal(tc.want))
 		})
 	}
+}
+
+// On SQLite the Controller keeps its database where the PVC is mounted: SQLITE_STORAGE_DIR names
+// exactly the mount path of the controller-sqlite claim, a path of the operator's own and not a
+// package directory of any image release (3.7: @datasance/iofogcontroller, 3.8+: controller).
+// An external database gets neither the variable nor the volume.
+func TestSQLiteDatabaseIsOnItsVolume(t *testing.T) {
+	g := NewWithT(t)
+	sqlite := ControllerDeployment(testfixture.ControlPlane(testfixture.WithSQLite()),
+		testImages, ControllerURLs{}, ControllerPodHashes{})
+	pod := sqlite.Spec.Template.Spec
+	c := pod.Containers[0]
+	var claimVolume string
+	for _, v := range pod.Volumes {
+		if v.PersistentVolumeClaim != nil && *v.PersistentVolumeClaim.ClaimName == sqlitePVCName {
+			claimVolume = *v.Name
+		}
+	}
+	g.Expect(claimVolume).NotTo(BeEmpty(), "the pod mounts PVC %s", sqlitePVCName)
+	var mountPath string
+	for _, m := range c.VolumeMounts {
+		if *m.Name == claimVolume {
+			mountPath = *m.MountPath
+		}
+	}
+	g.Expect(envList(ptrs(c.Env))).To(ContainElement("SQLITE_STORAGE_DIR="+mountPath), "the database is where the claim is mounted")
+	g.Expect(mountPath).NotTo(ContainSubstring("node_modules"), "not tied to where an image release installs its package")
+	g.Expect(mountPath).To(Equal("/var/lib/controller/sqlite"))
+
+	external := ControllerDeployment(testfixture.ControlPlane(), testImages, ControllerURLs{}, ControllerPodHashes{}).Spec.Template.Spec
+	g.Expect(external.Volumes).To(BeEmpty())
+	for _, e := range envList(ptrs(external.Containers[0].Env)) {
+		g.Expect(e).NotTo(HavePrefix("SQLITE_STORAGE_DIR"))
+	}
+}
+
+// The liveness probe is set for Controller images that serve GET /api/v3/live (3.8.2 and
+// later, by tag) and only for them; over https it is a curl inside the pod, like readiness.
+func TestControllerLivenessProbe(t *testing.T) {
+	for image, want := range map[string]bool{
+		"ghcr.io/datasance/controller:3.9.0":                                     true,
+		"ghcr.io/datasance/controller:3.8.2":                                     true,
+		"ghcr.io/datasance/controller:v3.10.1":                                   true,
+		"registry.local:5000/controller:3.8.3@sha256:" + strings.Repeat("a", 64): true,
+		"ghcr.io/datasance/controller:4.0.0-rc.1":                                true,
+		"ghcr.io/datasance/controller:3.8.2-rc.1":                                false,
+		"ghcr.io/datasance/controller:3.8.1":                                     false,
+		"ghcr.io/datasance/controller:3.7.3":                                     false,
+		"ghcr.io/datasance/controller:latest":                                    false,
+		"ghcr.io/datasance/controller":                                           false,
+		"registry.local:5000/controller":                                         false,
+		"ghcr.io/datasance/controller@sha256:" + strings.Repeat("a", 64):         false,
+		"ghcr.io/datasance/controller:3.9":                                       false,
+	} {
+		if got := ControllerServesLiveness(image); got != want {
+			t.Errorf("ControllerServesLiveness(%q) = %t, want %t", image, got, want)
+		}
+	}
+
+	g := NewWithT(t)
+	images := testImages
+	images.Controller = "ghcr.io/datasance/controller:3.9.0"
+	live := ControllerDeployment(testfixture.ControlPlane(), images, ControllerURLs{}, ControllerPodHashes{}).Spec.Template.Spec.Containers[0].LivenessProbe
+	g.Expect(live).NotTo(BeNil())
+	g.Expect(*live.HTTPGet.Path).To(Equal("/api/v3/live"))
+	g.Expect(live.HTTPGet.Port.IntValue()).To(Equal(ControllerAPIPort))
+	g.Expect(*live.FailureThreshold**live.PeriodSeconds).To(BeEquivalentTo(120), "two minutes without an answer")
+
+	https := ControllerDeployment(testfixture.ControlPlane(testfixture.WithHTTPS("tls")), images, ControllerURLs{}, ControllerPodHashes{}).Spec.Template.Spec.Containers[0].LivenessProbe
+	g.Expect(https.Exec.Command).To(Equal([]string{"curl", "-sfk", "https://127.0.0.1:51121/api/v3/live"}))
+
+	g.Expect(ControllerDeployment(testfixture.ControlPlane(), testImages, ControllerURLs{}, ControllerPodHashes{}).Spec.Template.Spec.Containers[0].LivenessProbe).
+		To(BeNil(), "image c:1 is no release that serves /api/v3/live")
 }
 
 func TestVault(t *testing.T) {

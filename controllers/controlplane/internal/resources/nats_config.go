@@ -3,13 +3,16 @@ package resources
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/conf"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
@@ -23,6 +26,9 @@ type NatsConfInputs struct {
 	ExternalAddress string
 	// Existing is the current server.conf ("" if none): its non-ordinal routes are kept.
 	Existing string
+	// FileStore is the JetStream file store in force when it is not what the spec asks
+	// (NatsFileStoreSize of the smallest js-data volume); "" means spec.nats.jetStream.storageSize.
+	FileStore string
 }
 
 // NatsServerConf renders server.conf (docs/controlplane.md#nats-server-configuration) for cp. The error wraps
@@ -39,6 +45,9 @@ func NatsServerConf(cp *datasancev3.ControlPlane, in NatsConfInputs) (string, er
 	}
 	if js := natsJetStream(&cp.Spec); js != nil {
 		p.MemoryStore, p.FileStore = js.MemoryStoreSize, js.StorageSize
+	}
+	if in.FileStore != "" {
+		p.FileStore = in.FileStore
 	}
 	if ing := cp.Spec.Ingresses.Nats; ing != nil {
 		p.LeafPort = int(ing.LeafPort)
@@ -66,15 +75,44 @@ func NatsConfigMap(cp *datasancev3.ControlPlane, serverConf string) *corev1ac.Co
 		WithData(map[string]string{NatsConfigKey: serverConf})
 }
 
-// NatsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: the system account JWT as
-// <public key>.jwt, which the image copies into the resolver directory (docs/controlplane.md#nats-bootstrap). It is created
-// once, with Create (docs/controlplane.md#create-once-objects); the full resolver keeps later account JWTs itself.
-func NatsJWTBundleConfigMap(cp *datasancev3.ControlPlane, systemAccount, systemAccountJWT string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: natsCreateOnceMeta(cp, NatsJWTBundleMapName),
-		Data:       map[string]string{NatsJWTKey(systemAccount): systemAccountJWT},
-	}
+// NatsJWTBundleConfigMap is ConfigMap iofog-nats-jwt-bundle: account JWTs as <public key>.jwt
+// (NatsJWTBundle), which the NATS image mirrors into its resolver directory; it purges the
+// JetStream data of every account the directory then lacks (docs/controlplane.md#nats-jwt-bundle).
+// It is created once, with Create, and never written again (the Controller adds the application
+// accounts); it carries no owner reference, so that it lives as long as the JetStream data it
+// guards (docs/controlplane.md#data-on-deletion).
+func NatsJWTBundleConfigMap(cp *datasancev3.ControlPlane, bundle map[string]string) *corev1.ConfigMap {
+	meta := natsCreateOnceMeta(cp, NatsJWTBundleMapName)
+	meta.OwnerReferences = nil
+	return &corev1.ConfigMap{ObjectMeta: meta, Data: bundle}
 }
+
+// NatsJWTBundle is the data of the JWT bundle for the system account and the Controller's
+// accounts that belong to the hub (iofog.NatsAccount.InHubBundle: every application account;
+// a leaf node's system account is not the hub's). The system account of the bootstrap is
+// always in it.
+func NatsJWTBundle(systemAccount, systemAccountJWT string, accounts []iofog.NatsAccount) map[string]string {
+	bundle := map[string]string{}
+	for _, a := range accounts {
+		if a.InHubBundle() {
+			bundle[NatsJWTKey(a.PublicKey)] = a.JWT
+		}
+	}
+	bundle[NatsJWTKey(systemAccount)] = systemAccountJWT
+	return bundle
+}
+
+// NatsFileStoreSize is a JetStream file store size in force (a PVC's or the claim template's) as
+// the quantity server.conf takes: its canonical text when that is a JetStream size
+// (natsconf.SizePattern), else its bytes.
+func NatsFileStoreSize(q resource.Quantity) string {
+	if s := q.String(); natsFileStorePattern.MatchString(s) {
+		return s
+	}
+	return strconv.FormatInt(q.Value(), 10)
+}
+
+var natsFileStorePattern = regexp.MustCompile(natsconf.SizePattern)
 
 // NatsJWTKey is the JWT bundle key of an account: <public key>.jwt.
 func NatsJWTKey(account string) string { return account + ".jwt" }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
@@ -356,5 +357,48 @@ func TestNatsCertificates(t *testing.T) {
 	g.Expect(TLSSecret(cp, ComponentNats, specs[0], nil).Annotations).To(BeEmpty())
 	g.Expect(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("a")}})).
 		NotTo(Equal(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("b")}})))
-	g.Expect(NatsJWTBundleConfigMap(cp, "AKEY", "jwt").Data).To(Equal(map[string]string{"AKEY.jwt": "jwt"}))
+}
+
+// The JWT bundle holds the bootstrap's system account and the Controller's hub accounts (the
+// system account and application accounts, not a leaf node's system account), and carries no
+// owner reference: it lives as long as the JetStream data it guards.
+func TestNatsJWTBundle(t *testing.T) {
+	g := NewWithT(t)
+	app := 7
+	accounts := []iofog.NatsAccount{
+		{Name: "SYS", PublicKey: "ASYS", JWT: "sys.from.list", IsSystem: true},
+		{Name: "leaf-sys-edge1", PublicKey: "ALEAF", JWT: "leaf.jwt", IsLeafSystem: true},
+		{Name: "app-a", PublicKey: "AAPP", JWT: "app.jwt", ApplicationID: &app},
+		{Name: "orphan", PublicKey: "AORPHAN", JWT: "orphan.jwt"},
+	}
+	g.Expect(NatsJWTBundle("ASYS", "sys.from.bootstrap", accounts)).To(Equal(map[string]string{
+		"ASYS.jwt": "sys.from.bootstrap", "AAPP.jwt": "app.jwt",
+	}))
+	g.Expect(NatsJWTBundle("ASYS", "sys.jwt", nil)).To(Equal(map[string]string{"ASYS.jwt": "sys.jwt"}))
+
+	cm := NatsJWTBundleConfigMap(testfixture.ControlPlane(), map[string]string{"AKEY.jwt": "jwt"})
+	g.Expect(cm.Data).To(Equal(map[string]string{"AKEY.jwt": "jwt"}))
+	g.Expect(cm.OwnerReferences).To(BeEmpty())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(LabelManagedBy, LabelManagedByValue), "in the operator's ConfigMap cache")
+}
+
+// A file store in force other than the spec's reaches server.conf as a size NATS reads, never
+// above the volume: canonical quantities as they are (a binary suffix becomes the smaller
+// decimal unit), anything else in bytes.
+func TestNatsFileStoreInForce(t *testing.T) {
+	t.Setenv("SELFNAME", "nats-0")
+	g := NewWithT(t)
+	for q, want := range map[string]string{"5Gi": "5Gi", "1024Mi": "1Gi", "10737418240": "10737418240", "1500M": "1500M", "1.5Gi": "1536Mi", "5e9": "5000000000"} {
+		g.Expect(NatsFileStoreSize(resource.MustParse(q))).To(Equal(want), q)
+	}
+	cp := testfixture.ControlPlane(testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "20Gi"}))
+	in := NatsConfInputs{OperatorJWT: "J", SystemAccount: "ASYSTEM", JetStreamKey: "k"}
+	for fileStore, bytes := range map[string]int64{"": 20_000_000_000, "5Gi": 5_000_000_000, "10737418240": 10_737_418_240} {
+		in.FileStore = fileStore
+		out, err := NatsServerConf(cp, in)
+		g.Expect(err).NotTo(HaveOccurred())
+		m, err := conf.Parse(out)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(m["jetstream"]).To(HaveKeyWithValue("max_file_store", bytes), "FileStore %q", fileStore)
+	}
 }

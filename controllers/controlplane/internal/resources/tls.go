@@ -21,11 +21,16 @@ type TLSSecretSpec struct {
 // IsCA reports whether the Secret is a self-signed CA.
 func (t TLSSecretSpec) IsCA() bool { return t.CAName == "" }
 
-// TLSSecret is the kubernetes.io/tls Secret of spec holding data, owned by the ControlPlane: the
-// one builder of every CA and leaf Secret. It is created with Create (never overwriting a Secret
-// a stale cache did not show) and, for a renewed leaf, applied under the resourceVersion read.
+// TLSSecret is the kubernetes.io/tls Secret of spec holding data: the one builder of every CA and
+// leaf Secret. It is created with Create (never overwriting a Secret a stale cache did not show)
+// and, for a renewed leaf, applied under the resourceVersion read. A leaf is owned by the
+// ControlPlane; a CA is not: the Controller's database holds it and has signed its agents'
+// certificates with it, so it lives as long as that database (docs/controlplane.md#data-on-deletion).
 func TLSSecret(cp *datasancev3.ControlPlane, component string, spec TLSSecretSpec, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
 	secret := Secret(cp, component, spec.Name, corev1.SecretTypeTLS, data)
+	if spec.IsCA() {
+		secret.OwnerReferences = nil
+	}
 	if len(spec.Annotations) > 0 {
 		secret.WithAnnotations(spec.Annotations)
 	}

@@ -1,0 +1,87 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+)
+
+// ensureNatsJWTBundle is step 10 of docs/controlplane.md#nats-pass-order: ConfigMap
+// iofog-nats-jwt-bundle (docs/controlplane.md#nats-jwt-bundle). The NATS image mirrors it into
+// the resolver directory and purges the JetStream data of every account the directory lacks, so
+// the bundle is data: the operator never writes one that exists (the Controller adds the
+// application accounts to it), and an existing one an earlier version owned is released from
+// the ControlPlane, so that it lives as long as the JetStream PVCs.
+//
+// A missing bundle is built from the Controller's account list (GET /nats/accounts) and the
+// bootstrap's system account. When the list cannot be read, a bundle of the system account only
+// is created on a first install (no StatefulSet nats and no JetStream PVC: nothing to lose);
+// otherwise nothing is created and the pass ends before the StatefulSet, with a requeue
+// (NatsAccountsUnavailable): a bundle with fewer accounts would purge their streams.
+func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) (result, error) {
+	var live corev1.ConfigMap
+	found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &live)
+	if err != nil {
+		return result{}, err
+	}
+	if found {
+		return proceed(), releaseDataStore(ctx, s, &live)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	accounts, listErr := natsAccounts(ctx, s)
+	switch {
+	case listErr == nil:
+	case ctx.Err() != nil:
+		return result{}, listErr
+	case data.exists() || natsRunning:
+		log.Info("The NATS JWT bundle is missing and the Controller's account list failed; not re-creating it with fewer accounts",
+			"configMap", resources.NatsJWTBundleMapName, "cause", iofog.Cause(listErr), "error", listErr.Error())
+		return requeue(requeueNatsBootstrap, datasancev3.ReasonNatsAccountsUnavailable, fmt.Sprintf(
+			"ConfigMap %s (the NATS JWT bundle) is missing and the Controller's account list failed (%s): "+
+				"not re-creating it with fewer accounts, which would purge their JetStream data, and not rolling StatefulSet %s. "+
+				"Restore the ConfigMap, or make GET /api/v3/nats/accounts answer.",
+			resources.NatsJWTBundleMapName, iofog.Cause(listErr), resources.NatsStatefulSetName)), nil
+	default:
+		log.Info("The Controller's account list failed; the new NATS JWT bundle holds the system account only",
+			"cause", iofog.Cause(listErr), "error", listErr.Error())
+	}
+	bundle := resources.NatsJWTBundle(boot.systemAccount, boot.systemAccountJWT, accounts)
+	if err := createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
+		return result{}, err
+	}
+	log.Info("Created the NATS JWT bundle", "configMap", resources.NatsJWTBundleMapName, "accounts", len(bundle))
+	if data.exists() || natsRunning {
+		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
+			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
+	}
+	return proceed(), nil
+}
+
+// natsAccounts lists the Controller's NATS accounts over the pass's Controller session.
+func natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
+	api, res, err := natsControllerClient(ctx, s)
+	switch {
+	case err != nil:
+		return nil, err
+	case !res.isContinue():
+		return nil, fmt.Errorf("list NATS accounts: %s", res.message)
+	}
+	return api.NatsAccounts(ctx)
+}
+
+// natsStatefulSet returns StatefulSet nats, or nil when it does not exist.
+func natsStatefulSet(ctx context.Context, s *scope) (*appsv1.StatefulSet, error) {
+	var live appsv1.StatefulSet
+	found, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &live, nil
+}

@@ -1,0 +1,291 @@
+package controlplane_test
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
+)
+
+// natsPods runs the pods of StatefulSet nats as real nats-servers in this process, on loopback:
+// what the kubelet would mount (the pod template's Secret, ConfigMap and js-data volumes) is
+// written from the API server into one directory tree per pod, the rendered server.conf is read
+// by the server's own ProcessConfigFile with its absolute paths moved into that tree, and the
+// image's wrapper (nats_wrapper_test.go) runs around each server. A pod's js-data directory is
+// its PVC: it outlives the pod, a restart and the ControlPlane.
+//
+// Two things the test bed cannot give are rewritten, and only they: the listen addresses (each
+// port of the pod moves to a free loopback port) and the cluster routes (the pods dial
+// nats-<i>.nats-headless, which only the cluster's DNS resolves, so each route points at the
+// peer's loopback port; the peer's certificate is still verified against that name, which is
+// what the server does for a route given by host name, and all pods present the one
+// nats-site-server certificate).
+type natsPods struct {
+	h    *harness
+	pods []*natsPod
+}
+
+// natsPod is one pod nats-<i>.
+type natsPod struct {
+	name string
+	// root is the pod's file system; root/pvc is its js-data PVC.
+	root  string
+	ports natsPodPorts
+	srv   *server.Server
+	opts  *server.Options
+	// env is the container's literal environment (paths as the image reads them).
+	env map[string]string
+}
+
+// natsPodPorts are the loopback ports standing in for a pod's five container ports.
+type natsPodPorts struct{ client, cluster, leaf, mqtt, monitor int }
+
+// newNatsPods prepares n pods with their PVC directories and free ports.
+func (h *harness) newNatsPods(n int) *natsPods {
+	h.t.Helper()
+	ports, err := testenv.FreePorts(5 * n)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	c := &natsPods{h: h}
+	for i := range n {
+		p := ports[5*i:]
+		c.pods = append(c.pods, &natsPod{
+			name:  "nats-" + strconv.Itoa(i),
+			root:  h.t.TempDir(),
+			ports: natsPodPorts{client: p[0], cluster: p[1], leaf: p[2], mqtt: p[3], monitor: p[4]},
+		})
+	}
+	h.t.Cleanup(c.stop)
+	return c
+}
+
+// path is an absolute path of the pod's file system in the test's tree.
+func (p *natsPod) path(abs string) string { return filepath.Join(p.root, "fs", abs) }
+
+// clientURL is the pod's client port.
+func (p *natsPod) clientURL() string { return "nats://127.0.0.1:" + strconv.Itoa(p.ports.client) }
+
+// start starts every pod as the StatefulSet would: the kubelet mounts, the wrapper mirrors the
+// JWT bundle, nats-server starts; once the servers are routed and JetStream has a meta leader,
+// each wrapper purges the accounts its resolver directory lacks. It returns what was purged.
+func (c *natsPods) start() []string {
+	h := c.h
+	h.t.Helper()
+	sts := h.statefulSet()
+	for _, p := range c.pods {
+		c.mount(p, sts)
+		_, err := mirrorJWTBundle(p.path(p.env["NATS_JWT_MOUNT_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
+		h.g.Expect(err).NotTo(HaveOccurred())
+		p.opts = c.options(p)
+		srv, err := server.NewServer(p.opts)
+		h.g.Expect(err).NotTo(HaveOccurred(), "%s: the rendered server.conf", p.name)
+		if os.Getenv("CP_TEST_LOG") != "" {
+			srv.ConfigureLogger()
+		}
+		p.srv = srv
+		srv.Start()
+	}
+	for _, p := range c.pods {
+		h.g.Expect(p.srv.ReadyForConnections(10*time.Second)).To(BeTrue(), "%s accepts connections", p.name)
+	}
+	h.g.Eventually(func() []int {
+		var routes []int
+		for _, p := range c.pods {
+			routes = append(routes, p.srv.NumRoutes())
+		}
+		return routes
+	}).WithTimeout(20*time.Second).WithPolling(20*time.Millisecond).Should(HaveEach(BeNumerically(">=", len(c.pods)-1)), "every pod routed to the others")
+	h.g.Eventually(func() bool {
+		for _, p := range c.pods {
+			if p.srv.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	}).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), "JetStream has a meta leader")
+	var purged []string
+	for _, p := range c.pods {
+		purged = append(purged, c.purge(p)...)
+	}
+	return purged
+}
+
+// stop shuts every running pod down.
+func (c *natsPods) stop() {
+	for _, p := range c.pods {
+		if p.srv != nil {
+			p.srv.Shutdown()
+			p.srv.WaitForShutdown()
+			p.srv = nil
+		}
+	}
+}
+
+// restart stops every pod and starts it again (a rollout), on the same PVCs.
+func (c *natsPods) restart() []string {
+	c.stop()
+	return c.start()
+}
+
+// bundleChanged is the kubelet updating the JWT bundle volume of running pods and each wrapper
+// reacting: mirror, claims push, purge. It returns what was purged.
+func (c *natsPods) bundleChanged() []string {
+	h := c.h
+	h.t.Helper()
+	var purged []string
+	for _, p := range c.pods {
+		c.mount(p, h.statefulSet())
+		_, err := mirrorJWTBundle(p.path(p.env["NATS_JWT_MOUNT_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
+		h.g.Expect(err).NotTo(HaveOccurred())
+		sys := c.sysConn(p)
+		h.g.Expect(pushClaims(sys, p.path(p.env["NATS_JWT_DIR"]))).To(Succeed())
+		sys.Close()
+		purged = append(purged, c.purge(p)...)
+	}
+	return purged
+}
+
+// purge runs the wrapper's JetStream purge of pod p.
+func (c *natsPods) purge(p *natsPod) []string {
+	c.h.t.Helper()
+	sys := c.sysConn(p)
+	defer sys.Close()
+	purged, err := purgeAccountsNotInResolver(sys, p.path(p.env["NATS_JETSTREAM_STORE_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
+	c.h.g.Expect(err).NotTo(HaveOccurred())
+	return purged
+}
+
+// sysConn connects to pod p as the hub system user, with the creds the pod mounts.
+func (c *natsPods) sysConn(p *natsPod) *nats.Conn {
+	c.h.t.Helper()
+	nc, err := nats.Connect(p.clientURL(), nats.UserCredentials(p.path(p.env["NATS_SYS_USER_CRED_PATH"])), nats.Name("wrapper"))
+	c.h.g.Expect(err).NotTo(HaveOccurred(), "the system user's creds connect to %s", p.name)
+	return nc
+}
+
+// mount writes what the kubelet mounts into pod p from the pod template of sts: every Secret and
+// ConfigMap volume afresh (keys or items as files), the js-data claim as the pod's PVC directory
+// (kept), and the container filesystem's writable directories afresh on a start.
+func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
+	h := c.h
+	h.t.Helper()
+	spec := sts.Spec.Template.Spec
+	h.g.Expect(spec.Containers).To(HaveLen(1))
+	container := spec.Containers[0]
+	p.env = map[string]string{}
+	for _, e := range container.Env {
+		if e.ValueFrom == nil {
+			p.env[e.Name] = e.Value
+		}
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, vm := range container.VolumeMounts {
+		dir := p.path(vm.MountPath)
+		v, ok := volumes[vm.Name]
+		if !ok { // the claim template: the PVC
+			h.g.Expect(sts.Spec.VolumeClaimTemplates[0].Name).To(Equal(vm.Name))
+			h.g.Expect(os.MkdirAll(dir, 0o750)).To(Succeed())
+			continue
+		}
+		var data map[string][]byte
+		var items []corev1.KeyToPath
+		switch {
+		case v.Secret != nil:
+			data, items = h.secret(v.Secret.SecretName).Data, v.Secret.Items
+		case v.ConfigMap != nil:
+			data = map[string][]byte{}
+			for k, val := range h.configMap(v.ConfigMap.Name).Data {
+				data[k] = []byte(val)
+			}
+			items = v.ConfigMap.Items
+		default:
+			h.t.Fatalf("volume %s: not a Secret or ConfigMap", v.Name)
+		}
+		h.g.Expect(os.RemoveAll(dir)).To(Succeed())
+		h.g.Expect(os.MkdirAll(dir, 0o750)).To(Succeed())
+		files := map[string]string{}
+		for k := range data {
+			files[k] = k
+		}
+		if len(items) > 0 {
+			files = map[string]string{}
+			for _, it := range items {
+				files[it.Key] = it.Path
+			}
+		}
+		for key, file := range files {
+			h.g.Expect(os.WriteFile(filepath.Join(dir, file), data[key], 0o600)).To(Succeed())
+		}
+	}
+	// The container's own file system: the resolver directory and the pid file's directory.
+	if p.srv == nil {
+		for _, d := range []string{p.env["NATS_JWT_DIR"], "/home/runner/run"} {
+			h.g.Expect(os.RemoveAll(p.path(d))).To(Succeed())
+			h.g.Expect(os.MkdirAll(p.path(d), 0o750)).To(Succeed())
+		}
+	}
+}
+
+// quotedAbsPath is a double-quoted absolute path in server.conf.
+var quotedAbsPath = regexp.MustCompile(`"(/[^"]*)"`)
+
+// options reads the pod's mounted server.conf with ProcessConfigFile, its paths moved into the
+// pod's tree and $SELFNAME the pod's name (the downward-API env the file refers to), then moves
+// the listeners to the pod's loopback ports and the routes to the peers' (see natsPods).
+func (c *natsPods) options(p *natsPod) *server.Options {
+	h := c.h
+	h.t.Helper()
+	raw, err := os.ReadFile(p.path(p.env["NATS_CONF"]))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	conf := quotedAbsPath.ReplaceAllStringFunc(string(raw), func(q string) string {
+		return `"` + p.path(strings.Trim(q, `"`)) + `"`
+	})
+	file := filepath.Join(p.root, "server.conf")
+	h.g.Expect(os.WriteFile(file, []byte(conf), 0o600)).To(Succeed())
+	h.t.Setenv("SELFNAME", p.name)
+	opts, err := server.ProcessConfigFile(file)
+	h.g.Expect(err).NotTo(HaveOccurred(), "%s: server.conf has no configuration error", p.name)
+
+	opts.NoSigs = true
+	opts.Host, opts.Port = "127.0.0.1", p.ports.client
+	opts.HTTPHost, opts.HTTPPort = "127.0.0.1", p.ports.monitor
+	opts.Cluster.Host, opts.Cluster.Port = "127.0.0.1", p.ports.cluster
+	opts.LeafNode.Host, opts.LeafNode.Port = "127.0.0.1", p.ports.leaf
+	opts.MQTT.Host, opts.MQTT.Port = "127.0.0.1", p.ports.mqtt
+	var routes []*url.URL
+	for _, r := range opts.Routes {
+		peer := c.podOfRoute(r)
+		h.g.Expect(peer).NotTo(BeNil(), "route %s names a pod", r)
+		if peer == p {
+			continue
+		}
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", peer.ports.cluster)})
+		opts.Cluster.TLSConfig.ServerName = r.Hostname()
+	}
+	opts.Routes = routes
+	return opts
+}
+
+// podOfRoute is the pod a rendered route nats://nats-<i>.nats-headless:6222 points at.
+func (c *natsPods) podOfRoute(r *url.URL) *natsPod {
+	for _, p := range c.pods {
+		if r.Hostname() == p.name+".nats-headless" && r.Port() == "6222" {
+			return p
+		}
+	}
+	return nil
+}
