@@ -44,6 +44,12 @@ var (
 	// OwnerFile names another application. Nothing of the change is written.
 	ErrPathConflict = errors.New("folder belongs to another application")
 
+	// ErrFolderNotOwned means the change's folder (or a file at its path) is on the branch
+	// without an ownership marker: no application wrote it (a README, .github/, a Flux
+	// bootstrap path), so it is neither taken over nor replaced. Nothing of the change is
+	// written.
+	ErrFolderNotOwned = errors.New("folder not written by an application")
+
 	// ErrPending is what Pending.Result returns while the change is not yet
 	// written: not a failure, the outcome is not known yet.
 	ErrPending = errors.New("git write pending")
