@@ -119,8 +119,8 @@ func onlyKeys(data map[string][]byte, transportName string, allowed []string) er
 		return nil
 	}
 	slices.Sort(extra)
-	return fmt.Errorf("%w: key %q is not a Git credential key for an %s repository (allowed: %s)",
-		ErrInvalidAuth, extra[0], transportName, strings.Join(allowed, ", "))
+	return fmt.Errorf("%w: %w: key %q is not a Git credential key for an %s repository (allowed: %s)",
+		ErrInvalidAuth, ErrNotGitCredential, extra[0], transportName, strings.Join(allowed, ", "))
 }
 
 func httpAuth(data map[string][]byte) (Auth, error) {
@@ -152,7 +152,7 @@ func httpAuth(data map[string][]byte) (Auth, error) {
 		return Auth{}, fmt.Errorf("%w: %q and %q must be set together", ErrInvalidAuth, SecretKeyUsername, SecretKeyPassword)
 	case len(data) > 0 && len(a.caBundle) == 0:
 		// Keys present but all empty: fail closed rather than go anonymous.
-		return Auth{}, fmt.Errorf("%w: the Secret holds no credential value", ErrInvalidAuth)
+		return Auth{}, fmt.Errorf("%w: %w: the Secret holds no credential value", ErrInvalidAuth, ErrNotGitCredential)
 	}
 	a.id = digest("http", user, pass, token, bearer, string(a.caBundle))
 	return a, nil

@@ -20,6 +20,11 @@ var (
 	// Callers usually report it with the same reason as ErrAuthFailed.
 	ErrInvalidAuth = errors.New("invalid git credentials")
 
+	// ErrNotGitCredential means the credentials Secret's data is not one of the Git
+	// credential shapes (a key no shape has, such as a ServiceAccount token Secret's
+	// "namespace", or only empty values). It is wrapped together with ErrInvalidAuth.
+	ErrNotGitCredential = errors.New("not a Git credential")
+
 	// ErrAuthFailed means the Git server refused the credentials (HTTP
 	// 401/403, SSH authentication failure) or the SSH host key did not match
 	// known_hosts. The App Controller reports it as reason GitAuthFailed.
