@@ -73,6 +73,10 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Accept exported vCluster kubeconfigs with insecure-skip-tls-verify (development only).")
 	fs.Int64Var(&opts.Apps.MaxGitRepositorySize, "app-max-git-repository-size", opts.Apps.MaxGitRepositorySize,
 		"Largest local (shallow) clone of one apps repository branch, in bytes; larger ones are refused with RepositoryTooLarge (0: 256 MiB, negative: no limit).")
+	fs.StringVar(&opts.Apps.GitPathPrefix, "app-git-path-prefix", opts.Apps.GitPathPrefix,
+		"Folder of the apps repositories every spec.git.path must lie inside; the repository root and dot-folders are always refused (empty: apps).")
+	fs.BoolVar(&opts.Apps.AllowInsecureGitHTTP, "app-allow-insecure-git-http", opts.Apps.AllowInsecureGitHTTP,
+		"Send Git credentials over plain http:// repository URLs (development only; refused with GitInsecureTransport otherwise).")
 	fs.Var((*hostList)(&opts.Apps.AllowedGitHosts), "app-allowed-git-hosts",
 		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host).`)
 	fs.Var((*hostList)(&opts.Apps.AllowedVClusterServers), "app-allowed-vcluster-servers",

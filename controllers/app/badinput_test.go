@@ -97,6 +97,7 @@ func TestBadInputMatrix(t *testing.T) {
 		tenantCond = kubeoperav1alpha1.ConditionTenantResolved
 		gitCond    = kubeoperav1alpha1.ConditionManifestsCommitted
 		readyCond  = kubeoperav1alpha1.ConditionReady
+		fluxCond   = kubeoperav1alpha1.ConditionFluxConfigured
 	)
 
 	cases := []badInput{
@@ -266,6 +267,79 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}, mutate: func(f *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = gitServer.URL("gone-" + f.repo) },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitFailed, message: "not found"},
+		// Issue 24 item 4: spec.git.secretRef accepts Git credential shapes only.
+		{name: "git Secret of a ServiceAccount token", setup: func(f *fixture, app string) string {
+			f.create(&corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "sa-token-" + app, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+				Type:       corev1.SecretTypeServiceAccountToken,
+				Data:       map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "ca.crt": []byte("PEM"), "namespace": []byte(f.ns)},
+			})
+			return ""
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "sa-token-" + a.Name}
+		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `type "kubernetes.io/service-account-token"`, terminal: true},
+		{name: "git Secret shaped like a ServiceAccount token", setup: secret("sa-shaped", corev1.SecretTypeOpaque, map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "ca.crt": []byte("PEM"), "namespace": []byte("default")}),
+			mutate:    withGitSecret("sa-shaped"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `key "namespace"`, terminal: true},
+		{name: "git Secret of a TLS key pair", setup: secret("tls-pair", corev1.SecretTypeTLS, map[string][]byte{"tls.crt": []byte("PEM-cert"), "tls.key": []byte("PEM-key-s3cr3t")}),
+			mutate:    withGitSecret("tls-pair"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `type "kubernetes.io/tls"`, terminal: true},
+		{name: "git Secret of a pull Secret", setup: secret("pull-as-git", corev1.SecretTypeDockerConfigJson, map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}),
+			mutate:    withGitSecret("pull-as-git"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: "dockerconfigjson", terminal: true},
+		{name: "git Secret with SSH keys for an HTTP URL", setup: secret("ssh-for-http", corev1.SecretTypeOpaque, map[string][]byte{"identity": []byte("-----BEGIN OPENSSH PRIVATE KEY-----"), "known_hosts": []byte("x")}),
+			mutate:    withGitSecret("ssh-for-http"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `key "identity"`, terminal: true},
+		{name: "git Secret with empty values only", setup: secret("empty-values", corev1.SecretTypeOpaque, map[string][]byte{"username": {}, "password": {}}),
+			mutate:    withGitSecret("empty-values"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: "no credential value", terminal: true},
+		// Issue 24 item 1: spec.git.fluxSecretRef never names credentials the operator pushes with.
+		{name: "flux Secret that is the push Secret", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "also spec.git.secretRef", terminal: true},
+		{name: "flux Secret that is another app's push Secret", setup: func(f *fixture, app string) string {
+			f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "push-of-" + app}, Data: gitServer.SecretData()})
+			f.create(f.newApp("pusher-"+app, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Spec.Git.SecretRef.Name = "push-of-" + app
+			}))
+			f.waitReady("pusher-" + app)
+			return ""
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-of-" + a.Name}
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "spec.git.secretRef of app pusher-", terminal: true},
+		{name: "flux Secret holding the push credential", setup: secret("push-copy", corev1.SecretTypeBasicAuth, map[string][]byte{"username": []byte("someone"), "password": []byte(gitServer.Password)}),
+			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-copy"}
+			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential", terminal: true},
+		{name: "flux Secret of a ServiceAccount token shape", setup: secret("flux-sa-shaped", corev1.SecretTypeOpaque, map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "namespace": []byte("default")}),
+			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "flux-sa-shaped"}
+			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `key "namespace"`, terminal: true},
+		{name: "flux Secret missing", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "no-such-flux-secret"}
+		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretNotFound, message: "no-such-flux-secret"},
+		// Issue 24 item 2: reserved folders and folders no app wrote.
+		{name: "git path is the repository root", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "." }), admission: "spec.git.path"},
+		{name: "git path in a dot-folder", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = ".github/workflows" }),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: `dot-folder ".github"`, terminal: true},
+		{name: "git path in a nested dot-folder", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/.flux/web" }),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: `dot-folder ".flux"`, terminal: true},
+		{name: "git path outside the apps prefix", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "clusters/prod" }),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: `not inside the apps prefix "apps/"`, terminal: true},
+		{name: "git path is the apps prefix", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps" }),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: "not inside the apps prefix", terminal: true},
+		{name: "git path holding a README no app wrote", setup: func(f *fixture, app string) string {
+			_, err := gitServer.PushOutsideCommit(f.repo, "main", "apps/readme-"+app+"/README.md", "hand-written")
+			f.g.Expect(err).NotTo(HaveOccurred())
+			return ""
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/readme-" + a.Name },
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonFolderNotOwned, message: "without an ownership marker"},
+		{name: "git path that is a file no app wrote", setup: func(f *fixture, app string) string {
+			_, err := gitServer.PushOutsideCommit(f.repo, "main", "apps/file-"+app, "a file")
+			f.g.Expect(err).NotTo(HaveOccurred())
+			return ""
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/file-" + a.Name },
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonFolderNotOwned, message: "is a file"},
 		// spec.git.path: a folder of another app.
 		{name: "git path of another app's folder", setup: func(f *fixture, app string) string {
 			f.create(f.newApp("owner-"+app, "t1"))

@@ -36,10 +36,15 @@
 //     local clone per repository and branch, fetched and reset before every write, changes of
 //     apps reconciled together grouped into one commit and one push, non-fast-forward pushes
 //     fetched, re-applied and retried, unchanged files never committed. The message names the
-//     app and its generation. Credentials come from the Secret named by spec.git.secretRef:
-//     HTTPS username+password, token (user "git" unless username is set) or bearerToken, or SSH
-//     identity+known_hosts (host keys always verified); never in the URL (a URL with a password
-//     is refused). Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
+//     app and its generation. Credentials come from the Secret named by spec.git.secretRef
+//     (credentials.go), an Opaque or basic-auth Secret of one Git credential shape: HTTPS
+//     username+password, token (user "git" unless username is set) or bearerToken, or SSH
+//     identity+known_hosts (host keys always verified); any other type or key is
+//     GitSecretInvalid, credentials over http:// are GitInsecureTransport unless
+//     --app-allow-insecure-git-http; never in the URL (a URL with a password is refused). The
+//     folder must lie inside --app-git-path-prefix (default apps), never at the root or in a
+//     dot-folder (GitPathNotAllowed), and a folder holding content without this app's marker is
+//     never taken over (FolderNotOwned). These are checked in step 3, before any write. Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
 //     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed; before any
 //     of it, render.Validate refuses what the API server would refuse in the rendered
 //     Deployment and admission cannot check (InvalidSpec, naming the field). A changed
@@ -54,8 +59,10 @@
 //     never prune it) and the pull Secret is copied by name, type and contents into it and kept
 //     in sync. The copy is recorded in status.registrySecret; a copy no longer referenced is
 //     deleted unless another app of that vCluster namespace references it.
-//  6. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the Git
-//     credentials in Flux's format, only the keys Flux reads for the transport) and a Kustomization (path, prune: true, wait: true,
+//  6. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the
+//     read-only credentials of spec.git.fluxSecretRef in Flux's format, only the keys Flux reads
+//     for the transport; none without it: the push credentials never enter the vCluster, and a
+//     Secret the operator pushes with is refused as fluxSecretRef, FluxSecretRefused) and a Kustomization (path, prune: true, wait: true,
 //     targetNamespace = the app namespace, interval), both named <namespace>-<name> (cut and
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
 //     API, only when the fields the operator's field manager owns differ (a Synced app in steady
@@ -85,7 +92,8 @@
 //     count them). The count lives in the workqueue: after a restart every app starts at 30s;
 //   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
-//     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec): a
+//     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
+//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, GitPathNotAllowed): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //
 // Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is not

@@ -47,14 +47,20 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	if err := ensureNamespace(ctx, s.vc, fluxNamespace(s.app)); err != nil {
 		return fluxError("create the Flux namespace", err)
 	}
-	if s.app.Spec.Git.SecretRef != nil {
-		data, err := r.gitSecretData(ctx, s.app)
+	// Only the read-only Flux credentials enter the vCluster (checkGitInputs refused a Secret
+	// the operator pushes with); without them Flux fetches anonymously, and a copy made by an
+	// earlier version (of the push credentials) is deleted.
+	gitSecret := render.FluxGitSecret(s.app, nil)
+	if s.app.Spec.Git.FluxSecretRef != nil {
+		creds, err := r.credentials(ctx, s)
 		if err != nil {
 			return gitError(cond, err)
 		}
-		if err := syncSecret(ctx, s.vc, render.FluxGitSecret(s.app, data)); err != nil {
-			return fluxError("copy the Git credentials", err)
+		if err := syncSecret(ctx, s.vc, render.FluxGitSecret(s.app, creds.flux)); err != nil {
+			return fluxError("copy the Flux Git credentials", err)
 		}
+	} else if err := deleteIfManaged(ctx, s.vc, gitSecret); err != nil {
+		return fluxError("delete the copied Git credentials", err)
 	}
 	if err := apply(ctx, s.vc, repo); err != nil {
 		return fluxError("apply GitRepository", err)

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -30,7 +29,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))
 	}
 	here := specLocation(s.app)
-	repo, err := r.gitRepo(ctx, s.app, here)
+	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {
 		return gitError(cond, err)
 	}
@@ -136,7 +135,7 @@ func owner(app *kubeoperav1alpha1.KubeOperaApp) gitops.Owner {
 // app (this app was refused there) is not the app's to remove: nothing happens. A repository
 // that no longer exists took the folder with it: success, with a Warning Event.
 func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, verb string) (gitops.Result, error) {
-	repo, err := r.gitRepo(ctx, s.app, loc)
+	repo, err := r.gitRepo(ctx, s, loc)
 	if errors.Is(err, errGitHostNotAllowed) {
 		// The operator never connects there, so it never wrote there either.
 		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionFor(s.app),
@@ -178,36 +177,21 @@ func commitMessage(app *kubeoperav1alpha1.KubeOperaApp, verb string) string {
 		verb, app.Namespace, app.Name, app.Generation, app.UID)
 }
 
-// gitRepo returns the repository of loc with the credentials of spec.git.secretRef.
-func (r *Reconciler) gitRepo(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp, loc location) (gitops.Repo, error) {
+// gitRepo returns the repository of loc with the credentials of spec.git.secretRef (checked:
+// credentials.go).
+func (r *Reconciler) gitRepo(ctx context.Context, s *scope, loc location) (gitops.Repo, error) {
 	if err := r.checkGitHost(loc.url); err != nil {
 		return gitops.Repo{}, err
 	}
-	data, err := r.gitSecretData(ctx, app)
+	creds, err := r.credentials(ctx, s)
 	if err != nil {
 		return gitops.Repo{}, err
 	}
-	auth, err := gitops.AuthFromSecretData(loc.url, data)
+	auth, err := r.gitAuth(loc.url, creds.push, "spec.git.secretRef")
 	if err != nil {
 		return gitops.Repo{}, err
 	}
 	return gitops.Repo{URL: loc.url, Branch: loc.branch, Auth: auth}, nil
-}
-
-// gitSecretData reads the Git credentials Secret; nil data without a secretRef (anonymous).
-func (r *Reconciler) gitSecretData(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (map[string][]byte, error) {
-	if app.Spec.Git.SecretRef == nil || app.Spec.Git.SecretRef.Name == "" {
-		return nil, nil
-	}
-	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Spec.Git.SecretRef.Name}
-	secret := &corev1.Secret{}
-	if err := r.apiReader.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %q in namespace %q", errGitSecretNotFound, key.Name, key.Namespace)
-		}
-		return nil, fmt.Errorf("get Git credentials Secret: %w", err)
-	}
-	return secret.Data, nil
 }
 
 // gitError maps a Git failure to its reason. Authentication gets its own reason (an expired
@@ -216,6 +200,18 @@ func gitError(cond string, err error) error {
 	switch {
 	case errors.Is(err, errGitSecretNotFound):
 		return retry(cond, kubeoperav1alpha1.ReasonGitSecretNotFound, err)
+	case errors.Is(err, errGitSecretInvalid), errors.Is(err, gitops.ErrNotGitCredential):
+		// The Secret watch brings the app back when the Secret is replaced.
+		return stop(cond, kubeoperav1alpha1.ReasonGitSecretInvalid, err)
+	case errors.Is(err, errGitInsecureTransport):
+		return stop(cond, kubeoperav1alpha1.ReasonGitInsecureTransport, err)
+	case errors.Is(err, errFluxSecretRefused):
+		return stop(cond, kubeoperav1alpha1.ReasonFluxSecretRefused, err)
+	case errors.Is(err, errGitPathNotAllowed):
+		return stop(cond, kubeoperav1alpha1.ReasonGitPathNotAllowed, err)
+	case errors.Is(err, gitops.ErrFolderNotOwned):
+		// Retried with the backoff: a person may remove the content; nothing is pushed.
+		return retry(cond, kubeoperav1alpha1.ReasonFolderNotOwned, err)
 	case errors.Is(err, gitops.ErrAuthFailed), errors.Is(err, gitops.ErrInvalidAuth):
 		return retry(cond, kubeoperav1alpha1.ReasonGitAuthFailed, err)
 	case errors.Is(err, gitops.ErrPushConflict):

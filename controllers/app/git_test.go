@@ -76,7 +76,8 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	f.g.Expect(pull.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
 	f.g.Expect(string(pull.Data[corev1.DockerConfigJsonKey])).To(Equal(dockerConfig))
 
-	// Flux objects, typed: GitRepository with the copied credentials, Kustomization with prune.
+	// Flux objects, typed: GitRepository with the copied read-only credentials (never the push
+	// credentials), Kustomization with prune.
 	name := f.ns + "-shop"
 	repo := &sourcev1.GitRepository{}
 	f.g.Expect(f.vc(repo, "flux-system", name)).To(BeTrue())
@@ -87,7 +88,7 @@ func TestAppIsCommittedAndFluxConfigured(t *testing.T) {
 	f.g.Expect(repo.Annotations).To(HaveKeyWithValue("reconcile.fluxcd.io/requestedAt", a.Status.Commit))
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", name+"-git")).To(BeTrue())
-	f.g.Expect(creds.Data).To(Equal(gitServer.SecretData()))
+	f.g.Expect(creds.Data).To(Equal(gitServer.ReadOnlySecretData()))
 	ks := &kustomizev1.Kustomization{}
 	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
 	f.g.Expect(ks.Spec.Prune).To(BeTrue())
@@ -170,11 +171,11 @@ func TestPathChangeMovesTheFolder(t *testing.T) {
 	f.addTenant("t1", time.Now())
 	f.create(f.newApp("mover", "t1"))
 	f.waitReady("mover")
-	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "tenants/mover" })
+	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/tenants/mover" })
 	a := f.waitReady("mover")
-	f.g.Expect(a.Status.Path).To(Equal("tenants/mover"))
+	f.g.Expect(a.Status.Path).To(Equal("apps/tenants/mover"))
 	f.g.Expect(f.files(f.path("mover"))).To(BeEmpty())
-	f.g.Expect(f.files("tenants/mover")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files("apps/tenants/mover")).To(HaveKey("deployment.yaml"))
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 }
 
@@ -231,18 +232,18 @@ func TestURLAndPathChangeRemovesTheOldFolderFromTheOldRepository(t *testing.T) {
 
 	f.update("traveller", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.Git.URL = gitServer.URL(newRepo)
-		a.Spec.Git.Path = "moved/traveller"
+		a.Spec.Git.Path = "apps/moved/traveller"
 	})
 	a := f.waitReady("traveller")
 	f.g.Expect(a.Status.Repository).To(Equal(gitServer.URL(newRepo)))
-	f.g.Expect(a.Status.Path).To(Equal("moved/traveller"))
+	f.g.Expect(a.Status.Path).To(Equal("apps/moved/traveller"))
 	old, err := gitServer.Files(oldRepo, "main", oldPath)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(old).To(BeEmpty(), "the old folder stayed in the old repository")
 	kept, err := gitServer.Files(newRepo, "main", oldPath)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(kept).To(Equal(map[string]string{"keep.yaml": "not the app's\n"}), "the old path was removed from the new repository")
-	moved, err := gitServer.Files(newRepo, "main", "moved/traveller")
+	moved, err := gitServer.Files(newRepo, "main", "apps/moved/traveller")
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(moved).To(HaveKey("deployment.yaml"))
 	repo := &sourcev1.GitRepository{}
@@ -344,14 +345,16 @@ func TestSSHCredentials(t *testing.T) {
 	f.create(f.newApp("over-ssh", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.Git.URL = access.BaseURL + "/" + f.repo + ".git"
 		a.Spec.Git.SecretRef.Name = "ssh-creds"
+		a.Spec.Git.FluxSecretRef = nil
 	}))
 	a := f.waitReady("over-ssh")
 	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
 	f.g.Expect(f.files(f.path("over-ssh"))).To(HaveKey("deployment.yaml"))
-	// Flux gets the key and known_hosts, in its own Secret format.
-	creds := &corev1.Secret{}
-	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-over-ssh-git")).To(BeTrue())
-	f.g.Expect(creds.Data).To(Equal(access.SecretData()))
+	// The push key never enters the vCluster: without fluxSecretRef Flux fetches anonymously.
+	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", f.ns+"-over-ssh-git")).To(BeFalse())
+	repo := &sourcev1.GitRepository{}
+	f.g.Expect(f.vc(repo, "flux-system", f.ns+"-over-ssh")).To(BeTrue())
+	f.g.Expect(repo.Spec.SecretRef).To(BeNil())
 
 	// A known_hosts that does not hold the server's key: the host is not trusted, which is an
 	// authentication failure, not an outage.
@@ -377,12 +380,20 @@ func TestHTTPSTokenCredentials(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "token"},
 		Data:       map[string][]byte{"token": []byte(gitServer.Password)},
 	})
-	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "token" }))
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "read-token"},
+		Data:       map[string][]byte{"username": []byte(gitServer.ReadUser), "token": []byte(gitServer.ReadPassword)},
+	})
+	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.SecretRef.Name = "token"
+		a.Spec.Git.FluxSecretRef.Name = "read-token"
+	}))
 	f.waitReady("tokened")
 	f.g.Expect(f.files(f.path("tokened"))).To(HaveKey("deployment.yaml"))
+	// Flux gets the read-only token, as Flux's username and password.
 	creds := &corev1.Secret{}
 	f.g.Expect(f.vc(creds, "flux-system", f.ns+"-tokened-git")).To(BeTrue())
-	f.g.Expect(creds.Data).To(Equal(map[string][]byte{"username": []byte("git"), "password": []byte(gitServer.Password)}))
+	f.g.Expect(creds.Data).To(Equal(map[string][]byte{"username": []byte(gitServer.ReadUser), "password": []byte(gitServer.ReadPassword)}))
 }
 
 func TestPasswordInGitURLIsRefused(t *testing.T) {

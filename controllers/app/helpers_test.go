@@ -27,8 +27,10 @@ import (
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
-	// gitSecret is the Git credentials Secret every fixture creates.
+	// gitSecret is the Git credentials Secret every fixture creates: the operator pushes with it.
 	gitSecret = "git-credentials"
+	// fluxSecret is the read-only credentials Secret every fixture creates, for Flux.
+	fluxSecret = "git-readonly"
 )
 
 // fixture is one CloudSpace: a host namespace with Tenants, a Git credentials Secret and a
@@ -59,6 +61,10 @@ func newFixture(t *testing.T) *fixture {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gitSecret},
 		Data:       gitServer.SecretData(),
 	})).To(Succeed())
+	g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecret},
+		Data:       gitServer.ReadOnlySecretData(),
+	})).To(Succeed())
 	checkNoGitQueuesAtEnd(t)
 	t.Cleanup(f.deleteAllApps)
 	return f
@@ -81,6 +87,7 @@ func (f *fixture) newApp(name, tenant string, mods ...func(*kubeoperav1alpha1.Ku
 	a := apptest.App(f.ns, name, f.cloudSpace, f.gitURL(), func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.TenantCRName = tenant
 		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
+		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: fluxSecret}
 	})
 	for _, m := range mods {
 		m(a)

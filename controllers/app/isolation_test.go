@@ -32,7 +32,7 @@ func TestAppFolderBelongsToItsApp(t *testing.T) {
 	a := newFixture(t)
 	a.addTenant("ta", time.Now())
 	b := sharedRepo(t, a)
-	const ownerPath = "shared/web"
+	const ownerPath = "apps/shared/web"
 	a.create(a.newApp("owner", "ta", withPath(ownerPath)))
 	owner := a.waitReady("owner")
 	repoBefore := a.allFiles("")
@@ -47,10 +47,10 @@ func TestAppFolderBelongsToItsApp(t *testing.T) {
 	}{
 		{a, "ta", "same-ns-equal", ownerPath},
 		{a, "ta", "same-ns-nested", ownerPath + "/inner"},
-		{a, "ta", "same-ns-parent", "shared"},
+		{a, "ta", "same-ns-parent", "apps/shared"},
 		{b, "tb", "other-ns-equal", ownerPath},
 		{b, "tb", "other-ns-nested", ownerPath + "/deeper/still"},
-		{b, "tb", "other-ns-parent", "shared"},
+		{b, "tb", "other-ns-parent", "apps/shared"},
 	}
 	for _, in := range intruders {
 		in.f.create(in.f.newApp(in.name, in.tenant, withPath(in.path)))

@@ -92,6 +92,8 @@ type scope struct {
 	vc     client.Client
 	// registrySecret is the host's pull Secret the app names (checkRegistrySecret).
 	registrySecret *corev1.Secret
+	// creds are the app's Git credentials, read once per pass (credentials.go).
+	creds gitCredentials
 	// namespaceExists: the app namespace exists in the vCluster (checkInputs).
 	namespaceExists bool
 	// head is the branch head that holds the app's current manifests (this pass's write).

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,10 @@ const (
 	// DefaultMaxConcurrentReconciles lets apps of one repository be reconciled together, so
 	// the Git writer can group their changes into one commit and one push.
 	DefaultMaxConcurrentReconciles = 16
+	// DefaultGitPathPrefix is the folder of the apps repository the operator writes in: the
+	// default app folder is apps/<namespace>/<name>, and nothing outside apps/ (a Flux
+	// bootstrap path such as clusters/prod, the repository's own files) is ever written.
+	DefaultGitPathPrefix = "apps"
 )
 
 // Options configure the KubeOperaApp reconciler. Zero values take the defaults above.
@@ -92,6 +97,14 @@ type Options struct {
 	// localhost replacement, in the same format; empty allows any.
 	AllowedVClusterServers []string
 
+	// GitPathPrefix is the folder every app's spec.git.path must lie strictly inside
+	// (--app-git-path-prefix); empty: DefaultGitPathPrefix. The repository root and
+	// dot-folders are reserved whatever the prefix.
+	GitPathPrefix string
+	// AllowInsecureGitHTTP allows sending Git credentials over plain http://
+	// (--app-allow-insecure-git-http; development only).
+	AllowInsecureGitHTTP bool
+
 	// MaxGitRepositorySize bounds the local clone of one repository branch in bytes
 	// (RepositoryTooLarge beyond it); negative means no limit.
 	MaxGitRepositorySize int64
@@ -126,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxGitRepositorySize == 0 {
 		o.MaxGitRepositorySize = DefaultMaxGitRepositorySize
+	}
+	if o.GitPathPrefix = strings.Trim(o.GitPathPrefix, "/"); o.GitPathPrefix == "" {
+		o.GitPathPrefix = DefaultGitPathPrefix
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

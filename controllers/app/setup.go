@@ -26,6 +26,9 @@ import (
 const (
 	// indexSecretRefs: names of the host Secrets an app references (registry, Git).
 	indexSecretRefs = "kubeopera.io/secret-refs" //nolint:gosec // G101: the name of a field index, not a credential
+	// indexGitSecretRef: the name of the Secret an app pushes with (spec.git.secretRef), so that
+	// a fluxSecretRef naming another app's push Secret is refused.
+	indexGitSecretRef = "kubeopera.io/git-secret-ref" //nolint:gosec // G101: the name of a field index, not a credential
 	// indexTenant: the Tenant an app is placed in (status.tenant), or asks for
 	// (spec.tenantCRName), or cloudSpacePrefix+cloudSpaceId for an unplaced app resolved by
 	// CloudSpace.
@@ -44,6 +47,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexSecretRefs, secretRefs); err != nil {
 		return fmt.Errorf("index %s: %w", indexSecretRefs, err)
+	}
+	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexGitSecretRef, gitSecretRef); err != nil {
+		return fmt.Errorf("index %s: %w", indexGitSecretRef, err)
 	}
 	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexTenant, tenantKeys); err != nil {
 		return fmt.Errorf("index %s: %w", indexTenant, err)
@@ -90,6 +96,9 @@ func secretRefs(obj client.Object) []string {
 	}
 	if app.Spec.Git.SecretRef != nil && app.Spec.Git.SecretRef.Name != "" {
 		names = append(names, app.Spec.Git.SecretRef.Name)
+	}
+	if app.Spec.Git.FluxSecretRef != nil && app.Spec.Git.FluxSecretRef.Name != "" {
+		names = append(names, app.Spec.Git.FluxSecretRef.Name)
 	}
 	return names
 }
@@ -171,4 +180,12 @@ func dedupe(reqs []reconcile.Request) []reconcile.Request {
 		}
 	}
 	return out
+}
+
+func gitSecretRef(obj client.Object) []string {
+	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
+	if !ok || app.Spec.Git.SecretRef == nil || app.Spec.Git.SecretRef.Name == "" {
+		return nil
+	}
+	return []string{app.Spec.Git.SecretRef.Name}
 }

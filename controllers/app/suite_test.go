@@ -68,6 +68,9 @@ var suiteOptions = app.Options{
 	KustomizationDeleteTimeout: 3 * time.Second,
 	// More workers than apps in any test, so a gated push can have every app queued behind it.
 	MaxConcurrentReconciles: 40,
+	// The test Git server is plain HTTP on loopback (TestCredentialsOverPlainHTTPAreRefused
+	// checks the default).
+	AllowInsecureGitHTTP: true,
 }
 
 func TestMain(m *testing.M) {

@@ -52,6 +52,9 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 	if err := render.Validate(s.app); err != nil {
 		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonInvalidSpec, err)
 	}
+	if err := r.checkGitInputs(ctx, s); err != nil {
+		return err
+	}
 	if err := r.checkRegistrySecret(ctx, s); err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ import (
 type GitServer struct {
 	*gittestserver.GitServer
 	User, Password string
+	// ReadUser and ReadPassword may fetch but never push (the server answers 403 to a push),
+	// as a read-only deploy token of a Git host does.
+	ReadUser, ReadPassword string
 
 	sshOnce sync.Once
 	ssh     SSHAccess
@@ -44,9 +47,10 @@ func StartGitServer(user, password string) (*GitServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create git server: %w", err)
 	}
-	s := &GitServer{GitServer: srv, User: user, Password: password, removed: map[string]bool{}}
+	s := &GitServer{GitServer: srv, User: user, Password: password,
+		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{}}
 	srv.AutoCreate().Auth(user, password)
-	srv.AddHTTPMiddlewares(s.notFoundWhenRemoved)
+	srv.AddHTTPMiddlewares(s.notFoundWhenRemoved, s.readOnlyUser)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
@@ -75,6 +79,60 @@ func (s *GitServer) notFoundWhenRemoved(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readOnlyUser lets ReadUser fetch (the request goes on with the server's own credentials) and
+// refuses its pushes with 403, before the server's basic auth sees them.
+func (s *GitServer) readOnlyUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || user != s.ReadUser || pass != s.ReadPassword {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack" {
+			http.Error(w, "read-only credentials", http.StatusForbidden)
+			return
+		}
+		r = r.Clone(r.Context())
+		r.SetBasicAuth(s.User, s.Password)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ReadOnlySecretData is the content of a credentials Secret that can fetch but not push.
+func (s *GitServer) ReadOnlySecretData() map[string][]byte {
+	return map[string][]byte{"username": []byte(s.ReadUser), "password": []byte(s.ReadPassword)}
+}
+
+// TryPush pushes a new commit on a new branch, probe, of repo with auth, as anyone holding
+// those credentials could: nil means the credentials can push (the branch then exists).
+func (s *GitServer) TryPush(repo, probe string, auth transport.AuthMethod) error {
+	dir, err := os.MkdirTemp("", "probe-clone-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	r, err := initClone(dir, s.URL(repo), probe)
+	if err != nil {
+		return err
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "probe.txt"), []byte(probe), 0o600); err != nil {
+		return err
+	}
+	if _, err := wt.Add("probe.txt"); err != nil {
+		return err
+	}
+	sig := &object.Signature{Name: "probe", Email: "probe@example.com", When: time.Now()}
+	if _, err := wt.Commit("probe "+probe, &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		return err
+	}
+	ref := plumbing.NewBranchReferenceName(probe)
+	return r.Push(&git.PushOptions{Auth: auth, RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)}})
 }
 
 // Stop stops the server and removes its repositories.

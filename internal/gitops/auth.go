@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,12 +84,43 @@ func AuthFromSecretData(repoURL string, data map[string][]byte) (Auth, error) {
 	}
 	switch ep.Protocol {
 	case "http", "https":
+		if err := onlyKeys(data, "HTTP(S)", httpKeys); err != nil {
+			return Auth{}, err
+		}
 		return httpAuth(data)
 	case "ssh":
+		if err := onlyKeys(data, "SSH", sshKeys); err != nil {
+			return Auth{}, err
+		}
 		return sshAuth(ep, data)
 	default:
 		return Auth{}, fmt.Errorf("%w: scheme %q is not supported (use https, http or ssh)", ErrInvalidAuth, ep.Protocol)
 	}
+}
+
+// The keys a credentials Secret may hold for each transport. Any other key means the Secret is
+// not a Git credential of that shape (a ServiceAccount token Secret holds "namespace", a TLS
+// Secret "tls.key", an SSH key Secret for an HTTPS URL "identity"): it is refused rather than
+// guessed at, so a Secret is never used as something it is not.
+var (
+	httpKeys = []string{SecretKeyUsername, SecretKeyPassword, SecretKeyToken, SecretKeyBearerToken, SecretKeyCA}
+	sshKeys  = []string{SecretKeyIdentity, SecretKeyKnownHosts, SecretKeyPassword}
+)
+
+// onlyKeys refuses data holding a key outside allowed. The message names the key, never a value.
+func onlyKeys(data map[string][]byte, transportName string, allowed []string) error {
+	var extra []string
+	for k := range data {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	slices.Sort(extra)
+	return fmt.Errorf("%w: %w: key %q is not a Git credential key for an %s repository (allowed: %s)",
+		ErrInvalidAuth, ErrNotGitCredential, extra[0], transportName, strings.Join(allowed, ", "))
 }
 
 func httpAuth(data map[string][]byte) (Auth, error) {
@@ -118,8 +150,9 @@ func httpAuth(data map[string][]byte) (Auth, error) {
 		a.secrets = []string{pass}
 	case user != "" || pass != "":
 		return Auth{}, fmt.Errorf("%w: %q and %q must be set together", ErrInvalidAuth, SecretKeyUsername, SecretKeyPassword)
-	case len(data[SecretKeyIdentity]) > 0:
-		return Auth{}, fmt.Errorf("%w: the Secret holds an SSH %q but the repository URL is HTTP(S)", ErrInvalidAuth, SecretKeyIdentity)
+	case len(data) > 0 && len(a.caBundle) == 0:
+		// Keys present but all empty: fail closed rather than go anonymous.
+		return Auth{}, fmt.Errorf("%w: %w: the Secret holds no credential value", ErrInvalidAuth, ErrNotGitCredential)
 	}
 	a.id = digest("http", user, pass, token, bearer, string(a.caBundle))
 	return a, nil
@@ -259,4 +292,18 @@ func (k sshKeysWithTimeout) ClientConfig() (*ssh.ClientConfig, error) {
 	}
 	cfg.Timeout = sshDialTimeout
 	return cfg, nil
+}
+
+// Anonymous reports whether a sends no credentials.
+func (a Auth) Anonymous() bool { return a.method == nil }
+
+// SharesSecretWith reports whether a and b hold a secret value in common (a password, token,
+// bearer token or private key): the same credential under another Secret's name.
+func (a Auth) SharesSecretWith(b Auth) bool {
+	for _, s := range a.secrets {
+		if s != "" && slices.Contains(b.secrets, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -65,7 +65,15 @@ func TestAuthFromSecretData(t *testing.T) {
 		{name: "https password without user", url: httpsURL, data: data{"password": []byte("s3cret-pw")}, wantErr: "must be set together"},
 		{name: "https bearer and basic", url: httpsURL, data: data{"bearerToken": []byte("bearer-123456"), "username": []byte("bob"), "password": []byte("s3cret-pw")}, wantErr: "not both"},
 		{name: "https token and password", url: httpsURL, data: data{"token": []byte("tok-123456"), "password": []byte("s3cret-pw")}, wantErr: "not both"},
-		{name: "https with ssh key", url: httpsURL, data: data{"identity": identity}, wantErr: "SSH"},
+		{name: "https with ssh key", url: httpsURL, data: data{"identity": identity}, wantErr: `key "identity" is not a Git credential key for an HTTP(S) repository`},
+		// Issue 24 item 4: only Git credential shapes. A ServiceAccount token Secret's data
+		// (token, ca.crt, namespace) must not become basic auth "git:<token>".
+		{name: "service account token shape", url: httpsURL, data: data{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa"), "ca.crt": []byte("PEM"), "namespace": []byte("default")}, wantErr: `key "namespace"`},
+		{name: "tls secret shape", url: httpsURL, data: data{"tls.crt": []byte("PEM-cert"), "tls.key": []byte("PEM-key-123")}, wantErr: `key "tls.crt"`},
+		{name: "docker config shape", url: httpsURL, data: data{".dockerconfigjson": []byte(`{"auths":{}}`)}, wantErr: `key ".dockerconfigjson"`},
+		{name: "https keys all empty", url: httpsURL, data: data{"username": nil, "password": nil}, wantErr: "no credential value"},
+		{name: "ssh with basic auth keys", url: sshURL, data: data{"identity": identity, "known_hosts": []byte(knownHosts), "username": []byte("bob")}, wantErr: `key "username" is not a Git credential key for an SSH repository`},
+		{name: "ssh with token", url: sshURL, data: data{"identity": identity, "known_hosts": []byte(knownHosts), "token": []byte("tok-123456")}, wantErr: `key "token"`},
 		{name: "ssh without known_hosts", url: sshURL, data: data{"identity": identity}, wantErr: "known_hosts"},
 		{name: "ssh without secret", url: sshURL, data: nil, wantErr: "known_hosts"},
 		{name: "ssh without identity", url: sshURL, data: data{"known_hosts": []byte(knownHosts)}, wantErr: "identity"},

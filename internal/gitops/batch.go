@@ -182,24 +182,37 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 			r.err = fmt.Errorf("app %s: %w", r.change.AppKey, err)
 			continue
 		}
-		differs, err := differsFrom(baseTree, r.change)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("compare %s with head: %w", r.change.Path, err)
+		c := r.change
+		own, marked := st.owners[c.Path]
+		if c.Delete {
+			if !marked {
+				// No marker of this owner: nothing there was written by it (the conflict check
+				// above refused another owner's). It is left alone, whatever it holds.
+				continue
+			}
+			c.only = own.Files
+		} else if err := unownedContent(baseTree, c.Path, marked); err != nil {
+			r.err = fmt.Errorf("app %s: %w", c.AppKey, err)
+			continue
 		}
-		if r.change.Delete {
-			delete(owned, r.change.Path)
+		differs, err := differsFrom(baseTree, c)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("compare %s with head: %w", c.Path, err)
+		}
+		if c.Delete {
+			delete(owned, c.Path)
 		} else {
-			owned[r.change.Path] = r.change.Owner
+			owned[c.Path] = mark{Owner: c.Owner, Files: c.fileNames()}
 		}
 		if !differs {
 			continue
 		}
-		if err := checkFolderWritable(wt.Filesystem, r.change.Path); err != nil {
-			r.err = fmt.Errorf("app %s: %w", r.change.AppKey, err)
+		if err := checkFolderWritable(wt.Filesystem, c.Path); err != nil {
+			r.err = fmt.Errorf("app %s: %w", c.AppKey, err)
 			continue
 		}
-		if err := writeChange(wt.Filesystem, r.change); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("write %s: %w", r.change.Path, err)
+		if err := writeChange(wt.Filesystem, c); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("write %s: %w", c.Path, err)
 		}
 		r.changed = true
 		applied = append(applied, r)

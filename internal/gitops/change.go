@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -43,8 +44,14 @@ type Change struct {
 	// contains or lies inside a folder of another owner; a Delete is refused the same way,
 	// so deleting one app never removes another's files.
 	Owner Owner
-	// Delete removes the folder instead; Files must then be empty.
+	// Delete removes what the owner wrote in the folder instead; Files must then be empty.
+	// Only the files the folder's OwnerFile lists (the files of the owner's last write) and
+	// the marker itself are removed: a file someone else added stays. A folder without the
+	// owner's marker is left alone (Result.Changed false). A marker written before markers
+	// listed their files removes the whole folder, as deletes did then.
 	Delete bool
+	// only is set by the batch for a Delete: the files to remove (nil: the whole folder).
+	only []string
 	// Message is the commit message for this change. When the change is
 	// committed together with others, its first line is listed in the
 	// combined message. Empty means "kubeopera: update <AppKey>" (or delete).
@@ -106,7 +113,7 @@ func (c Change) validate() error {
 	if c.AppKey == "" {
 		return fmt.Errorf("%w: AppKey is empty", ErrInvalidChange)
 	}
-	if err := validatePath(c.Path); err != nil {
+	if err := validateFolder(c.Path); err != nil {
 		return fmt.Errorf("app %s: folder: %w", c.AppKey, err)
 	}
 	if err := c.Owner.validate(); err != nil {
@@ -162,6 +169,20 @@ func validatePath(p string) error {
 	return nil
 }
 
+// validateFolder is validatePath for an application's folder, which also must not be or lie
+// in a dot-folder (".github", ".flux", ".gitea"): those belong to the repository's tooling.
+func validateFolder(p string) error {
+	if err := validatePath(p); err != nil {
+		return err
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return fmt.Errorf("%w: %q is in the dot-folder %q, reserved for the repository's tooling", ErrInvalidPath, p, seg)
+		}
+	}
+	return nil
+}
+
 // redactURL hides the password of a URL for messages.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
@@ -170,6 +191,18 @@ func redactURL(raw string) string {
 		return "<unparsable URL>"
 	}
 	return u.Redacted()
+}
+
+// fileNames are the names of the files the change writes, OwnerFile excluded, sorted.
+func (c Change) fileNames() []string {
+	names := make([]string, 0, len(c.Files))
+	for n := range c.Files {
+		if n != OwnerFile {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // message returns the commit message for this change alone.

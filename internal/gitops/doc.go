@@ -13,11 +13,25 @@
 // # Ownership
 //
 // Every folder written holds OwnerFile, naming the owning application (ID
-// and name). A change or delete whose folder equals, contains or lies inside
-// a folder marked for another owner fails with ErrPathConflict and writes
-// nothing; in one batch the first owner claims a free folder. A marker of
-// the same name but another ID (a recreated application) and an unmarked
-// folder are taken over. Release frees the queue and clone of a branch no
+// and name) and the files it wrote there. A change or delete whose folder
+// equals, contains or lies inside a folder marked for another owner fails
+// with ErrPathConflict and writes nothing; in one batch the first owner
+// claims a free folder. A marker of the same name but another ID (a
+// recreated application) is taken over. Content without the owner's marker
+// at the folder's path (a README, .github/, a Flux bootstrap path, a folder a
+// person wrote) is never taken over: the change fails with ErrFolderNotOwned
+// and writes nothing. A delete removes only the files the marker lists (and
+// the marker): a file someone else added stays, and a folder without the
+// owner's marker is left alone. Folders in a dot-folder are refused
+// (ErrInvalidPath).
+//
+// # Credentials
+//
+// AuthFromSecretData accepts only Git credential shapes: HTTPS
+// username+password, token or bearerToken (optional ca.crt), SSH identity and
+// known_hosts (optional passphrase). Any other key fails with ErrInvalidAuth
+// and ErrNotGitCredential, so a ServiceAccount token Secret is never sent as
+// basic auth. Release frees the queue and clone of a branch no
 // application uses any more; a branch with a write still queued is freed when
 // that write is done, unless another change for it arrives first.
 //
@@ -71,7 +85,7 @@
 // # Errors
 //
 // Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth,
-// ErrAuthFailed, ErrPushConflict, ErrPathConflict, ErrRepositoryNotFound or
-// ErrRepositoryTooLarge where that is the cause, and never
+// ErrNotGitCredential, ErrAuthFailed, ErrPushConflict, ErrPathConflict,
+// ErrFolderNotOwned, ErrRepositoryNotFound or ErrRepositoryTooLarge where that is the cause, and never
 // contain credentials: known secrets are scrubbed from every message.
 package gitops

@@ -20,6 +20,11 @@ var (
 	// Callers usually report it with the same reason as ErrAuthFailed.
 	ErrInvalidAuth = errors.New("invalid git credentials")
 
+	// ErrNotGitCredential means the credentials Secret's data is not one of the Git
+	// credential shapes (a key no shape has, such as a ServiceAccount token Secret's
+	// "namespace", or only empty values). It is wrapped together with ErrInvalidAuth.
+	ErrNotGitCredential = errors.New("not a Git credential")
+
 	// ErrAuthFailed means the Git server refused the credentials (HTTP
 	// 401/403, SSH authentication failure) or the SSH host key did not match
 	// known_hosts. The App Controller reports it as reason GitAuthFailed.
@@ -43,6 +48,12 @@ var (
 	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose
 	// OwnerFile names another application. Nothing of the change is written.
 	ErrPathConflict = errors.New("folder belongs to another application")
+
+	// ErrFolderNotOwned means the change's folder (or a file at its path) is on the branch
+	// without an ownership marker: no application wrote it (a README, .github/, a Flux
+	// bootstrap path), so it is neither taken over nor replaced. Nothing of the change is
+	// written.
+	ErrFolderNotOwned = errors.New("folder not written by an application")
 
 	// ErrPending is what Pending.Result returns while the change is not yet
 	// written: not a failure, the outcome is not known yet.

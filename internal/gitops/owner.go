@@ -1,10 +1,12 @@
 package gitops
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,28 +44,48 @@ func (o Owner) validate() error {
 	return nil
 }
 
-// marker is the content of OwnerFile: deterministic, so an unchanged owner never changes a
-// folder.
-func (o Owner) marker() []byte {
-	return []byte("# Written by the KubeOpera App Controller: this folder belongs to one KubeOperaApp.\n" +
+// marker is the content of OwnerFile: the owner and the files the owner wrote in the folder
+// (names relative to the folder, sorted), so that a delete removes exactly those. Deterministic,
+// so an unchanged owner never changes a folder.
+func (o Owner) marker(files []string) []byte {
+	var b strings.Builder
+	b.WriteString("# Written by the KubeOpera App Controller: this folder belongs to one KubeOperaApp.\n" +
 		"# An app whose folder equals, contains or lies inside this one is refused (PathConflict).\n" +
+		"# Deleting the app removes the files listed here, and nothing else.\n" +
 		"app: " + o.Name + "\n" +
-		"uid: " + o.ID + "\n")
+		"uid: " + o.ID + "\n" +
+		"files:\n")
+	sorted := slices.Clone(files)
+	slices.Sort(sorted)
+	for _, f := range sorted {
+		// JSON quoting is valid YAML and keeps any file name on one line.
+		q, _ := json.Marshal(f)
+		b.WriteString("- " + string(q) + "\n")
+	}
+	return []byte(b.String())
 }
 
-func parseMarker(content []byte) (Owner, error) {
-	var o Owner
-	if err := yaml.Unmarshal(content, &o); err != nil {
-		return Owner{}, err
-	}
-	if o.ID == "" {
-		return Owner{}, errors.New("no uid")
-	}
-	return o, nil
+// mark is what a folder's OwnerFile says: its owner and the files the owner wrote there.
+type mark struct {
+	Owner
+	// Files the owner wrote, relative to the folder; nil for a marker written before markers
+	// listed them (see Change.Delete).
+	Files []string `json:"files"`
 }
 
-// owners maps each marked folder of a tree to its owner.
-type owners map[string]Owner
+func parseMarker(content []byte) (mark, error) {
+	var m mark
+	if err := yaml.Unmarshal(content, &m); err != nil {
+		return mark{}, err
+	}
+	if m.ID == "" {
+		return mark{}, errors.New("no uid")
+	}
+	return m, nil
+}
+
+// owners maps each marked folder of a tree to its marker.
+type owners map[string]mark
 
 // readOwners finds every OwnerFile of the tree (nil: no branch yet). A marker that cannot be
 // parsed still marks its folder as owned, by an unknown owner nobody matches.
@@ -94,11 +116,12 @@ func readOwners(t *object.Tree) (owners, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
-		o, err := parseMarker([]byte(content))
+		m, err := parseMarker([]byte(content))
 		if err != nil {
-			o = Owner{ID: "<unreadable " + OwnerFile + ">", Name: "<unknown>"}
+			// Unreadable: owned by nobody this operator knows, and no file of it is deletable.
+			m = mark{Owner: Owner{ID: "<unreadable " + OwnerFile + ">", Name: "<unknown>"}, Files: []string{}}
 		}
-		out[dir] = o
+		out[dir] = m
 	}
 }
 
@@ -126,7 +149,7 @@ func (os owners) conflict(p string, owner Owner) error {
 	case isUnder(dir, p):
 		relation = "contains the folder"
 	}
-	return fmt.Errorf("%w: folder %q %s %q of %s", ErrPathConflict, p, relation, dir, os[dir])
+	return fmt.Errorf("%w: folder %q %s %q of %s", ErrPathConflict, p, relation, dir, os[dir].Owner)
 }
 
 // isUnder reports whether p lies strictly inside dir.

@@ -2,7 +2,10 @@ package gitops
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+
+	"github.com/go-git/go-git/v5"
 
 	. "github.com/onsi/gomega"
 )
@@ -24,7 +27,8 @@ func TestOwnerFileMarksTheFolder(t *testing.T) {
 	g.Expect(readRemote(t, repo, nil).markers(t)).To(Equal(map[string]string{
 		"apps/cs-a/web": "# Written by the KubeOpera App Controller: this folder belongs to one KubeOperaApp.\n" +
 			"# An app whose folder equals, contains or lies inside this one is refused (PathConflict).\n" +
-			"app: cs-a/web\nuid: uid-cs-a-web\n",
+			"# Deleting the app removes the files listed here, and nothing else.\n" +
+			"app: cs-a/web\nuid: uid-cs-a-web\nfiles:\n- \"d.yaml\"\n",
 	}))
 	// The marker is part of the content: an unchanged app commits nothing.
 	res := apply(t, w, repo, ownedChange("cs-a", "web", "apps/cs-a/web", map[string]string{"d.yaml": "x"}))
@@ -108,16 +112,105 @@ func TestFolderOfAnEarlierAppOfTheSameNameIsTakenOver(t *testing.T) {
 	g.Expect(readRemote(t, repo, nil).markers(t)["apps/web"]).To(ContainSubstring("uid: uid-recreated"))
 }
 
-func TestUnmarkedFolderIsAdopted(t *testing.T) {
+// Issue 24 item 2: a path that holds content without the owner's marker is refused, and
+// nothing is pushed. Each case is content no app wrote: a README at the path, a folder a person
+// wrote, a Flux bootstrap folder.
+func TestUnmarkedContentIsNeverTakenOver(t *testing.T) {
+	for name, tc := range map[string]struct{ outside map[string]string }{
+		"file at the path":         {map[string]string{"apps/web": "a file, not a folder"}},
+		"folder a person wrote":    {map[string]string{"apps/web/README.md": "hand-written"}},
+		"flux bootstrap folder":    {map[string]string{"apps/web/flux-system/gotk-sync.yaml": "kind: Kustomization"}},
+		"legacy folder, no marker": {map[string]string{"apps/web/deployment.yaml": "kind: Deployment"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			repo := testRepo(newServer(t))
+			var pushes atomic.Int32
+			w := newTestWriter(t, WithBeforePush(func() { pushes.Add(1) }))
+			apply(t, w, repo, ownedChange("cs-a", "seed", "apps/seed", map[string]string{"d.yaml": "seed"}))
+			for f, content := range tc.outside {
+				_, err := outsideCommit(repo, false, writeFile(f, content))
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			before := readRemote(t, repo, nil)
+			want := before.allFiles(t)
+			pushes.Store(0)
+
+			_, err := w.Apply(context.Background(), repo, ownedChange("cs-a", "web", "apps/web", map[string]string{"d.yaml": "new"}))
+			g.Expect(err).To(MatchError(ErrFolderNotOwned))
+			g.Expect(err.Error()).To(ContainSubstring(`"apps/web"`))
+			// Deleting it is no error and removes nothing: it was never the app's.
+			del := ownedChange("cs-a", "web", "apps/web", nil)
+			del.Delete = true
+			res, err := w.Apply(context.Background(), repo, del)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Changed).To(BeFalse())
+
+			g.Expect(pushes.Load()).To(BeZero(), "nothing was pushed")
+			after := readRemote(t, repo, nil)
+			g.Expect(after.head.Hash).To(Equal(before.head.Hash))
+			g.Expect(after.allFiles(t)).To(Equal(want))
+		})
+	}
+}
+
+// Issue 24 item 2: deletion removes the files the app wrote (listed in its marker), not what
+// someone else put in its folder.
+func TestDeleteRemovesOnlyWhatTheAppWrote(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	apply(t, w, repo, ownedChange("cs-a", "web", "apps/web", map[string]string{"d.yaml": "x", "sub/s.yaml": "y"}))
+	_, err := outsideCommit(repo, false, writeFile("apps/web/NOTES.md", "a person's notes"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = outsideCommit(repo, false, writeFile("apps/web/sub/extra.yaml", "someone else's"))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	del := ownedChange("cs-a", "web", "apps/web", nil)
+	del.Delete = true
+	res := apply(t, w, repo, del)
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(readRemote(t, repo, nil).allFiles(t)).To(Equal(map[string]string{
+		"apps/web/NOTES.md":       "a person's notes",
+		"apps/web/sub/extra.yaml": "someone else's",
+	}))
+	// Deleting again changes nothing: the rest is not the app's.
+	res = apply(t, w, repo, del)
+	g.Expect(res.Changed).To(BeFalse())
+}
+
+// A marker written before markers listed their files: the delete removes the folder, as
+// deletes did when that marker was written.
+func TestDeleteWithALegacyMarkerRemovesTheFolder(t *testing.T) {
 	g := NewWithT(t)
 	repo := testRepo(newServer(t))
 	w := newTestWriter(t)
 	apply(t, w, repo, ownedChange("cs-a", "seed", "apps/seed", map[string]string{"d.yaml": "seed"}))
-	// A folder written before ownership markers existed (or by a person).
-	_, err := outsideCommit(repo, false, writeFile("apps/legacy/d.yaml", "old"))
+	_, err := outsideCommit(repo, false, func(r *git.Repository, wt *git.Worktree) error {
+		if err := writeFile("apps/web/d.yaml", "x")(r, wt); err != nil {
+			return err
+		}
+		return writeFile("apps/web/"+OwnerFile, "app: cs-a/web\nuid: uid-cs-a-web\n")(r, wt)
+	})
 	g.Expect(err).NotTo(HaveOccurred())
-	apply(t, w, repo, ownedChange("cs-a", "legacy", "apps/legacy", map[string]string{"d.yaml": "new"}))
-	rem := readRemote(t, repo, nil)
-	g.Expect(rem.files(t)).To(HaveKeyWithValue("apps/legacy/d.yaml", "new"))
-	g.Expect(rem.markers(t)).To(HaveKey("apps/legacy"))
+	del := ownedChange("cs-a", "web", "apps/web", nil)
+	del.Delete = true
+	g.Expect(apply(t, w, repo, del).Changed).To(BeTrue())
+	g.Expect(readRemote(t, repo, nil).allFiles(t)).NotTo(HaveKey(HavePrefix("apps/web/")))
+}
+
+// Issue 24 item 2: dot-folders belong to the repository's tooling.
+func TestDotFoldersAreReserved(t *testing.T) {
+	for _, p := range []string{".github", ".github/workflows", "apps/.flux", ".kubeopera/web"} {
+		t.Run(p, func(t *testing.T) {
+			g := NewWithT(t)
+			repo := testRepo(newServer(t))
+			var pushes atomic.Int32
+			w := newTestWriter(t, WithBeforePush(func() { pushes.Add(1) }))
+			_, err := w.Apply(context.Background(), repo, ownedChange("cs-a", "web", p, map[string]string{"d.yaml": "x"}))
+			g.Expect(err).To(MatchError(ErrInvalidPath))
+			g.Expect(err.Error()).To(ContainSubstring("reserved"))
+			g.Expect(pushes.Load()).To(BeZero(), "nothing was pushed")
+		})
+	}
 }

@@ -36,6 +36,13 @@ func differsFrom(base *object.Tree, c Change) (bool, error) {
 		return false, err
 	case entry == nil:
 		return !c.Delete, nil
+	case c.Delete && c.only != nil && folder != nil:
+		for _, name := range append([]string{OwnerFile}, c.only...) {
+			if _, e, err := lookup(folder, name); err != nil || e != nil {
+				return true, err
+			}
+		}
+		return false, nil
 	case c.Delete, folder == nil:
 		return true, nil
 	}
@@ -88,6 +95,9 @@ func lookup(t *object.Tree, p string) (*object.Tree, *object.TreeEntry, error) {
 // writeChange replaces the folder of c in the worktree by exactly its files,
 // or removes it.
 func writeChange(fsys billy.Filesystem, c Change) error {
+	if c.Delete && c.only != nil {
+		return removeOnly(fsys, c.Path, append([]string{OwnerFile}, c.only...))
+	}
 	if err := util.RemoveAll(fsys, c.Path); err != nil {
 		return err
 	}
@@ -129,4 +139,66 @@ func checkFolderWritable(fsys billy.Filesystem, p string) error {
 		}
 	}
 	return nil
+}
+
+// removeOnly removes the named files of folder dir (names relative to it), then every folder
+// the removal left empty, up to and including dir. Anything else in dir stays.
+func removeOnly(fsys billy.Filesystem, dir string, names []string) error {
+	for _, name := range names {
+		if err := validatePath(name); err != nil {
+			// A marker is repository content, not trusted: a name leaving the folder is skipped.
+			continue
+		}
+		p := path.Join(dir, name)
+		fi, err := fsys.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return err
+		case fi.IsDir():
+			continue
+		}
+		if err := fsys.Remove(p); err != nil {
+			return err
+		}
+		for d := path.Dir(p); d != dir && strings.HasPrefix(d, dir+"/"); d = path.Dir(d) {
+			if !emptyDir(fsys, d) {
+				break
+			}
+			if err := fsys.Remove(d); err != nil {
+				return err
+			}
+		}
+	}
+	if emptyDir(fsys, dir) {
+		return fsys.Remove(dir)
+	}
+	return nil
+}
+
+func emptyDir(fsys billy.Filesystem, dir string) bool {
+	entries, err := fsys.ReadDir(dir)
+	return err == nil && len(entries) == 0
+}
+
+// unownedContent refuses to write folder p when the branch holds something there that no
+// ownership marker of the owner claims (marked false): a README, .github/, a Flux bootstrap
+// path, a folder a person wrote. A path that does not exist yet is free.
+func unownedContent(base *object.Tree, p string, marked bool) error {
+	if marked || base == nil {
+		return nil
+	}
+	_, entry, err := lookup(base, p)
+	switch {
+	case err != nil:
+		return err
+	case entry == nil:
+		return nil
+	case entry.Mode != filemode.Dir:
+		return fmt.Errorf("%w: %q is a file in the repository that no app wrote", ErrFolderNotOwned, p)
+	default:
+		return fmt.Errorf("%w: folder %q holds content without an ownership marker (%s): it was not written by an app and is not taken over",
+			ErrFolderNotOwned, p, OwnerFile)
+	}
 }

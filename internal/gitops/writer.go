@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -318,7 +320,7 @@ func (w *Writer) submit(ctx context.Context, repo Repo, change Change, notify fu
 	}
 	change = change.deepCopy()
 	if !change.Delete {
-		change.Files[OwnerFile] = change.Owner.marker()
+		change.Files[OwnerFile] = change.Owner.marker(slices.Collect(maps.Keys(change.Files)))
 	}
 	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), notify: notify}
 	st := w.state(repo)

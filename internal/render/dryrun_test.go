@@ -113,7 +113,7 @@ func families(app *kubeoperav1alpha1.KubeOperaApp) string {
 	for name, set := range map[string]bool{
 		"ports": len(a.Ports) > 1, "env": len(a.Env) > 0, "resources": len(a.Resources.Limits)+len(a.Resources.Requests) > 0,
 		"probes": a.LivenessProbe != nil || a.ReadinessProbe != nil, "security": a.Security != nil,
-		"ingress": app.Spec.Ingress != nil, "registry": app.Spec.Registry != nil, "gitSecret": app.Spec.Git.SecretRef != nil,
+		"ingress": app.Spec.Ingress != nil, "registry": app.Spec.Registry != nil, "gitSecret": app.Spec.Git.FluxSecretRef != nil,
 	} {
 		if set {
 			out = append(out, name)
@@ -222,7 +222,7 @@ func renderAll(app *kubeoperav1alpha1.KubeOperaApp) ([]client.Object, error) {
 		return nil, err
 	}
 	out = append(out, repo, ks, render.AppNamespace(app))
-	if app.Spec.Git.SecretRef != nil {
+	if app.Spec.Git.FluxSecretRef != nil {
 		out = append(out, render.FluxGitSecret(app, map[string][]byte{
 			"username": []byte("git"), "password": []byte("p"), "token": []byte("t"),
 			"identity": []byte("key"), "known_hosts": []byte("host ssh-ed25519 AAAA"),
@@ -304,6 +304,11 @@ func genApp(r *rand.Rand) *kubeoperav1alpha1.KubeOperaApp {
 				Namespace: pick(r, "", "flux-system", "gitops"),
 			},
 		},
+	}
+	if ref := app.Spec.Git.SecretRef; ref != nil {
+		// Flux gets read-only credentials of its own (derived, so the generator's sequence is
+		// unchanged).
+		app.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: ref.Name + "-ro"}
 	}
 	return app
 }

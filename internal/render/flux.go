@@ -13,7 +13,8 @@ import (
 )
 
 // GitRepository renders the app's Flux GitRepository: the app's repository and branch, read with
-// the copied credentials Secret when the app names one. The URL is used as written: credentials
+// the copy of the read-only credentials of spec.git.fluxSecretRef when the app names them (the
+// push credentials of spec.git.secretRef never enter the vCluster), anonymously otherwise. The URL is used as written: credentials
 // never go into it.
 func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository, error) {
 	interval, err := FluxInterval(app)
@@ -29,7 +30,7 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 			Reference: &sourcev1.GitRepositoryRef{Branch: Branch(app)},
 		},
 	}
-	if app.Spec.Git.SecretRef != nil {
+	if app.Spec.Git.FluxSecretRef != nil {
 		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: GitSecretName(app)}
 	}
 	return repo, nil
@@ -82,8 +83,8 @@ const (
 	defaultTokenUser = "git"
 )
 
-// FluxGitSecret renders the copy of the app's Git credentials for Flux in the vCluster, from the
-// host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux reads for the
+// FluxGitSecret renders the copy of the app's read-only Flux credentials (spec.git.fluxSecretRef)
+// for Flux in the vCluster, from the host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux reads for the
 // URL's transport are copied (SSH: identity, known_hosts and the key's passphrase in password;
 // HTTPS: username, password, bearerToken and ca.crt), so nothing else in the host Secret reaches
 // the vCluster.

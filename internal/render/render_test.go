@@ -44,8 +44,9 @@ func app(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeO
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstrName("http")}}},
 			},
 			Registry: &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "registry-credentials"}},
-			Git:      kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/tenant/apps.git", SecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git"}},
-			Ingress:  &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt", ClassName: "nginx"},
+			Git: kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/tenant/apps.git", SecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git"},
+				FluxSecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}},
+			Ingress: &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt", ClassName: "nginx"},
 		},
 	}
 	for _, m := range mods {
@@ -257,7 +258,9 @@ func TestFluxObjects(t *testing.T) {
 	g.Expect(ks.Spec.SourceRef.Name).To(Equal("cs-1-web"))
 	g.Expect(ks.Spec.SourceRef.Namespace).To(Equal("flux"))
 
-	public := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef = nil })
+	// Without Flux credentials Flux fetches anonymously: the push credentials (secretRef) are
+	// never what the GitRepository names.
+	public := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.FluxSecretRef = nil })
 	repo, err = GitRepository(public)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repo.Spec.SecretRef).To(BeNil())

@@ -45,6 +45,8 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 	args := []string{
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
 		"--git-cache-dir=" + filepath.Join(workDir, "git"),
+		// The test Git server is plain HTTP on loopback.
+		"--app-allow-insecure-git-http",
 	}
 	var pprofAddr string
 	if heapProfileDir != "" {

@@ -36,6 +36,8 @@ func appArgs(gitCache string) []string {
 	return []string{
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-controlplane-controller=false",
 		"--git-cache-dir=" + gitCache, "--app-sync-poll-interval=500ms",
+		// The test Git server is plain HTTP on loopback.
+		"--app-allow-insecure-git-http",
 	}
 }
 
@@ -97,7 +99,7 @@ func appTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	g.Expect(render.Path(a)).To(Equal("apps/" + ns + "/" + appName))
 
 	// Phase 2: a path move. From the moment the new folder is complete in Git it must stay.
-	newPath := "moved/" + ns + "/" + appName
+	newPath := "apps/moved/" + ns + "/" + appName
 	watch := watchFolder(ctx, f.repo, newPath, expectedFiles(g, a, newPath))
 	g.Eventually(func() error {
 		cur := &kubeoperav1alpha1.KubeOperaApp{}

@@ -103,6 +103,10 @@ func TestFluxEndToEnd(t *testing.T) {
 	g.Expect(host.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: gitServer.SecretData(),
 	})).To(Succeed())
+	// Flux fetches with read-only credentials: the push credentials never enter the vCluster.
+	g.Expect(host.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-readonly"}, Data: gitServer.ReadOnlySecretData(),
+	})).To(Succeed())
 	g.Expect(host.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"},
 		Type:       corev1.SecretTypeDockerConfigJson,
@@ -113,6 +117,7 @@ func TestFluxEndToEnd(t *testing.T) {
 		a.Spec.TenantCRName = "tenant-a"
 		a.Spec.TargetNamespace = "shop"
 		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
+		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}
 		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
 		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}
 		a.Spec.Flux.Interval = "10s"
@@ -152,6 +157,7 @@ func TestFluxEndToEnd(t *testing.T) {
 		a.Spec.TenantCRName = "tenant-a"
 		a.Spec.TargetNamespace = "shop"
 		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
+		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}
 		a.Spec.App.Image = "ghcr.io/example/broken:never"
 		a.Spec.Flux.Interval = "10s" // also the health check timeout
 	})
@@ -238,6 +244,8 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-cha
 		DeletePollInterval: 500 * time.Millisecond,
 		RetryBase:          time.Second,
 		RetryMax:           5 * time.Second,
+		// The test Git server is plain HTTP on loopback.
+		AllowInsecureGitHTTP: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.SetupWithManager(mgr)).To(Succeed())

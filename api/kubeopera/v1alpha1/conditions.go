@@ -88,4 +88,28 @@ const (
 	// rendered from it (an env var name or fieldRef, a resource quantity the pod validation
 	// refuses; the message names the field). Nothing is committed until the spec changes.
 	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonGitSecretInvalid: a Secret named by spec.git.secretRef or fluxSecretRef is not a
+	// Git credential (a type other than Opaque or kubernetes.io/basic-auth, e.g. a
+	// ServiceAccount token, or a key no Git credential shape has). Nothing is fetched, pushed
+	// or copied; the Secret watch brings the app back.
+	ReasonGitSecretInvalid = "GitSecretInvalid"
+
+	// ReasonGitInsecureTransport: credentials would be sent over plain http:// and
+	// --app-allow-insecure-git-http is not set. Nothing is contacted.
+	ReasonGitInsecureTransport = "GitInsecureTransport"
+
+	// ReasonFluxSecretRefused: spec.git.fluxSecretRef names a Secret the operator pushes with
+	// (the app's spec.git.secretRef, the push Secret of another app of the namespace, or one
+	// holding the same credential): it would let the vCluster's administrators push. Nothing
+	// is written.
+	ReasonFluxSecretRefused = "FluxSecretRefused"
+
+	// ReasonGitPathNotAllowed: spec.git.path is the repository root, in a dot-folder, or not
+	// inside the apps prefix (--app-git-path-prefix). Nothing is written.
+	ReasonGitPathNotAllowed = "GitPathNotAllowed"
+
+	// ReasonFolderNotOwned: spec.git.path holds content no app wrote (no ownership marker of
+	// this app): it is never taken over. Retried with the backoff; nothing is pushed.
+	ReasonFolderNotOwned = "FolderNotOwned"
 )

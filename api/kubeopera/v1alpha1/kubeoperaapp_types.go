@@ -235,10 +235,21 @@ type GitSpec struct {
 	// +optional
 	Path string `json:"path,omitempty"`
 
-	// SecretRef holds the Git credentials (HTTPS: username and password, or a token; SSH:
-	// identity and known_hosts), in the app's namespace.
+	// SecretRef holds the credentials the operator pushes with, in the app's namespace: an
+	// Opaque or kubernetes.io/basic-auth Secret with HTTPS username and password, a token
+	// (optional username) or a bearerToken (optional ca.crt), or SSH identity and known_hosts
+	// (optional password: the key's passphrase). Any other Secret type or key is refused
+	// (GitSecretInvalid). It never leaves the host cluster: Flux gets FluxSecretRef.
 	// +optional
 	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+
+	// FluxSecretRef holds the read-only credentials Flux in the vCluster fetches with (a
+	// deploy key or read-only token of this tenant), in the app's namespace and in the same
+	// shapes as SecretRef; it is copied into the vCluster, where the tenant's administrators
+	// can read it. Empty: Flux fetches anonymously (a public repository). A Secret the
+	// operator pushes with (SecretRef, or another app's) is refused (FluxSecretRefused).
+	// +optional
+	FluxSecretRef *LocalSecretReference `json:"fluxSecretRef,omitempty"`
 }
 
 // IngressSpec exposes the app through an Ingress.

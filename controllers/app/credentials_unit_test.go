@@ -1,0 +1,82 @@
+package app
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// Issue 24 item 4: credentials are never sent over plain http:// unless the operator runs with
+// --app-allow-insecure-git-http; anonymous access over http:// is not refused (nothing to leak).
+func TestCredentialsOverPlainHTTPAreRefusedByDefault(t *testing.T) {
+	g := NewWithT(t)
+	creds := map[string][]byte{"username": []byte("git"), "password": []byte("pw-123456")}
+	r := &Reconciler{Options: Options{}.withDefaults()}
+	_, err := r.gitAuth("http://git.example.com/apps.git", creds, "spec.git.secretRef")
+	g.Expect(err).To(MatchError(errGitInsecureTransport))
+	g.Expect(err.Error()).To(ContainSubstring("git.example.com"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("pw-123456"))
+	_, err = r.gitAuth("http://git.example.com/apps.git", nil, "spec.git.secretRef")
+	g.Expect(err).NotTo(HaveOccurred(), "anonymous")
+	_, err = r.gitAuth("https://git.example.com/apps.git", creds, "spec.git.secretRef")
+	g.Expect(err).NotTo(HaveOccurred())
+	r.Options.AllowInsecureGitHTTP = true
+	_, err = r.gitAuth("http://git.example.com/apps.git", creds, "spec.git.secretRef")
+	g.Expect(err).NotTo(HaveOccurred(), "explicitly allowed")
+
+	// Through a pass: terminal, the reason on Ready, nothing recorded or written (status.path
+	// stays empty: placement is recorded right before the first write).
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: creds}
+	app := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = "http://git.example.com/apps.git"
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "creds"}
+	})
+	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}}
+	tr := newTestReconciler(t, nil, app, secret, readyTenant("t1", "cs-1"), kubeconfig)
+	a, err := tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitInsecureTransport))
+	g.Expect(a.Status.Path).To(BeEmpty())
+}
+
+// Issue 24 item 2: the repository root, dot-folders and folders outside the apps prefix are
+// reserved.
+func TestCheckGitPath(t *testing.T) {
+	r := &Reconciler{Options: Options{}.withDefaults()}
+	for p, want := range map[string]string{
+		"":                      "repository root",
+		".":                     "repository root",
+		".github/workflows":     "dot-folder",
+		"apps/.flux/web":        "dot-folder",
+		"apps/ns/.hidden":       "dot-folder",
+		"clusters/prod":         "not inside the apps prefix",
+		"flux-system":           "not inside the apps prefix",
+		"apps":                  "not inside the apps prefix",
+		"appsx/web":             "not inside the apps prefix",
+		"apps//web":             "not a clean",
+		"apps/ns/web":           "",
+		"apps/shared/web/inner": "",
+	} {
+		t.Run(p, func(t *testing.T) {
+			g := NewWithT(t)
+			err := r.checkGitPath(p)
+			if want == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(errGitPathNotAllowed))
+			g.Expect(err.Error()).To(ContainSubstring(want))
+		})
+	}
+	g := NewWithT(t)
+	custom := &Reconciler{Options: Options{GitPathPrefix: "/tenants/"}.withDefaults()}
+	g.Expect(custom.checkGitPath("tenants/a/web")).To(Succeed())
+	g.Expect(custom.checkGitPath("apps/a/web")).To(MatchError(errGitPathNotAllowed))
+	g.Expect(Options{}.withDefaults().GitPathPrefix).To(Equal(DefaultGitPathPrefix))
+}
