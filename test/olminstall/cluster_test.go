@@ -60,14 +60,16 @@ func scheme() *runtime.Scheme {
 // startCluster starts the API server with the OLM CRDs and the Tenant fixture CRD (it belongs to
 // the tenant-controller; the bundle does not ship it), the catalog under `opm serve`, and both
 // OLM binaries. The operator's own CRDs are not installed: OLM installs them from the bundle.
-func startCluster(t *testing.T) *cluster {
+// vanilla leaves out the OpenShift admission plugin (testenv.Options.VanillaAdmission).
+func startCluster(t *testing.T, vanilla ...bool) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	audit := filepath.Join(dir, "audit.log")
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	writeFile(t, policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"))
 	env := testenv.StartForTest(t, testenv.Options{
-		CRDDirs: []string{filepath.Join(tools.olm, "crds"), filepath.Join(testenv.Root(), "test", "crds")},
+		VanillaAdmission: len(vanilla) > 0 && vanilla[0],
+		CRDDirs:          []string{filepath.Join(tools.olm, "crds"), filepath.Join(testenv.Root(), "test", "crds")},
 		APIServerFlags: map[string]string{
 			"advertise-address":        "127.0.0.1",
 			"endpoint-reconciler-type": "none",
