@@ -74,10 +74,17 @@ func (s *samples) bootstrapUsername() string {
 }
 
 // installInputs are what the sandbox made for the samples.
+// fluxSecretSuffix names the read-only Git Secret the sandbox gives a sample app without
+// spec.git.fluxSecretRef (<app>-flux-git).
+const fluxSecretSuffix = "-flux-git"
+
 type installInputs struct {
 	bootstrapPassword string
 	gitURL            string
 	gitSecret         map[string][]byte
+	// gitReadOnlySecret is what Flux in the vCluster fetches with (a user of the sandbox Git
+	// server that cannot push): the push credentials never enter the vCluster.
+	gitReadOnlySecret map[string][]byte
 	tenantKubeconfig  []byte
 }
 
@@ -105,6 +112,11 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 		if ref := app.Spec.Git.SecretRef; ref != nil {
 			objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ref.Name}, Data: in.gitSecret})
 		}
+		flux := app.Name + fluxSecretSuffix
+		if ref := app.Spec.Git.FluxSecretRef; ref != nil {
+			flux = ref.Name
+		}
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: flux}, Data: in.gitReadOnlySecret})
 		if r := app.Spec.Registry; r != nil {
 			objs = append(objs, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: r.SecretRef.Name},
@@ -140,6 +152,9 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 		app.Namespace = Namespace
 		log.Info("Sample app pushes to the sandbox Git server", "app", app.Name, "sample git.url", app.Spec.Git.URL, "sandbox git.url", in.gitURL)
 		app.Spec.Git.URL = in.gitURL
+		if app.Spec.Git.FluxSecretRef == nil {
+			app.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: app.Name + fluxSecretSuffix}
+		}
 		if err := createOnce(ctx, c, app); err != nil {
 			return err
 		}

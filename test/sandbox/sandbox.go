@@ -154,6 +154,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 		bootstrapPassword: bootstrapPassword,
 		gitURL:            s.Git.URL(tenantRepo),
 		gitSecret:         s.Git.SecretData(),
+		gitReadOnlySecret: s.Git.ReadOnlySecretData(),
 		tenantKubeconfig:  tenantKubeconfig,
 	}, log); err != nil {
 		return nil, err
@@ -231,6 +232,8 @@ func (s *Sandbox) managerOptions(opts Options) (controllers.Options, error) {
 	}
 	o.ControlPlane.ControllerEndpointTemplate = u.Host
 	o.Apps.GitCacheDir = filepath.Join(opts.Dir, "git")
+	// The sandbox Git server is plain HTTP on loopback.
+	o.Apps.AllowInsecureGitHTTP = true
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.LeaderElect = false
 	if o.Apps.SyncPollInterval == 0 {
