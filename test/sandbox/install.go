@@ -73,11 +73,16 @@ func (s *samples) bootstrapUsername() string {
 	return "admin@example.com"
 }
 
-// installInputs are what the sandbox made for the samples.
-// fluxSecretSuffix names the read-only Git Secret the sandbox gives a sample app without
-// spec.git.fluxSecretRef (<app>-flux-git).
-const fluxSecretSuffix = "-flux-git"
+// fluxSecretName is the read-only Git Secret Flux fetches a sample app with: the one its
+// spec.git.fluxSecretRef names, else <app>-flux-git, which install then references.
+func fluxSecretName(app *kubeoperav1alpha1.KubeOperaApp) string {
+	if ref := app.Spec.Git.FluxSecretRef; ref != nil {
+		return ref.Name
+	}
+	return app.Name + "-flux-git"
+}
 
+// installInputs are what the sandbox made for the samples.
 type installInputs struct {
 	bootstrapPassword string
 	gitURL            string
@@ -94,9 +99,11 @@ type installInputs struct {
 //     Controller accepts);
 //   - for each KubeOperaApp, the Tenant it names (Ready, labelled with its CloudSpace, as
 //     tenant-controller leaves it), the Tenant's exported kubeconfig Secret vc-<tenant> (the
-//     tenant API server), its Git credentials Secret and registry pull Secret;
-//   - the samples, with one change: an app's spec.git.url becomes the sandbox Git server's
-//     tenant apps repository.
+//     tenant API server), its Git credentials Secret, its read-only Git Secret for Flux
+//     (fluxSecretName) and registry pull Secret;
+//   - the samples, with two changes: an app's spec.git.url becomes the sandbox Git server's
+//     tenant apps repository, and an app without spec.git.fluxSecretRef references its
+//     read-only Git Secret.
 func install(ctx context.Context, c client.Client, smp *samples, in installInputs, log logr.Logger) error {
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}}
 	for _, cp := range smp.controlPlanes {
@@ -112,11 +119,7 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 		if ref := app.Spec.Git.SecretRef; ref != nil {
 			objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ref.Name}, Data: in.gitSecret})
 		}
-		flux := app.Name + fluxSecretSuffix
-		if ref := app.Spec.Git.FluxSecretRef; ref != nil {
-			flux = ref.Name
-		}
-		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: flux}, Data: in.gitReadOnlySecret})
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fluxSecretName(app)}, Data: in.gitReadOnlySecret})
 		if r := app.Spec.Registry; r != nil {
 			objs = append(objs, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: r.SecretRef.Name},
@@ -152,9 +155,7 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 		app.Namespace = Namespace
 		log.Info("Sample app pushes to the sandbox Git server", "app", app.Name, "sample git.url", app.Spec.Git.URL, "sandbox git.url", in.gitURL)
 		app.Spec.Git.URL = in.gitURL
-		if app.Spec.Git.FluxSecretRef == nil {
-			app.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: app.Name + fluxSecretSuffix}
-		}
+		app.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: fluxSecretName(app)}
 		if err := createOnce(ctx, c, app); err != nil {
 			return err
 		}
