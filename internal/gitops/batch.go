@@ -184,6 +184,10 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 		}
 		c := r.change
 		own, marked := st.owners[c.Path]
+		if !c.Delete && base.IsZero() && st.branchMissing && !c.CreateBranch {
+			r.err = fmt.Errorf("app %s: %w: the repository has no branch %q", c.AppKey, ErrBranchNotFound, st.branch)
+			continue
+		}
 		if c.Delete {
 			if !marked {
 				// No marker of this owner: nothing there was written by it (the conflict check

@@ -21,7 +21,9 @@ type Repo struct {
 	// password; credentials go in Auth.
 	URL string
 	// Branch to commit to; DefaultBranch when empty. It is created with the
-	// first commit when the remote does not have it yet.
+	// first commit when the remote has no branch at all; a remote that has
+	// other branches refuses a change that does not set Change.CreateBranch
+	// (ErrBranchNotFound).
 	Branch string
 	// Auth for fetch and push; the zero value is anonymous.
 	Auth Auth
@@ -50,6 +52,10 @@ type Change struct {
 	// owner's marker is left alone (Result.Changed false). A marker written before markers
 	// listed their files removes the whole folder, as deletes did then.
 	Delete bool
+	// CreateBranch allows the change to create the branch when the repository has other
+	// branches but not this one; without it such a change fails with ErrBranchNotFound.
+	// An empty repository gets its first branch either way; a Delete never creates one.
+	CreateBranch bool
 	// only is set by the batch for a Delete: the files to remove (nil: the whole folder).
 	only []string
 	// Message is the commit message for this change. When the change is

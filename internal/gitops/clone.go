@@ -65,7 +65,8 @@ func (w *Writer) sync(ctx context.Context, st *repoState, repo *git.Repository, 
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	head, err := syncBranch(ctx, repo, auth, st.branch, budget)
+	head, missing, err := syncBranch(ctx, repo, auth, st.branch, budget)
+	st.branchMissing = missing
 	if errors.Is(err, ErrRepositoryTooLarge) {
 		if rmErr := os.RemoveAll(st.dir); rmErr != nil {
 			return plumbing.ZeroHash, fmt.Errorf("remove oversized clone: %w", rmErr)
@@ -200,15 +201,17 @@ func fetchRefSpec(branch string) config.RefSpec {
 // whatever happened to the remote (outside commits, force pushes, deletion)
 // and whatever a failed attempt left locally, the next change starts from
 // exactly what the remote has. It returns the remote head, zero when the
-// remote has no such branch (then the worktree is emptied).
+// remote has no such branch (then the worktree is emptied), and whether the
+// branch is missing from a remote that has other branches (an empty remote
+// is not missing it: its first branch is to come).
 //
 // budget bounds the pack bytes the fetch may bring (negative: no bound); a
 // pack that would exceed it is cut off while it arrives (see limitedStorage)
 // and the fetch fails with ErrRepositoryTooLarge.
-func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, budget int64) (plumbing.Hash, error) {
+func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, budget int64) (head plumbing.Hash, missing bool, err error) {
 	fetcher, err := fetchRemote(repo, budget)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, false, err
 	}
 	err = fetcher.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,
@@ -223,18 +226,19 @@ func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch str
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
+		missing := !errors.Is(err, transport.ErrEmptyRemoteRepository)
 		if err := repo.Storer.RemoveReference(tracking); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("forget deleted remote branch: %w", err)
+			return plumbing.ZeroHash, false, fmt.Errorf("forget deleted remote branch: %w", err)
 		}
-		return plumbing.ZeroHash, resetToEmpty(repo, branch)
+		return plumbing.ZeroHash, missing, resetToEmpty(repo, branch)
 	default:
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s: %w", branch, classifyRemote(err))
+		return plumbing.ZeroHash, false, fmt.Errorf("fetch branch %s: %w", branch, classifyRemote(err))
 	}
 	ref, err := repo.Reference(tracking, true)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read fetched branch %s: %w", branch, err)
+		return plumbing.ZeroHash, false, fmt.Errorf("read fetched branch %s: %w", branch, err)
 	}
-	return ref.Hash(), resetTo(repo, branch, ref.Hash())
+	return ref.Hash(), false, resetTo(repo, branch, ref.Hash())
 }
 
 // resetTo points HEAD at branch, the branch at head, and makes index and

@@ -70,7 +70,9 @@
 // batch differs, nothing is committed or pushed (never an empty commit). A
 // clone that fails to open or sync for a local reason (corruption, foreign
 // remote, too many pack files) is deleted and fetched again once. An empty
-// remote, or one without the branch, gets the branch with the first commit.
+// remote gets the branch with the first commit; a remote that has other
+// branches but not this one refuses a change unless it sets CreateBranch
+// (ErrBranchNotFound), and a delete there has nothing to do.
 //
 // # Retry policy
 //

@@ -55,6 +55,12 @@ var (
 	// written.
 	ErrFolderNotOwned = errors.New("folder not written by an application")
 
+	// ErrBranchNotFound means the repository has branches but not the change's, and the
+	// change does not ask to create it (Change.CreateBranch): a mistyped branch must not start
+	// an orphan branch. Nothing of the change is written. An empty repository gets its first
+	// branch without asking.
+	ErrBranchNotFound = errors.New("git branch not found")
+
 	// ErrPending is what Pending.Result returns while the change is not yet
 	// written: not a failure, the outcome is not known yet.
 	ErrPending = errors.New("git write pending")

@@ -195,6 +195,9 @@ type repoState struct {
 	// work is held while the clone is in use, so Forget never deletes it
 	// under a running batch. It also guards owners.
 	work sync.Mutex
+	// branchMissing: the last sync found branches on the remote, but not this
+	// one (guarded by work). A change creates it only with CreateBranch.
+	branchMissing bool
 	// owners of the folders at commit ownersBase (a cache: the branch head
 	// changes far less often than batches run).
 	owners     owners

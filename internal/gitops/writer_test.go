@@ -46,6 +46,34 @@ func TestApplyFirstWriteIntoEmptyRemote(t *testing.T) {
 	g.Expect(rem.head.Committer.Name).To(Equal("tester"))
 }
 
+// A branch missing from a repository that has other branches is refused unless the change asks
+// to create it; nothing is pushed. The first branch of an empty repository needs no asking.
+func TestApplyRefusesAMissingBranchUnlessAsked(t *testing.T) {
+	g := NewWithT(t)
+	srv := newServer(t)
+	w := newTestWriter(t)
+	main := testRepo(srv)
+	apply(t, w, main, appChange("web", map[string]string{"deployment.yaml": "v1"}))
+	mainHead := remoteHeadOf(t, main)
+
+	other := main
+	other.Branch = "relase"
+	_, err := w.Apply(context.Background(), other, appChange("web", map[string]string{"deployment.yaml": "v1"}))
+	g.Expect(err).To(MatchError(ErrBranchNotFound))
+	g.Expect(remoteHeadOf(t, other)).To(BeEmpty(), "the branch was created")
+	res, err := w.Apply(context.Background(), other, deleteChange("web"))
+	g.Expect(err).NotTo(HaveOccurred(), "a delete on a missing branch has nothing to do")
+	g.Expect(res.Changed).To(BeFalse())
+	g.Expect(remoteHeadOf(t, other)).To(BeEmpty(), "a delete created the branch")
+
+	c := appChange("web", map[string]string{"deployment.yaml": "v1"})
+	c.CreateBranch = true
+	res, err = w.Apply(context.Background(), other, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Commit).To(Equal(remoteHeadOf(t, other)))
+	g.Expect(remoteHeadOf(t, main)).To(Equal(mainHead))
+}
+
 func TestApplyReplacesFolder(t *testing.T) {
 	g := NewWithT(t)
 	repo := testRepo(newServer(t))
