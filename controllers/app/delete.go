@@ -107,7 +107,7 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	}
 	if err != nil {
 		if errors.Is(err, tenant.ErrKubeconfigInvalid) {
-			return false, deleteFailed("reach the vCluster", err)
+			return r.vclusterCleanupFailed(s, "reach the vCluster", err)
 		}
 		return false, err
 	}
@@ -115,7 +115,7 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	fluxNS, name := render.FluxNamespace(s.app), render.FluxName(s.app)
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
 	if err := ignoreGone(vc.Delete(ctx, ks)); err != nil {
-		return false, deleteFailed("delete Kustomization "+fluxNS+"/"+name, err)
+		return r.vclusterCleanupFailed(s, "delete Kustomization "+fluxNS+"/"+name, err)
 	}
 	err = vc.Get(ctx, client.ObjectKeyFromObject(ks), ks)
 	switch {
@@ -127,20 +127,38 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		r.setKustomizationDeleting(s.app, ks)
 		return false, nil
 	case ignoreGone(err) != nil:
-		return false, deleteFailed("read Kustomization "+fluxNS+"/"+name, err)
+		return r.vclusterCleanupFailed(s, "read Kustomization "+fluxNS+"/"+name, err)
 	}
 	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
 	if err := ignoreGone(vc.Delete(ctx, repo)); err != nil {
-		return false, deleteFailed("delete GitRepository "+fluxNS+"/"+name, err)
+		return r.vclusterCleanupFailed(s, "delete GitRepository "+fluxNS+"/"+name, err)
 	}
 	gitSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: render.GitSecretName(s.app)}}
 	if err := deleteIfManaged(ctx, vc, gitSecret); err != nil {
-		return false, deleteFailed("delete the copied Git credentials", err)
+		return r.vclusterCleanupFailed(s, "delete the copied Git credentials", err)
 	}
 	if err := r.deleteRegistrySecret(ctx, s, vc); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// vclusterCleanupFailed reports a vCluster cleanup step that failed (the vCluster does not
+// answer, its kubeconfig is unusable, it refused the request): retried with the backoff
+// (DeleteFailed), since the workload may still run there. The Tenant exists, so the vCluster may
+// come back; when it will not, AnnotationAbandonKustomization "true" is the administrator's way
+// out here too: the cleanup goes on without the vCluster, with a Warning Event
+// (VClusterCleanupAbandoned).
+func (r *Reconciler) vclusterCleanupFailed(s *scope, what string, err error) (bool, error) {
+	const key = kubeoperav1alpha1.AnnotationAbandonKustomization
+	if annotated(s.app, key) {
+		r.event(s.app, corev1.EventTypeWarning, kubeoperav1alpha1.ReasonVClusterCleanupAbandoned, actionDelete,
+			fmt.Sprintf("Not cleaning the vCluster of Tenant %s (annotation %s): %s failed: %v; what Flux applied there may still run",
+				s.app.Status.Tenant.Name, key, what, err))
+		return true, nil
+	}
+	return false, deleteFailed(fmt.Sprintf("%s (set annotation %s=true to go on without cleaning the vCluster%s)",
+		what, key, annotationNotTrue(s.app, key)), err)
 }
 
 // deleteRegistrySecret deletes the copies of pull Secrets the app made (spec.registry and
@@ -203,16 +221,17 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 			fmt.Sprintf("Folder %s is left in Git (annotation %s)", s.app.Status.Path, kubeoperav1alpha1.AnnotationSkipGitCleanup))
 		return nil
 	}
-	locs := []location{specLocation(s.app)}
-	if st := statusLocation(s.app); st.path != "" && st != locs[0] {
-		locs = append([]location{st}, locs...)
+	// The recorded folder with the push Secret recorded for it, and the spec's with the spec's.
+	locs := []location{recordedLocation(s.app)}
+	if here := specLocation(s.app); !here.sameFolder(locs[0]) {
+		locs = append(locs, here)
 	}
 	for _, loc := range locs {
 		_, err := r.removeFolder(ctx, s, loc, "delete")
 		if errors.Is(err, errGitSecretNotFound) {
 			r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
 				fmt.Sprintf("Cannot remove folder %s from Git: %v", loc.path, err))
-			return nil
+			continue
 		}
 		if err != nil {
 			return deleteFailed("remove folder "+loc.path+" from Git"+annotationNotTrue(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup), err)

@@ -252,3 +252,35 @@ func closedAddress(f *fixture) string {
 	f.g.Expect(l.Close()).To(Succeed())
 	return addr
 }
+
+// The abandon annotation also ends a deletion whose Tenant exists but whose vCluster is gone for
+// good (its kubeconfig points at a server that never answers): the vCluster is left with a
+// Warning Event, the Git folder is removed. Before, such an app could never be deleted.
+func TestDeleteWithUnreachableVClusterIsAbandonedOnRequest(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "castaway")
+	kubeconfig := &corev1.Secret{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "vc-t1"}, kubeconfig)).To(Succeed())
+	server := serverOf(f, vclusterKubeconfig)
+	kubeconfig.Data["config"] = []byte(strings.Replace(string(vclusterKubeconfig), server, "https://"+closedAddress(f), 1))
+	f.g.Expect(host.Client.Update(f.ctx, kubeconfig)).To(Succeed())
+	t.Cleanup(func() {
+		// What the abandoned vCluster still holds.
+		_ = vcluster.Client.Delete(f.ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})
+		_ = vcluster.Client.Delete(f.ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})
+	})
+
+	f.deleteApp("castaway")
+	a := f.waitCondition("castaway", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleteFailed)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionReady)).To(ContainSubstring(kubeoperav1alpha1.AnnotationAbandonKustomization + "=true"))
+	f.g.Expect(a.Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+
+	f.update("castaway", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations[kubeoperav1alpha1.AnnotationAbandonKustomization] = "true"
+	})
+	f.waitGone("castaway")
+	e := f.waitEvent("castaway", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonVClusterCleanupAbandoned)
+	f.g.Expect(e.Note).To(ContainSubstring("delete Kustomization"))
+	f.g.Expect(f.files(f.path("castaway"))).To(BeEmpty(), "folder left in Git")
+	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue(), "the unreachable vCluster was cleaned after all")
+}

@@ -22,10 +22,12 @@
 //     kubernetes.io/dockerconfigjson or dockercfg Secret (else RegistrySecretInvalid: it is
 //     never copied; RegistrySecretNotFound while it is missing), and the app namespace is read
 //     from the vCluster, which proves the vCluster answers (VClusterUnreachable). Then the
-//     placement (Tenant and Git folder: status.tenant, path, repository, branch) is patched into
-//     status right before the first write (recordPlacement), so a pass that dies before its
-//     deferred status patch still leaves what deletion needs, and an app refused before it
-//     (status.path empty) was never written anywhere: its deletion contacts nothing.
+//     placement (Tenant, Git folder and the push Secret written with, placement.go) is recorded
+//     right before the first write (recordPlacement): in the kubeopera.io/placement annotation,
+//     then in status (tenant, path, repository, branch). A pass that dies before its deferred
+//     status patch still leaves what deletion needs, a status that was wiped is restored from
+//     the annotation, and an app refused before it (no placement) was never written anywhere:
+//     its deletion contacts nothing.
 //  4. Git (git.go): the manifests are rendered deterministically (internal/render) into
 //     <path>/{deployment,service,ingress,kustomization}.yaml, path defaulting to
 //     apps/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one
@@ -47,9 +49,10 @@
 //     never taken over (FolderNotOwned). These are checked in step 3, before any write. Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
 //     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed; before any
 //     of it, render.Validate refuses what the API server would refuse in the rendered
-//     Deployment and admission cannot check (InvalidSpec, naming the field). A changed
-//     path, URL or branch writes the new folder, then removes the old one from the old
-//     repository and branch. The pass does not wait for the push (pushes.go): it submits the
+//     Deployment and admission cannot check (InvalidSpec, naming the field). A branch the
+//     repository lacks is GitBranchNotFound unless kubeopera.io/create-git-branch is "true" (an
+//     empty repository gets its first branch). A changed path, URL or branch writes the new
+//     folder here; the old one is removed after Flux is re-pointed (step 6). The pass does not wait for the push (pushes.go): it submits the
 //     folder (gitops.Writer.Submit) and ends without a status write; the writer's callback
 //     adds the app to the workqueue when the batch is pushed or failed, and that pass reads the
 //     outcome and goes on. The worker is free meanwhile, so a burst of apps is queued, and
@@ -67,7 +70,11 @@
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
 //     API, only when the fields the operator's field manager owns differ (a Synced app in steady
 //     state writes nothing to either API server and pushes nothing). The GitRepository carries reconcile.fluxcd.io/requestedAt = the app's commit, so Flux
-//     fetches a new commit at once instead of at its next interval.
+//     fetches a new commit at once instead of at its next interval. Then a move ends
+//     (finishMove, git.go): with Flux reading the new folder, the old one is removed from the old
+//     repository and branch with the push Secret recorded for it (never the new one: it would go
+//     to the old host); credentials gone or refused there leave it (OldFolderLeft Event),
+//     kubeopera.io/skip-git-cleanup leaves it on request, and the new placement is recorded.
 //  7. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
 //     when that is <branch>@sha1:<commit> of the app's commit (or of the current head, which
 //     holds the same files) and the Kustomization is Ready for its current generation
@@ -111,13 +118,15 @@
 // Kustomization and wait until it is gone (Flux prunes what it applied), then the GitRepository
 // and the copied Git credentials, the copied registry Secrets unless another app of that vCluster
 // namespace uses them, then remove the app's folder from Git with a commit (at the recorded
-// placement and at the spec's; another app's folder is never touched; "repository not found"
+// placement with the push Secret recorded for it, and at the spec's; another app's folder is
+// never touched; "repository not found"
 // is success with a GitRepositoryGone Warning Event), then the finalizer, and the Git writer's
 // clone of every repository no app uses any more. Anything already gone counts as done. Every
 // other failure is retried (DeleteFailed). A Kustomization still deleting after 5m is reported
 // (KustomizationStuck) and waited for, since its workload may still run; the annotations
 // kubeopera.io/abandon-kustomization and kubeopera.io/skip-git-cleanup are an administrator's
-// explicit escape, each with a Warning Event. A Tenant that is gone or being deleted has nothing
+// explicit escape, each with a Warning Event; abandon-kustomization also ends a deletion whose
+// vCluster cannot be reached or refuses the cleanup (VClusterCleanupAbandoned). A Tenant that is gone or being deleted has nothing
 // left to clean: the Git cleanup still runs, a TenantGone Event says so. A missing Git
 // credentials Secret skips the Git cleanup with a GitCleanupSkipped Event. The app namespace
 // stays in the vCluster: it may hold objects the tenant created there, and it is empty of

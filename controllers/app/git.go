@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -19,9 +20,10 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 
 // commitManifests renders the app's folder and commits it. The Git writer groups the changes of
 // apps reconciled at the same time into one commit and one push, makes no commit when the files
-// are unchanged, and refuses a folder that overlaps another app's (PathConflict). When the
-// folder moved (path, URL or branch changed), the old folder is removed from the old repository
-// and branch once the new one is written; status keeps the old placement until then.
+// are unchanged, and refuses a folder that overlaps another app's (PathConflict) or a branch
+// the repository does not have (GitBranchNotFound, unless the app asks for it). When the folder
+// moved (path, URL or branch changed), the old folder is left in place here: finishMove removes
+// it once Flux reads the new one.
 func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
 	files, err := render.Manifests(s.app)
@@ -35,11 +37,12 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	r.repoUsers.use(s.key, here)
 	change := gitops.Change{
-		AppKey:  s.key.String(),
-		Path:    here.path,
-		Owner:   owner(s.app),
-		Files:   files,
-		Message: commitMessage(s.app, "update"),
+		AppKey:       s.key.String(),
+		Path:         here.path,
+		Owner:        owner(s.app),
+		Files:        files,
+		Message:      commitMessage(s.app, "update"),
+		CreateBranch: annotated(s.app, kubeoperav1alpha1.AnnotationCreateGitBranch),
 	}
 	res, err := r.submitManifests(ctx, s, repo, change)
 	if errors.Is(err, errPushPending) {
@@ -49,22 +52,6 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	if err != nil {
 		return gitError(cond, err)
 	}
-	if old := statusLocation(s.app); old.path != "" && old != here {
-		// The folder moved: the old one is inert (nothing points at it) but would accumulate.
-		moved, err := r.removeFolder(ctx, s, old, "move")
-		if err != nil {
-			return gitError(cond, err)
-		}
-		if moved.Changed && old.sameBranch(here) {
-			res = moved
-		}
-		if !old.sameBranch(here) && r.repoUsers.leave(s.key, old) {
-			if err := r.releaseRepo(old.branchKey()); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of the old repository")
-			}
-		}
-	}
-	s.app.Status.Path, s.app.Status.Repository, s.app.Status.Branch = here.path, here.url, here.branch
 	s.head = res.Commit
 	// status.commit is the commit that last changed the app's folder: a later commit of
 	// another app in the same repository does not replace it.
@@ -77,6 +64,74 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	r.stepSucceeded(s.app, cond, fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
 	return nil
+}
+
+// finishMove ends a move (a changed spec.git.path, url or branch) after Flux was re-pointed at
+// the new folder (configureFlux): the old folder, inert now but accumulating, is removed from
+// the old repository and branch with the push Secret recorded for the old placement (an SSH key
+// for an old ssh:// URL, the old host's token), never with the new one. The move converges
+// whatever the old repository says: credentials that are gone or refused there leave the old
+// folder with a Warning Event (OldFolderLeft), AnnotationSkipGitCleanup leaves it on request
+// (GitCleanupSkipped), a repository that is gone took it with it (GitRepositoryGone); other
+// failures (the old host does not answer) are retried with the backoff, Flux already reading the
+// new folder. Then the new placement is recorded. Without a move, the record follows a changed
+// push Secret once the folder was written with it.
+func (r *Reconciler) finishMove(ctx context.Context, s *scope) error {
+	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
+	here, old := specLocation(s.app), recordedLocation(s.app)
+	if old.path != "" && !old.sameFolder(here) {
+		moved, err := r.removeOldFolder(ctx, s, old)
+		if err != nil {
+			return gitError(cond, fmt.Errorf("remove the old folder %s (branch %s of %s)%s: %w", old.path, old.branch, old.url,
+				skipHint(s.app), err))
+		}
+		if moved.Changed && old.sameBranch(here) {
+			// The head now; it holds the same files of the app as the commit Flux was asked for.
+			s.head = moved.Commit
+		}
+		if !old.sameBranch(here) && r.repoUsers.leave(s.key, old) {
+			if err := r.releaseRepo(old.branchKey()); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Release the local clone of the old repository")
+			}
+		}
+	}
+	return r.placeAt(ctx, s, here)
+}
+
+// removeOldFolder removes the folder of the old placement, unless the app says to leave it or
+// the old credentials cannot remove it; see finishMove.
+func (r *Reconciler) removeOldFolder(ctx context.Context, s *scope, old location) (gitops.Result, error) {
+	if annotated(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup) {
+		r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionReconcile,
+			fmt.Sprintf("Old folder %s is left on branch %s of %s (annotation %s)", old.path, old.branch, old.url, kubeoperav1alpha1.AnnotationSkipGitCleanup))
+		return gitops.Result{}, nil
+	}
+	res, err := r.removeFolder(ctx, s, old, "move")
+	if credentialsUnusable(err) {
+		msg := fmt.Sprintf("Old folder %s is left on branch %s of %s: the push Secret recorded for it cannot remove it: %v", old.path, old.branch, old.url, err)
+		r.event(s.app, corev1.EventTypeWarning, kubeoperav1alpha1.ReasonOldFolderLeft, actionReconcile, msg)
+		// The pass's ManifestsCommitted says so too, until the next commit.
+		const cond = kubeoperav1alpha1.ConditionManifestsCommitted
+		if c := findCondition(s.app, cond); c != nil && c.Status == metav1.ConditionTrue {
+			r.stepSucceeded(s.app, cond, c.Message+". "+msg)
+		}
+		return gitops.Result{}, nil
+	}
+	return res, err
+}
+
+// credentialsUnusable: err says the credentials are gone, are not Git credentials, or the
+// server refused them; a retry with the same Secret cannot succeed.
+func credentialsUnusable(err error) bool {
+	return errors.Is(err, errGitSecretNotFound) || errors.Is(err, errGitSecretInvalid) ||
+		errors.Is(err, errGitInsecureTransport) || errors.Is(err, gitops.ErrNotGitCredential) ||
+		errors.Is(err, gitops.ErrInvalidAuth) || errors.Is(err, gitops.ErrAuthFailed)
+}
+
+// skipHint tells, in a failure's message, how to leave the folder behind.
+func skipHint(app *kubeoperav1alpha1.KubeOperaApp) string {
+	return fmt.Sprintf(" (set annotation %s=true to leave it)%s", kubeoperav1alpha1.AnnotationSkipGitCleanup,
+		annotationNotTrue(app, kubeoperav1alpha1.AnnotationSkipGitCleanup))
 }
 
 // submitManifests submits the app's folder to the Git writer unless the same content is
@@ -101,29 +156,6 @@ func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.
 	}
 	r.pushes.forget(s.key)
 	return res, err
-}
-
-// location is where an app's folder is: repository, branch and path.
-type location struct{ url, branch, path string }
-
-func (l location) sameBranch(o location) bool { return l.url == o.url && l.branch == o.branch }
-
-// specLocation is the folder the current spec asks for.
-func specLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
-	return location{url: app.Spec.Git.URL, branch: render.Branch(app), path: render.Path(app)}
-}
-
-// statusLocation is the recorded placement of the folder (path "" when none). Status written
-// before repository and branch were recorded means the spec's.
-func statusLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
-	l := location{url: app.Status.Repository, branch: app.Status.Branch, path: app.Status.Path}
-	if l.url == "" {
-		l.url = app.Spec.Git.URL
-	}
-	if l.branch == "" {
-		l.branch = render.Branch(app)
-	}
-	return l
 }
 
 // owner is how the app is named in its folder's ownership marker.
@@ -177,17 +209,33 @@ func commitMessage(app *kubeoperav1alpha1.KubeOperaApp, verb string) string {
 		verb, app.Namespace, app.Name, app.Generation, app.UID)
 }
 
-// gitRepo returns the repository of loc with the credentials of spec.git.secretRef (checked:
-// credentials.go).
+// gitRepo returns the repository of loc with the credentials of loc's push Secret: the spec's
+// spec.git.secretRef (read and checked once per pass: credentials.go), or the Secret recorded
+// for an old placement, checked the same way.
 func (r *Reconciler) gitRepo(ctx context.Context, s *scope, loc location) (gitops.Repo, error) {
 	if err := r.checkGitHost(loc.url); err != nil {
 		return gitops.Repo{}, err
 	}
-	creds, err := r.credentials(ctx, s)
-	if err != nil {
-		return gitops.Repo{}, err
+	var data map[string][]byte
+	what := "spec.git.secretRef"
+	if loc.secret == pushSecretName(s.app) {
+		creds, err := r.credentials(ctx, s)
+		if err != nil {
+			return gitops.Repo{}, err
+		}
+		data = creds.push
+	} else {
+		what = fmt.Sprintf("the push Secret %q recorded for folder %s", loc.secret, loc.path)
+		var ref *kubeoperav1alpha1.LocalSecretReference
+		if loc.secret != "" {
+			ref = &kubeoperav1alpha1.LocalSecretReference{Name: loc.secret}
+		}
+		var err error
+		if data, err = r.readGitSecret(ctx, s.app, ref); err != nil {
+			return gitops.Repo{}, err
+		}
 	}
-	auth, err := r.gitAuth(loc.url, creds.push, "spec.git.secretRef")
+	auth, err := r.gitAuth(loc.url, data, what)
 	if err != nil {
 		return gitops.Repo{}, err
 	}
@@ -218,6 +266,11 @@ func gitError(cond string, err error) error {
 		return retry(cond, kubeoperav1alpha1.ReasonPushConflict, err)
 	case errors.Is(err, gitops.ErrRepositoryTooLarge):
 		return retry(cond, kubeoperav1alpha1.ReasonRepositoryTooLarge, err)
+	case errors.Is(err, gitops.ErrBranchNotFound):
+		// Retried with the backoff: someone may create the branch; the annotation brings the
+		// app back at once.
+		return retry(cond, kubeoperav1alpha1.ReasonGitBranchNotFound,
+			fmt.Errorf("%w (set annotation %s=true to create it)", err, kubeoperav1alpha1.AnnotationCreateGitBranch))
 	case errors.Is(err, gitops.ErrPathConflict):
 		// Retried with the backoff: the other app may go away.
 		return retry(cond, kubeoperav1alpha1.ReasonPathConflict, err)

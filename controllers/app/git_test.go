@@ -176,7 +176,12 @@ func TestPathChangeMovesTheFolder(t *testing.T) {
 	f.g.Expect(a.Status.Path).To(Equal("apps/tenants/mover"))
 	f.g.Expect(f.files(f.path("mover"))).To(BeEmpty())
 	f.g.Expect(f.files("apps/tenants/mover")).To(HaveKey("deployment.yaml"))
-	f.g.Expect(a.Status.Commit).To(Equal(f.head()))
+	// The new folder's commit, then the old folder's removal (once Flux reads the new one):
+	// status.commit is the commit that last changed the app's folder.
+	commits := f.commits()
+	f.g.Expect(commits[0].Hash.String()).To(Equal(f.head()))
+	f.g.Expect(commits[0].Message).To(HavePrefix("kubeopera: move " + f.ns + "/mover"))
+	f.g.Expect(a.Status.Commit).To(Equal(commits[1].Hash.String()))
 }
 
 func TestThirtyAppsInOneRepositoryAreGrouped(t *testing.T) {
@@ -446,4 +451,44 @@ func TestFiftyRepositoriesLeaveNoCloneOrQueueBehind(t *testing.T) {
 	f.g.Eventually(clones).Should(BeEmpty())
 	// The Tenant's vCluster client went with the last app placed in it.
 	f.g.Eventually(reconciler.VClusterClients).Should(BeZero())
+}
+
+// A branch the repository does not have is refused (GitBranchNotFound, nothing pushed) unless
+// the app asks for it with kubeopera.io/create-git-branch: "true"; an empty repository gets its
+// first branch without asking. Before, a mistyped branch was silently created as an orphan.
+func TestMissingBranchIsRefusedUnlessAsked(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	mainHead, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "tenant apps\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(f.newApp("brancher", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Branch = "relase" }))
+	a := f.waitCondition("brancher", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitBranchNotFound)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(ContainSubstring(kubeoperav1alpha1.AnnotationCreateGitBranch))
+	f.g.Expect(findCondition(a, kubeoperav1alpha1.ConditionReady).Reason).To(Equal(kubeoperav1alpha1.ReasonGitBranchNotFound))
+	f.waitEvent("brancher", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonGitBranchNotFound)
+	head, err := gitServer.Head(f.repo, "relase")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(head).To(BeEmpty(), "the branch was created")
+	f.g.Expect(f.head()).To(Equal(mainHead))
+	f.g.Expect(f.vc(&sourcev1.GitRepository{}, "flux-system", f.ns+"-brancher")).To(BeFalse(), "Flux was configured for a branch that does not exist")
+
+	f.update("brancher", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations[kubeoperav1alpha1.AnnotationCreateGitBranch] = "true"
+	})
+	a = f.waitReady("brancher")
+	head, err = gitServer.Head(f.repo, "relase")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(head).To(Equal(a.Status.Commit))
+	f.g.Expect(f.head()).To(Equal(mainHead))
+
+	// An empty repository: its first branch needs no annotation.
+	empty := f.repo + "-empty"
+	f.create(f.newApp("first", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = gitServer.URL(empty)
+		a.Spec.Git.Branch = "release"
+	}))
+	a = f.waitReady("first")
+	head, err = gitServer.Head(empty, "release")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(head).To(Equal(a.Status.Commit))
 }

@@ -119,6 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
+	// After the copy: a status that lost the placement gets it back with this pass's patch.
+	restorePlacement(app)
 	defer func() {
 		observeApp(app)
 		if s.pushPending {
@@ -160,6 +162,8 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		// credentials, a folder of another app) leaves nothing in the vCluster either.
 		r.prepareVCluster,
 		r.configureFlux,
+		// Flux reads the new folder now: a move may remove the old one.
+		r.finishMove,
 	}
 	for _, step := range steps {
 		err := step(ctx, s)

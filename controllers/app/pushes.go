@@ -106,6 +106,9 @@ func fingerprint(repo gitops.Repo, c gitops.Change) string {
 	field(c.Path)
 	field(c.Owner.ID)
 	field(c.Owner.Name)
+	if c.CreateBranch {
+		field("create-branch")
+	}
 	names := make([]string, 0, len(c.Files))
 	for name := range c.Files {
 		names = append(names, name)

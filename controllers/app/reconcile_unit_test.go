@@ -254,7 +254,7 @@ func TestDeleteWithTenantGoneRemovesTheFinalizer(t *testing.T) {
 		// Committed once, with credentials that are gone too (the namespace is being deleted):
 		// the Git folder cannot be removed, the deletion still finishes.
 		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "deleted-creds"}
-		a.Status.Path, a.Status.Commit = "apps/web/web", "0123456789abcdef0123456789abcdef01234567"
+		a.Status.Path, a.Status.Commit = "apps/ns/web", "0123456789abcdef0123456789abcdef01234567"
 	})
 	tr := newTestReconciler(t, nil, deleting)
 	res, a := tr.reconcile(t)

@@ -39,7 +39,7 @@ const (
 const cloudSpacePrefix = "cloudspace:"
 
 // SetupWithManager registers the reconciler, its field indexes and its watches: KubeOperaApps
-// (spec changes, annotation changes as a manual retry, deletion), the metadata of Secrets (the
+// (spec changes, annotation changes other than the placement record as a manual retry, deletion), the metadata of Secrets (the
 // registry, Git and kubeconfig Secrets the apps reference; their data is read on demand and never
 // cached) and, when the Tenant CRD is installed, Tenants.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -57,7 +57,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kubeoperav1alpha1.KubeOperaApp{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, userAnnotationChanged))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,

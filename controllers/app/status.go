@@ -6,7 +6,7 @@ package app
 // Ready (setReady) and Synced (setSynced, with the resync or poll requeue), how a deletion that
 // waits for Flux is reported and requeued (setKustomizationDeleting, deleteWait), how a pass
 // ends for kstatus readers (summarize: Reconciling, Stalled, observedGeneration), when and how
-// the status is written (patchStatus, recordPlacement), and how conditions change and become
+// the status is written (patchStatus; placement.go records the placement before the first write), and how conditions change and become
 // Events (setCondition). The steps only report what they found (objects read, errors).
 
 import (
@@ -280,31 +280,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alph
 	if err := r.Status().Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patch status: %w", err)
 	}
-	return nil
-}
-
-// recordPlacement persists the app's placement (Tenant and Git folder) the first time it is
-// placed, before anything is written to the vCluster or Git. A pass that dies after its side
-// effects and before the deferred status patch therefore always leaves a placement deletion can
-// clean up. Later moves keep the old folder in status until it is removed (commitManifests), and
-// deletion also looks at the folder of the current spec.
-func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
-	st := &s.app.Status
-	if st.Path == "" {
-		st.Path, st.Repository, st.Branch = render.Path(s.app), s.app.Spec.Git.URL, render.Branch(s.app)
-	}
-	if equality.Semantic.DeepEqual(st.Tenant, s.orig.Status.Tenant) && st.Path == s.orig.Status.Path &&
-		st.Repository == s.orig.Status.Repository && st.Branch == s.orig.Status.Branch {
-		return nil
-	}
-	want := s.orig.DeepCopy()
-	want.Status.Tenant, want.Status.Path, want.Status.Repository, want.Status.Branch = st.Tenant, st.Path, st.Repository, st.Branch
-	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
-		return fmt.Errorf("record placement: %w", err)
-	}
-	// The placement is persisted: the deferred patch diffs against it.
-	s.orig.Status.Tenant, s.orig.Status.Path, s.orig.Status.Repository, s.orig.Status.Branch = want.Status.Tenant, st.Path, st.Repository, st.Branch
-	s.orig.ResourceVersion = want.ResourceVersion
 	return nil
 }
 

@@ -11,6 +11,23 @@ const (
 	AnnotationAbandonKustomization = "kubeopera.io/abandon-kustomization"
 )
 
+// AnnotationCreateGitBranch "true" on a KubeOperaApp lets the operator create spec.git.branch
+// when the repository has branches but not that one. Without it such an app is refused with
+// ReasonGitBranchNotFound and nothing is pushed (a typo in the branch must not start an orphan
+// branch). An empty repository gets its first branch either way.
+const AnnotationCreateGitBranch = "kubeopera.io/create-git-branch"
+
+// AnnotationPlacement is the operator's durable record of where an app was placed, written on
+// the KubeOperaApp before anything is written to Git or the vCluster, and moved to a new
+// placement only once the old folder is removed (or left, with ReasonOldFolderLeft). Its value
+// is JSON: {"tenant": <Tenant name>, "url": <repository>, "branch": <branch>, "path": <folder>,
+// "secretName": <push Secret, absent when anonymous>}. status.tenant, status.repository,
+// status.branch and status.path mirror it; a status that was lost (a restore without the status
+// subresource, a status wipe) is restored from it, so deletion still finds what to clean. Only
+// the operator writes it; changing it changes only where the cleanup looks, and the Git writer
+// removes nothing but files this app's ownership marker lists.
+const AnnotationPlacement = "kubeopera.io/placement"
+
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 
@@ -112,4 +129,21 @@ const (
 	// ReasonFolderNotOwned: spec.git.path holds content no app wrote (no ownership marker of
 	// this app): it is never taken over. Retried with the backoff; nothing is pushed.
 	ReasonFolderNotOwned = "FolderNotOwned"
+
+	// ReasonGitBranchNotFound: spec.git.branch does not exist in a repository that has other
+	// branches, and the app does not carry AnnotationCreateGitBranch "true". Retried with the
+	// backoff (someone may create the branch); nothing is pushed.
+	ReasonGitBranchNotFound = "GitBranchNotFound"
+)
+
+// Event reasons that are not condition reasons: one-off Warning Events of a move or a deletion.
+const (
+	// ReasonOldFolderLeft: after a move, the old folder could not be removed because the push
+	// Secret recorded for the old placement is gone or refused there. The move completes; the
+	// old folder stays in the old repository (Flux no longer reads it).
+	ReasonOldFolderLeft = "OldFolderLeft"
+	// ReasonVClusterCleanupAbandoned: a deletion went on without cleaning the vCluster, which
+	// could not be reached or refused the cleanup, because the app carries
+	// AnnotationAbandonKustomization "true". What Flux applied there may still run.
+	ReasonVClusterCleanupAbandoned = "VClusterCleanupAbandoned"
 )

@@ -1,0 +1,176 @@
+package app_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// placementOf decodes the app's placement annotation.
+func placementOf(f *fixture, name string) map[string]string {
+	f.t.Helper()
+	raw, ok := f.get(name).Annotations[kubeoperav1alpha1.AnnotationPlacement]
+	f.g.Expect(ok).To(BeTrue(), "no placement annotation")
+	p := map[string]string{}
+	f.g.Expect(json.Unmarshal([]byte(raw), &p)).To(Succeed())
+	return p
+}
+
+// wipeStatus replaces the app's status with an empty one (status subresource), as a restore
+// without the status or a careless edit leaves it.
+func wipeStatus(f *fixture, name string) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		a := f.get(name)
+		a.Status = kubeoperav1alpha1.KubeOperaAppStatus{}
+		return host.Client.Status().Update(f.ctx, a)
+	}).Should(Succeed())
+	f.g.Expect(f.get(name).Status.Path).To(BeEmpty())
+}
+
+// The placement is recorded on the object, not only in status: an app whose status was wiped
+// gets it back on its next pass, and its deletion still finds what to clean (the workload and
+// the folder), without any pass in between.
+func TestWipedStatusIsRestoredFromThePlacementAnnotation(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "amnesiac")
+	f.g.Expect(placementOf(f, "amnesiac")).To(Equal(map[string]string{
+		"tenant": "t1", "url": f.gitURL(), "branch": "main", "path": f.path("amnesiac"), "secretName": gitSecret,
+	}))
+
+	wipeStatus(f, "amnesiac")
+	f.pokeAndWait("amnesiac")
+	a := f.waitReady("amnesiac")
+	f.g.Expect(a.Status.Path).To(Equal(f.path("amnesiac")))
+	f.g.Expect(a.Status.Repository).To(Equal(f.gitURL()))
+	f.g.Expect(a.Status.Tenant).NotTo(BeNil())
+	f.g.Expect(a.Status.Tenant.Name).To(Equal("t1"))
+
+	wipeStatus(f, "amnesiac")
+	f.deleteApp("amnesiac")
+	f.waitGone("amnesiac")
+	assertCleanedUp(f, "amnesiac", fluxName)
+}
+
+// fluxAtPushes records, at every push of the Git writer, where the app's Kustomization and
+// GitRepository point: a move must re-point Flux before it removes the old folder.
+func fluxAtPushes(f *fixture, fluxName string) func() []string {
+	var mu sync.Mutex
+	var seen []string
+	hook := func() {
+		ks, repo := &kustomizev1.Kustomization{}, &sourcev1.GitRepository{}
+		if !f.vc(ks, "flux-system", fluxName) || !f.vc(repo, "flux-system", fluxName) {
+			return
+		}
+		mu.Lock()
+		seen = append(seen, repo.Spec.URL+" "+ks.Spec.Path)
+		mu.Unlock()
+	}
+	beforePush.Store(&hook)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// A move from ssh:// to http:// (new URL, new push Secret, new path) removes the old folder
+// through the old URL with the SSH key recorded for it, after Flux reads the new folder. Before,
+// the old folder was removed with the new Secret (a password for an ssh:// URL): refused, and
+// the move never finished.
+func TestMoveRemovesTheOldFolderWithTheOldCredentials(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	access, err := gitServer.StartSSH()
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ssh-creds"}, Data: access.SecretData()})
+	f.create(f.newApp("migrant", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = access.BaseURL + "/" + f.repo + ".git"
+		a.Spec.Git.SecretRef.Name = "ssh-creds"
+		a.Spec.Git.FluxSecretRef = nil
+	}))
+	f.waitReady("migrant")
+	oldPath, newPath := f.path("migrant"), "apps/migrated/migrant"
+	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"))
+	f.g.Expect(placementOf(f, "migrant")["secretName"]).To(Equal("ssh-creds"))
+
+	seen := fluxAtPushes(f, f.ns+"-migrant")
+	f.update("migrant", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = f.gitURL()
+		a.Spec.Git.SecretRef.Name = gitSecret
+		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: fluxSecret}
+		a.Spec.Git.Path = newPath
+	})
+	a := f.waitReady("migrant")
+	f.g.Expect(a.Status.Repository).To(Equal(f.gitURL()))
+	f.g.Expect(a.Status.Path).To(Equal(newPath))
+	f.g.Expect(f.files(oldPath)).To(BeEmpty(), "the old folder stayed")
+	f.g.Expect(f.files(newPath)).To(HaveKey("deployment.yaml"))
+	f.waitEvent("migrant", corev1.EventTypeNormal, "FolderRemoved")
+	f.g.Expect(placementOf(f, "migrant")).To(Equal(map[string]string{
+		"tenant": "t1", "url": f.gitURL(), "branch": "main", "path": newPath, "secretName": gitSecret,
+	}))
+	// Two pushes: the new folder (Flux still at the old one), then the removal of the old one,
+	// with Flux already at the new folder.
+	pushes := seen()
+	f.g.Expect(pushes).To(HaveLen(2))
+	f.g.Expect(pushes[0]).To(Equal(access.BaseURL + "/" + f.repo + ".git ./" + oldPath))
+	f.g.Expect(pushes[1]).To(Equal(f.gitURL() + " ./" + newPath))
+}
+
+// A move whose old push Secret is gone converges: Flux reads the new folder, the placement is
+// the new one, and the old folder stays with a Warning Event (the new Secret is never sent to
+// the old placement). Before, the old folder was removed with the new Secret.
+func TestMoveWithTheOldCredentialsGoneLeavesTheOldFolder(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "old-push"}, Data: gitServer.SecretData()})
+	f.create(f.newApp("leaver", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "old-push" }))
+	f.waitReady("leaver")
+	oldPath, newPath := f.path("leaver"), "apps/elsewhere/leaver"
+
+	f.g.Expect(host.Client.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "old-push"}})).To(Succeed())
+	f.update("leaver", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.SecretRef.Name = gitSecret
+		a.Spec.Git.Path = newPath
+	})
+	a := f.waitReady("leaver")
+	f.g.Expect(a.Status.Path).To(Equal(newPath))
+	e := f.waitEvent("leaver", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonOldFolderLeft)
+	f.g.Expect(e.Note).To(ContainSubstring(oldPath))
+	f.g.Expect(e.Note).To(ContainSubstring("old-push"))
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(ContainSubstring("Old folder " + oldPath + " is left"))
+	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"), "the old folder was removed with the new credentials")
+	f.g.Expect(f.files(newPath)).To(HaveKey("deployment.yaml"))
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", f.ns+"-leaver")).To(BeTrue())
+	f.g.Expect(ks.Spec.Path).To(Equal("./" + newPath))
+	f.g.Expect(placementOf(f, "leaver")["path"]).To(Equal(newPath))
+}
+
+// kubeopera.io/skip-git-cleanup applies to a move as to a deletion: the old folder stays.
+func TestMoveHonoursSkipGitCleanup(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("keeper", "t1"))
+	f.waitReady("keeper")
+	oldPath, newPath := f.path("keeper"), "apps/kept/keeper"
+	f.update("keeper", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations[kubeoperav1alpha1.AnnotationSkipGitCleanup] = "true"
+		a.Spec.Git.Path = newPath
+	})
+	a := f.waitReady("keeper")
+	f.g.Expect(a.Status.Path).To(Equal(newPath))
+	f.waitEvent("keeper", corev1.EventTypeWarning, "GitCleanupSkipped")
+	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(newPath)).To(HaveKey("deployment.yaml"))
+}
