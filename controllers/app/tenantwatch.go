@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -35,13 +37,17 @@ import (
 // neither listed nor cached) and enqueues the owning app when one is created, deleted, or its
 // status or generation changes. A watch starts when the Tenant's vCluster client is built, is
 // replaced with the client (a rotated kubeconfig), and stops when the client is dropped or the
-// manager stops. SyncPollInterval stays as a safety net for a watch that cannot run (e.g. a
-// kubeconfig whose user may get but not watch Kustomizations).
+// manager stops. A watch that cannot start (the Flux CRDs are installed after the client was
+// built) is retried with the app's backoff. SyncPollInterval stays as a safety net for the time a
+// watch does not run (e.g. a kubeconfig whose user may get but not watch Kustomizations).
 
 // kustomizationWatches holds one Kustomization cache per Tenant. The zero value is unusable;
 // a nil *kustomizationWatches does nothing (reconcilers built without SetupWithManager).
 type kustomizationWatches struct {
 	scheme *runtime.Scheme
+	// retryBase and retryMax are the backoff of a watch that failed to start (the app's
+	// RetryBase and RetryMax).
+	retryBase, retryMax time.Duration
 	// events carries the apps to reconcile to the controller (a channel source).
 	events chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp]
 	// appsOf lists the apps of a Tenant whose Kustomization is (namespace, name).
@@ -61,9 +67,11 @@ type kustomizationWatch struct {
 // records the manager's context and stops every watch with it.
 func (r *Reconciler) setupKustomizationWatches(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 	w := &kustomizationWatches{
-		scheme:  mgr.GetScheme(),
-		events:  make(chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp], 1024),
-		watches: map[types.NamespacedName]*kustomizationWatch{},
+		scheme:    mgr.GetScheme(),
+		retryBase: r.Options.RetryBase,
+		retryMax:  r.Options.RetryMax,
+		events:    make(chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp], 1024),
+		watches:   map[types.NamespacedName]*kustomizationWatch{},
 	}
 	w.appsOf = r.appsOfKustomization
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -156,10 +164,35 @@ func (w *kustomizationWatches) watching(t types.NamespacedName) bool {
 	return ok
 }
 
-// run starts a label-selected cache of the Tenant's Kustomizations and feeds its events to the
-// controller until ctx ends. A failure is logged; the poll is the fallback.
+// run watches the Tenant's Kustomizations until ctx ends. A watch that cannot start (the Flux
+// CRDs are not installed in the vCluster yet, the vCluster does not answer) or that ends before
+// ctx is started again with the app's backoff (retryBase, doubling up to retryMax), with a fresh
+// cache and REST mapper each time, so that CRDs installed later are found; the poll covers the
+// time in between.
 func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, cfg *rest.Config) {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubeoperaapp", "tenant", t.String())
+	delay := w.retryBase
+	for {
+		err := w.watchOnce(ctx, t, cfg)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled until the watch starts", "retryIn", delay)
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+		delay = min(2*delay, w.retryMax)
+	}
+}
+
+// watchOnce starts a label-selected cache of the Tenant's Kustomizations and feeds its events to
+// the controller until ctx ends (nil) or the cache fails (its error).
+func (w *kustomizationWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
 	// The cache's requests must not be cut by the per-request timeout of the reconciler's
 	// client: a watch is one long request.
 	cfg.Timeout = 0
@@ -172,8 +205,7 @@ func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, 
 	cfg.Dial = conns.DialContext
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled")
-		return
+		return fmt.Errorf("build the HTTP client: %w", err)
 	}
 	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	c, err := cache.New(cfg, cache.Options{
@@ -184,13 +216,11 @@ func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, 
 		},
 	})
 	if err != nil {
-		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled")
-		return
+		return fmt.Errorf("build the cache: %w", err)
 	}
 	inf, err := c.GetInformer(ctx, &kustomizev1.Kustomization{}, cache.BlockUntilSynced(false))
 	if err != nil {
-		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled")
-		return
+		return fmt.Errorf("start the Kustomization informer: %w", err)
 	}
 	enqueue := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -219,12 +249,15 @@ func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, 
 		},
 		DeleteFunc: enqueue,
 	}); err != nil {
-		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled")
-		return
+		return fmt.Errorf("add the event handler: %w", err)
 	}
 	if err := c.Start(ctx); err != nil {
-		log.Error(err, "Watch of the vCluster's Kustomizations ended; Synced is polled")
+		return fmt.Errorf("run the cache: %w", err)
 	}
+	if ctx.Err() == nil {
+		return errors.New("the cache stopped")
+	}
+	return nil
 }
 
 // kustomizationChanged: an update worth a pass changes the status or the spec (generation);

@@ -1,13 +1,19 @@
 package app_test
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 )
 
 // Flux's status change on the vCluster's Kustomization brings the app back at once: the suite
@@ -36,4 +42,56 @@ func TestKustomizationStatusChangeEnqueuesTheApp(t *testing.T) {
 	f.deleteApp("watched")
 	f.waitGone("watched")
 	f.g.Eventually(func() bool { return reconciler.WatchesKustomizations(f.ns, "t1") }).Should(BeFalse())
+}
+
+// A vCluster whose Flux CRDs arrive after the operator first built its client: the Kustomization
+// watch that could not start then is retried, so once Flux is installed its status change
+// reaches the app without a poll (an hour in the suite) and without a poke. Before, the failed
+// watch was logged once and never tried again.
+func TestKustomizationWatchStartsOnceTheFluxCRDsAreInstalled(t *testing.T) {
+	if suiteSkipped != nil {
+		t.Skip(suiteSkipped)
+	}
+	fluxDir, err := apptest.FluxDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A vCluster of its own, without the Flux CRDs; stopped after the fixture's apps are gone.
+	bare, err := apptest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop("vcluster without Flux", bare.Stop) })
+	kubeconfig, err := bare.Kubeconfig("vcluster-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	_, err = apptest.CreateTenant(f.ctx, host.Client, f.ns, "bare", f.cloudSpace, time.Now())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(apptest.KubeconfigSecret(f.ns, "vc-bare", kubeconfig))
+
+	f.create(f.newApp("early", "bare"))
+	f.waitCondition("early", kubeoperav1alpha1.ConditionFluxConfigured, metav1.ConditionFalse, kubeoperav1alpha1.ReasonFluxConfigFailed)
+	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(fluxDir, "crds")}})
+	f.g.Expect(err).NotTo(HaveOccurred())
+	a := f.waitReady("early")
+	f.g.Expect(findCondition(a, kubeoperav1alpha1.ConditionSynced).Status).NotTo(Equal(metav1.ConditionTrue))
+
+	// Flux applies the commit: only the watch can tell the app.
+	revision := "main@sha1:" + a.Status.Commit
+	f.g.Eventually(func() error {
+		ks := &kustomizev1.Kustomization{}
+		if err := bare.Client.Get(f.ctx, client.ObjectKey{Namespace: "flux-system", Name: f.ns + "-early"}, ks); err != nil {
+			return err
+		}
+		ks.Status.ObservedGeneration = ks.Generation
+		ks.Status.LastAppliedRevision, ks.Status.LastAttemptedRevision = revision, revision
+		ks.Status.Conditions = []metav1.Condition{{
+			Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded",
+			Message: "Applied revision: " + revision, LastTransitionTime: metav1.Now(), ObservedGeneration: ks.Generation,
+		}}
+		return bare.Client.Status().Update(f.ctx, ks)
+	}).Should(Succeed())
+	f.waitCondition("early", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
