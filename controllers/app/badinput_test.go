@@ -340,6 +340,13 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/file-" + a.Name },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonFolderNotOwned, message: "is a file"},
+		// spec.git.branch: a branch the repository does not have (it has main).
+		{name: "git branch the repository does not have", setup: func(f *fixture, app string) string {
+			_, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "tenant apps\n")
+			f.g.Expect(err).NotTo(HaveOccurred())
+			return ""
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Branch = "no-such-" + a.Name },
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitBranchNotFound, message: kubeoperav1alpha1.AnnotationCreateGitBranch},
 		// spec.git.path: a folder of another app.
 		{name: "git path of another app's folder", setup: func(f *fixture, app string) string {
 			f.create(f.newApp("owner-"+app, "t1"))
