@@ -19,9 +19,27 @@ type Flux struct {
 	LogDir string
 }
 
+// FluxOptions are what a test changes in how the controllers run.
+type FluxOptions struct {
+	// KustomizeControllerArgs are added to kustomize-controller's flags, e.g. the
+	// multi-tenancy lockdown (LockdownArgs).
+	KustomizeControllerArgs []string
+}
+
+// LockdownArgs are kustomize-controller's multi-tenancy lockdown flags, as Flux's multi-tenancy
+// guide sets them: a Kustomization may not name a source in another namespace, and one that
+// names no ServiceAccount is applied as the "default" ServiceAccount of its namespace (no
+// rights) instead of the controller's own.
+var LockdownArgs = []string{"--no-cross-namespace-refs=true", "--default-service-account=default"}
+
 // StartFlux runs source-controller and kustomize-controller from binDir against the cluster of
 // the kubeconfig file, watching all namespaces, with loopback addresses on free ports.
 func StartFlux(ctx context.Context, binDir, kubeconfig, workDir string) (*Flux, error) {
+	return StartFluxWith(ctx, binDir, kubeconfig, workDir, FluxOptions{})
+}
+
+// StartFluxWith is StartFlux with options.
+func StartFluxWith(ctx context.Context, binDir, kubeconfig, workDir string, o FluxOptions) (*Flux, error) {
 	f := &Flux{LogDir: workDir}
 	storage := filepath.Join(workDir, "storage")
 	if err := os.MkdirAll(storage, 0o750); err != nil {
@@ -42,10 +60,10 @@ func StartFlux(ctx context.Context, binDir, kubeconfig, workDir string) (*Flux, 
 			"--health-addr=" + testenv.LoopbackAddr(ports[1]),
 			"--storage-path=" + storage, "--storage-addr=" + storageAddr, "--storage-adv-addr=" + storageAddr,
 		}, common...)},
-		{"kustomize-controller", append([]string{
+		{"kustomize-controller", append(append([]string{
 			"--metrics-addr=" + testenv.LoopbackAddr(ports[3]),
 			"--health-addr=" + testenv.LoopbackAddr(ports[4]),
-		}, common...)},
+		}, common...), o.KustomizeControllerArgs...)},
 	}
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE=flux-system")
 	for _, s := range specs {

@@ -14,8 +14,12 @@ import (
 
 // GitRepository renders the app's Flux GitRepository: the app's repository and branch, read with
 // the copy of the read-only credentials of spec.git.fluxSecretRef when the app names them (the
-// push credentials of spec.git.secretRef never enter the vCluster), anonymously otherwise. The URL is used as written: credentials
-// never go into it.
+// push credentials of spec.git.secretRef never enter the vCluster), anonymously otherwise. The
+// URL is used as written: credentials never go into it.
+//
+// The source is limited to the app's folder (spec.sparseCheckout, SparseCheckoutDir): the
+// artifact source-controller builds, which kustomize-controller downloads and anyone in the
+// vCluster can read from source-controller's storage, holds no other app's or tenant's files.
 func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
@@ -25,15 +29,25 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
 		ObjectMeta: fluxMeta(app, FluxName(app)),
 		Spec: sourcev1.GitRepositorySpec{
-			URL:       app.Spec.Git.URL,
-			Interval:  metav1.Duration{Duration: interval},
-			Reference: &sourcev1.GitRepositoryRef{Branch: Branch(app)},
+			URL:            app.Spec.Git.URL,
+			Interval:       metav1.Duration{Duration: interval},
+			Reference:      &sourcev1.GitRepositoryRef{Branch: Branch(app)},
+			SparseCheckout: []string{SparseCheckoutDir(app)},
 		},
 	}
 	if app.Spec.Git.FluxSecretRef != nil {
 		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: GitSecretName(app)}
 	}
 	return repo, nil
+}
+
+// SparseCheckoutDir is the app's folder as the GitRepository's sparse checkout directory, with a
+// trailing "/": source-controller hands the directories to go-git, which keeps a file when its
+// path starts with a directory as a string, so "apps/cs/web" would also keep the files of
+// "apps/cs/web-2" and "apps/cs/web.yaml". source-controller checks that the directory exists in
+// the fetched commit (the operator commits the folder before it applies the GitRepository).
+func SparseCheckoutDir(app *kubeoperav1alpha1.KubeOperaApp) string {
+	return Path(app) + "/"
 }
 
 // Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,

@@ -246,6 +246,9 @@ func TestFluxObjects(t *testing.T) {
 	g.Expect(repo.Spec.Reference.Branch).To(Equal("main"))
 	g.Expect(repo.Spec.Interval.Duration.String()).To(Equal("10s"))
 	g.Expect(repo.Spec.SecretRef.Name).To(Equal("cs-1-web-git"))
+	// Only the app's folder, with the "/" that keeps go-git's prefix match from taking the
+	// folders of apps whose names start with this one's.
+	g.Expect(repo.Spec.SparseCheckout).To(Equal([]string{"apps/cs-1/web/"}))
 
 	ks, err := Kustomization(a)
 	g.Expect(err).NotTo(HaveOccurred())

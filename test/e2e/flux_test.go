@@ -2,15 +2,12 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -38,52 +35,10 @@ func TestFluxEndToEnd(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
-	log.SetOutput(io.Discard) // the Git server logs every request
-	if os.Getenv("KUBEOPERA_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
 	ctx := context.Background()
 	start := time.Now()
-
-	fluxDir, err := apptest.FluxDir()
-	skipOrFail(t, err)
-	host, err := apptest.StartCluster(apptest.HostCRDDirs(false)...)
-	skipOrFail(t, err)
-	t.Cleanup(func() { _ = host.Stop() })
-	tenant, err := apptest.StartCluster(filepath.Join(fluxDir, "crds"))
-	skipOrFail(t, err)
-	t.Cleanup(func() { _ = tenant.Stop() })
-	gitServer, err := apptest.StartGitServer("git", "e2e-s3cr3t")
-	skipOrFail(t, err)
-	t.Cleanup(gitServer.Stop)
-
-	// Flux in the "vCluster", as tenant-controller bootstraps it: its namespace, its controllers.
-	g.Expect(tenant.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})).To(Succeed())
-	tenantKubeconfig, err := tenant.Kubeconfig("vcluster-admin")
-	g.Expect(err).NotTo(HaveOccurred())
-	work := t.TempDir()
-	kubeconfigFile := filepath.Join(work, "tenant.kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigFile, tenantKubeconfig, 0o600)).To(Succeed())
-	flux, err := StartFlux(ctx, fluxDir, kubeconfigFile, work)
-	g.Expect(err).NotTo(HaveOccurred())
-	// Registered last, so it runs first: Flux stops before the API servers.
-	t.Cleanup(func() {
-		flux.Stop()
-		if t.Failed() {
-			dumpLogs(t, flux.LogDir)
-		}
-	})
-
-	// The operator on the host.
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done := runOperator(mgrCtx, t, host)
-	t.Cleanup(func() {
-		cancel()
-		g.Expect(<-done).To(Succeed())
-	})
-	t.Logf("environment up in %s", time.Since(start).Round(time.Millisecond))
+	e := startEnv(t, g, apptest.FluxOptions{})
+	host, tenant, gitServer, flux := e.host, e.tenant, e.git, e.flux
 	// envtest runs no deployment controller: the stand-in writes the Deployment status it
 	// would write (available for the healthy image, never available for the broken one), so
 	// Flux's health checks (wait: true) see what they would see in a vCluster.
@@ -95,32 +50,17 @@ func TestFluxEndToEnd(t *testing.T) {
 
 	// A CloudSpace on the host: a Ready Tenant with its exported kubeconfig, Git credentials
 	// and a registry pull Secret.
-	ns, err := apptest.Namespace(ctx, host.Client, "cs")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = apptest.CreateTenant(ctx, host.Client, ns, "tenant-a", "cs-e2e", time.Now())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(host.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-tenant-a", tenantKubeconfig))).To(Succeed())
-	g.Expect(host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: gitServer.SecretData(),
-	})).To(Succeed())
-	// Flux fetches with read-only credentials: the push credentials never enter the vCluster.
-	g.Expect(host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-readonly"}, Data: gitServer.ReadOnlySecretData(),
-	})).To(Succeed())
+	ns := e.cloudSpace(g, "tenant-a", "cs-e2e")
 	g.Expect(host.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)},
 	})).To(Succeed())
 
-	webApp := apptest.App(ns, "web", "cs-e2e", gitServer.URL("tenant-a-apps"), func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = "tenant-a"
+	webApp := e.app(ns, "web", "tenant-a", "cs-e2e", "tenant-a-apps", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.TargetNamespace = "shop"
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
-		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}
 		a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "pull"}}
 		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}
-		a.Spec.Flux.Interval = "10s"
 	})
 	created := time.Now()
 	g.Expect(host.Client.Create(ctx, webApp)).To(Succeed())
@@ -153,13 +93,9 @@ func TestFluxEndToEnd(t *testing.T) {
 
 	// A broken app (its image never becomes available) is applied but never Synced: Flux's
 	// health check fails, and the operator's part is still done (Ready).
-	broken := apptest.App(ns, "broken", "cs-e2e", gitServer.URL("tenant-a-apps"), func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = "tenant-a"
+	broken := e.app(ns, "broken", "tenant-a", "cs-e2e", "tenant-a-apps", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.TargetNamespace = "shop"
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
-		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}
 		a.Spec.App.Image = "ghcr.io/example/broken:never"
-		a.Spec.Flux.Interval = "10s" // also the health check timeout
 	})
 	g.Expect(host.Client.Create(ctx, broken)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -236,6 +172,8 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-cha
 		Scheme:                 apptest.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Each test runs an operator of its own, in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	r, err := app.NewReconciler(mgr, app.Options{
