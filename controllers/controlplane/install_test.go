@@ -143,12 +143,15 @@ func TestIngressExposure(t *testing.T) {
 	g.Expect(ing.Spec.Rules).To(HaveLen(1))
 	g.Expect(ing.Spec.Rules[0].Host).To(Equal("controller.example.com"))
 	paths := ing.Spec.Rules[0].HTTP.Paths
-	g.Expect(paths).To(HaveLen(2))
+	g.Expect(paths).To(HaveLen(3))
 	g.Expect(paths[0].Path).To(Equal("/"))
 	g.Expect(paths[0].Backend.Service.Port.Name).To(Equal("console"))
 	g.Expect(paths[1].Path).To(Equal("/api/v3"))
 	g.Expect(paths[1].Backend.Service.Port.Name).To(Equal("controller-api"))
 	g.Expect(*paths[1].PathType).To(Equal(networkingv1.PathTypePrefix))
+	// Embedded auth: the Controller's own OIDC issuer is on the API port.
+	g.Expect(paths[2].Path).To(Equal("/oidc"))
+	g.Expect(paths[2].Backend.Service.Port.Name).To(Equal("controller-api"))
 
 	svc := &corev1.Service{}
 	g.Expect(env.Client.Get(h.ctx, h.key("controller"), svc)).To(Succeed())

@@ -22,6 +22,10 @@ const (
 	// APIPath is the path prefix of the Controller REST API.
 	APIPath = "/api/v3"
 
+	// EmbeddedIssuerPath is where the 3.8+ Controller mounts its embedded OIDC issuer on the API
+	// port (the issuer URL is the public URL plus this path); 3.7 serves nothing there.
+	EmbeddedIssuerPath = "/oidc"
+
 	// DefaultUserAgent is sent when WithUserAgent is not given.
 	DefaultUserAgent = "kubeopera-operator"
 

@@ -278,7 +278,7 @@ func newServer(opts []Option) *Server {
 func (s *Server) URL() string { return s.srv.URL }
 
 // IssuerURL returns the OIDC issuer URL for LoginClientCredentials.
-func (s *Server) IssuerURL() string { return s.srv.URL + "/oidc" }
+func (s *Server) IssuerURL() string { return s.srv.URL + iofog.EmbeddedIssuerPath }
 
 // CertPool returns a pool holding the TLS server's certificate, or nil for a
 // plain HTTP server.

@@ -75,7 +75,8 @@ func ControllerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfi
 }
 
 // ControllerIngress is Ingress controller (docs/controlplane.md#controller-ingress), built in Ingress mode only: / to the
-// console, /api/v3 to the API, TLS only with a secretName (docs/controlplane.md#ingress-tls-block).
+// console, /api/v3 to the API and, in embedded auth mode, the Controller's own OIDC issuer /oidc to the API, TLS only
+// with a secretName (docs/controlplane.md#ingress-tls-block).
 func ControllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressApplyConfiguration {
 	m := MetaFor(cp, ComponentController, ControllerName)
 	in := cp.Spec.Ingresses.Controller
@@ -87,12 +88,16 @@ func ControllerIngress(cp *datasancev3.ControlPlane) *networkingv1ac.IngressAppl
 				WithName(ControllerName).
 				WithPort(networkingv1ac.ServiceBackendPort().WithName(port))))
 	}
+	paths := []*networkingv1ac.HTTPIngressPathApplyConfiguration{
+		path("/", consolePortName),
+		path(iofog.APIPath, controllerAPIPortName),
+	}
+	if cp.Spec.Auth.Mode == datasancev3.AuthModeEmbedded {
+		paths = append(paths, path(iofog.EmbeddedIssuerPath, controllerAPIPortName))
+	}
 	spec := networkingv1ac.IngressSpec().WithRules(networkingv1ac.IngressRule().
 		WithHost(in.Host).
-		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
-			path("/", consolePortName),
-			path(iofog.APIPath, controllerAPIPortName),
-		)))
+		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(paths...)))
 	if in.IngressClassName != "" {
 		spec.WithIngressClassName(in.IngressClassName)
 	}

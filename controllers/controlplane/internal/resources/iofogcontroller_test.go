@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -315,6 +316,30 @@ func TestControllerIngressMinimal(t *testing.T) {
 	g.Expect(ing.Spec.TLS).To(BeEmpty())
 	g.Expect(ing.Spec.IngressClassName).To(BeNil())
 	g.Expect(ing.Annotations).To(BeNil())
+}
+
+// In embedded auth mode the Controller serves its own OIDC issuer under /oidc on the API port, so
+// the Ingress routes it there; with an external issuer nothing is served under /oidc
+// (docs/controlplane.md#controller-ingress).
+func TestControllerIngressRoutesTheEmbeddedIssuer(t *testing.T) {
+	g := NewWithT(t)
+	backends := func(cp *datasancev3.ControlPlane) map[string]string {
+		got := map[string]string{}
+		for _, p := range ControllerIngress(cp).Spec.Rules[0].HTTP.Paths {
+			g.Expect(*p.PathType).To(Equal(networkingv1.PathTypePrefix))
+			got[*p.Path] = *p.Backend.Service.Port.Name
+		}
+		return got
+	}
+	withIngress := func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Ingresses.Controller = &datasancev3.ControllerIngress{Host: "h"}
+	}
+	g.Expect(backends(testfixture.ControlPlane(withIngress))).To(Equal(map[string]string{
+		"/": consolePortName, "/api/v3": controllerAPIPortName, "/oidc": controllerAPIPortName,
+	}))
+	g.Expect(backends(testfixture.ControlPlane(withIngress, func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Auth = datasancev3.Auth{Mode: datasancev3.AuthModeExternal, IssuerURL: "https://idp.example.com"}
+	}))).To(Equal(map[string]string{"/": consolePortName, "/api/v3": controllerAPIPortName}))
 }
 
 // PUT /router payload, docs/controlplane.md#router-registration and docs/controlplane.md#router-ingress-ports-of-0.
