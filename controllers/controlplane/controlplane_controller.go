@@ -115,6 +115,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // reconcile runs one pass of the state machine (docs/controlplane.md#state-machine) over cp, changing only cp in memory.
 func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	holder, err := r.namespaceHolder(ctx, cp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if holder != cp.Name {
+		r.refuseDuplicate(cp, holder)
+		return ctrl.Result{}, nil
+	}
 	state := effectiveState(cp)
 	if state != datasancev3.ConditionReady && needsTransition(cp, state) {
 		// Make the new state visible before doing the work (docs/controlplane.md#effective-state, ours).
@@ -250,6 +258,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// NATS data kept on deletion, so not owned: the JetStream PVCs and the JWT bundle.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
+		// A refused duplicate may become the namespace's holder when another ControlPlane goes.
+		Watches(&datasancev3.ControlPlane{}, handler.EnqueueRequestsFromMapFunc(r.otherControlPlanesOnDelete),
+			builder.WithPredicates(deletesOnly())).
 		Named("controlplane").
 		Complete(r)
 }

@@ -23,3 +23,6 @@ var (
 	CredentialsHash = resources.KeyedHashData
 	UnkeyedHash     = resources.HashData
 )
+
+// OtherControlPlanesOnDelete is the ControlPlane delete watch's mapping.
+var OtherControlPlanesOnDelete = (*Reconciler).otherControlPlanesOnDelete

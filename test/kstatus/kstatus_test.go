@@ -47,6 +47,8 @@ var cpStates = []cpState{
 		kstatus: "Current", flux: "Failed", argo: "Degraded"},
 	{name: "an immutable field changed", gen: 2, observed: 2, condType: datasancev3.ConditionUpdating, reason: datasancev3.ReasonImmutableFieldChanged,
 		kstatus: "Current", flux: "Failed", argo: "Degraded"},
+	{name: "a second ControlPlane in the namespace", gen: 1, condType: datasancev3.ConditionDeploying, reason: datasancev3.ReasonDuplicateControlPlane,
+		kstatus: "Current", flux: "Failed", argo: "Degraded"},
 	{name: "ready", gen: 1, observed: 1, condType: datasancev3.ConditionReady, reason: datasancev3.ReasonReconciled,
 		kstatus: "Current", flux: "Current", argo: "Healthy"},
 	{name: "ready, drift repair failing", gen: 1, observed: 1, condType: datasancev3.ConditionReady, reason: datasancev3.ReasonControllerUnavailable,
@@ -61,11 +63,17 @@ func (s cpState) object(t *testing.T) *unstructured.Unstructured {
 		TypeMeta:   metav1.TypeMeta{APIVersion: datasancev3.GroupVersion.String(), Kind: "ControlPlane"},
 		ObjectMeta: metav1.ObjectMeta{Name: "pot", Namespace: "iofog", Generation: s.gen},
 	}
-	if s.observed > 0 {
-		cp.Status.ObservedGeneration = s.observed
+	cp.Status.ObservedGeneration = s.observed
+	// The conditions describe the recorded generation; one recorded without status.observedGeneration
+	// (a refused duplicate) describes the current one.
+	condGen := s.observed
+	if condGen == 0 {
+		condGen = s.gen
+	}
+	if s.condType != "" {
 		for _, ct := range []string{datasancev3.ConditionDeploying, datasancev3.ConditionUpdating, datasancev3.ConditionReady} {
 			c := metav1.Condition{Type: ct, Status: metav1.ConditionFalse, Reason: datasancev3.ReasonTransitioned,
-				Message: "not the state", ObservedGeneration: s.observed, LastTransitionTime: metav1.Now()}
+				Message: "not the state", ObservedGeneration: condGen, LastTransitionTime: metav1.Now()}
 			if ct == s.condType {
 				c.Status, c.Reason, c.Message = metav1.ConditionTrue, s.reason, "the state"
 			}

@@ -73,6 +73,10 @@ const (
 	// /nats/accounts) could not be read to rebuild it. The bundle is not re-created with fewer
 	// accounts and the NATS StatefulSet is not rolled.
 	ReasonNatsAccountsUnavailable = "NatsAccountsUnavailable"
+	// ReasonDuplicateControlPlane: another ControlPlane already runs in the namespace (it owns
+	// Service controller, or it is the oldest when none does yet). This one writes nothing but
+	// its status until it is alone (docs/controlplane.md#one-controlplane-per-namespace).
+	ReasonDuplicateControlPlane = "DuplicateControlPlane"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )
