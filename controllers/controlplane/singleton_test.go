@@ -50,7 +50,7 @@ func (h *harness) expectRefusedQuietly(name string) {
 	res, err := h.reconcileNamed(name)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(res).To(Equal(ctrl.Result{}), "terminal: no requeue")
-	h.g.Expect(h.writes.Load() - writes).To(BeZero(), "a refused duplicate writes nothing on later passes")
+	h.g.Expect(h.writes.Load()-writes).To(BeZero(), "a refused duplicate writes nothing on later passes")
 	h.g.Expect(h.api.Calls()).To(HaveLen(calls), "nor calls the Controller")
 }
 
