@@ -55,6 +55,9 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	if err := applyDisruptionBudget(ctx, s, resources.ComponentController, resources.ControllerName, resources.ControllerReplicated(s.spec)); err != nil {
+		return result{}, err
+	}
 	if created {
 		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
 			"Deployment controller was created; waiting for the Controller to start."), nil

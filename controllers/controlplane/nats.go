@@ -71,7 +71,11 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		}
 		return res, nil
 	}
-	return proceed(), applyNatsStatefulSet(ctx, s, live, storage, resources.NatsServerTLSHash(certs))
+	if err := applyNatsStatefulSet(ctx, s, live, storage, resources.NatsServerTLSHash(certs)); err != nil {
+		return result{}, err
+	}
+	// NATS always runs at least two servers.
+	return proceed(), applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true)
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,

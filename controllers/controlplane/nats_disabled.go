@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,7 +15,7 @@ import (
 
 // removeNats runs when spec.nats.enabled is false. NATS objects of an earlier enabled generation
 // are garbage then, but only the running parts go (ours; the spec leaves it open): StatefulSet
-// nats and the three Services — the pods and the load balancers. Everything that carries state
+// nats, its PodDisruptionBudget and the three Services — the pods and the load balancers. Everything that carries state
 // or identity stays, so that enabling NATS again resumes where it stopped: the js-data PVCs
 // (JetStream data), the JetStream key (without it that data is unreadable), the CA Secrets (the
 // Controller's catalog holds them; docs/controlplane.md#create-once-objects), the server certificates, the bootstrap Secrets,
@@ -26,6 +27,7 @@ func removeNats(ctx context.Context, s *scope) error {
 		obj        client.Object
 	}{
 		{"StatefulSet", resources.NatsStatefulSetName, &appsv1.StatefulSet{}},
+		{"PodDisruptionBudget", resources.NatsStatefulSetName, &policyv1.PodDisruptionBudget{}},
 		{"Service", resources.NatsServiceName, &corev1.Service{}},
 		{"Service", resources.NatsServerServiceName, &corev1.Service{}},
 		{"Service", resources.NatsHeadlessServiceName, &corev1.Service{}},

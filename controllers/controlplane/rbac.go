@@ -14,8 +14,8 @@ package controlplane
 //     authorizes the create inside the PATCH that makes a new object.
 //   - ControlPlanes and their status are written by patch only; Roles and RoleBindings are
 //     created once and never changed; nothing deletes a Deployment, PVC, ServiceAccount or RBAC
-//     object (PVC delete is for the admission plugin, below) (deleteOwned removes the NATS StatefulSet and Services, the Controller Ingress and
-//     vault Secrets only).
+//     object (PVC delete is for the admission plugin, below) (deleteOwned removes the NATS StatefulSet, Services and PodDisruptionBudget, the Controller Ingress
+//     and PodDisruptionBudget, and vault Secrets only).
 //   - Events through events.k8s.io (the manager's GetEventRecorder); the core Events that
 //     announce a new leader are granted by the leader-election Role.
 //   - The OwnerReferencesPermissionEnforcement admission plugin (on by default on OpenShift; the
@@ -38,6 +38,7 @@ package controlplane
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

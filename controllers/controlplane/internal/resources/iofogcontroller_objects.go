@@ -207,6 +207,9 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ControllerName).
 		WithSecurityContext(podSecurityContext())
+	if ControllerReplicated(spec) {
+		pod.WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentController)...)
+	}
 	annotations := map[string]string{AnnotationCredentialsHash: hashes.Credentials}
 	if spec.ControllerHTTPS() {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(controllerCertVolume).WithMountPath(controllerCertDir + "/").WithReadOnly(true))

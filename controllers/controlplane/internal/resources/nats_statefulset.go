@@ -83,6 +83,7 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 		// The NATS image uses no Kubernetes client, so the pods carry no API token (nats_rbac.go).
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(podSecurityContext()).
+		WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentNats)...).
 		WithContainers(natsContainer(cp, w.Image)).
 		WithVolumes(natsVolumes(cp)...)
 	if ps := cp.Spec.Images.PullSecret; ps != "" {
