@@ -127,8 +127,10 @@
 // kubeopera.io/abandon-kustomization and kubeopera.io/skip-git-cleanup are an administrator's
 // explicit escape, each with a Warning Event; abandon-kustomization also ends a deletion whose
 // vCluster cannot be reached or refuses the cleanup (VClusterCleanupAbandoned). A Tenant that is gone or being deleted has nothing
-// left to clean: the Git cleanup still runs, a TenantGone Event says so. A missing Git
-// credentials Secret skips the Git cleanup with a GitCleanupSkipped Event. The app namespace
+// left to clean: the Git cleanup still runs, a TenantGone Event says so. Push Secrets carry the
+// kubeopera.io/git-credentials-in-use finalizer while an app names them (secretguard.go), so a
+// namespace deletion leaves them readable until the folders are removed; a Git credentials
+// Secret missing all the same skips the Git cleanup with a GitCleanupSkipped Event. The app namespace
 // stays in the vCluster: it may hold objects the tenant created there, and it is empty of
 // everything the operator and Flux put in it.
 //

@@ -108,7 +108,8 @@ func (r *Reconciler) removeOldFolder(ctx context.Context, s *scope, old location
 	}
 	res, err := r.removeFolder(ctx, s, old, "move")
 	if credentialsUnusable(err) {
-		msg := fmt.Sprintf("Old folder %s is left on branch %s of %s: the push Secret recorded for it cannot remove it: %v", old.path, old.branch, old.url, err)
+		msg := fmt.Sprintf("Old folder %s is left on branch %s of %s: the push Secret recorded for it (%q) cannot remove it: %v",
+			old.path, old.branch, old.url, old.secret, err)
 		r.event(s.app, corev1.EventTypeWarning, kubeoperav1alpha1.ReasonOldFolderLeft, actionReconcile, msg)
 		// The pass's ManifestsCommitted says so too, until the next commit.
 		const cond = kubeoperav1alpha1.ConditionManifestsCommitted

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
@@ -127,10 +130,10 @@ func TestMoveRemovesTheOldFolderWithTheOldCredentials(t *testing.T) {
 	f.g.Expect(pushes[1]).To(Equal(f.gitURL() + " ./" + newPath))
 }
 
-// A move whose old push Secret is gone converges: Flux reads the new folder, the placement is
+// A move whose old push Secret is refused converges: Flux reads the new folder, the placement is
 // the new one, and the old folder stays with a Warning Event (the new Secret is never sent to
 // the old placement). Before, the old folder was removed with the new Secret.
-func TestMoveWithTheOldCredentialsGoneLeavesTheOldFolder(t *testing.T) {
+func TestMoveWithTheOldCredentialsRefusedLeavesTheOldFolder(t *testing.T) {
 	f := newFixture(t)
 	f.addTenant("t1", time.Now())
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "old-push"}, Data: gitServer.SecretData()})
@@ -138,7 +141,11 @@ func TestMoveWithTheOldCredentialsGoneLeavesTheOldFolder(t *testing.T) {
 	f.waitReady("leaver")
 	oldPath, newPath := f.path("leaver"), "apps/elsewhere/leaver"
 
-	f.g.Expect(host.Client.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "old-push"}})).To(Succeed())
+	// The old token is revoked: the Git server refuses it from now on.
+	old := &corev1.Secret{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "old-push"}, old)).To(Succeed())
+	old.Data["password"] = []byte("revoked-p4ss")
+	f.g.Expect(host.Client.Update(f.ctx, old)).To(Succeed())
 	f.update("leaver", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.Git.SecretRef.Name = gitSecret
 		a.Spec.Git.Path = newPath
@@ -173,4 +180,54 @@ func TestMoveHonoursSkipGitCleanup(t *testing.T) {
 	f.waitEvent("keeper", corev1.EventTypeWarning, "GitCleanupSkipped")
 	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"))
 	f.g.Expect(f.files(newPath)).To(HaveKey("deployment.yaml"))
+}
+
+// Deleting the app's host namespace deletes its apps and its push Secret in one sweep. The push
+// Secret is held (kubeopera.io/git-credentials-in-use) until the app removed its folder with it,
+// then released, and goes. envtest runs no namespace controller, so the test sends the two
+// deletes the namespace controller would send. Before, the Secret went at once and the folder
+// stayed in Git (GitCleanupSkipped).
+func TestDeletingTheNamespaceSweepStillRemovesTheFolder(t *testing.T) {
+	f := newFixture(t)
+	fluxName := deployedApp(f, "swept")
+	creds := &corev1.Secret{}
+	f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: gitSecret}, creds)).To(Succeed())
+	f.g.Expect(creds.Finalizers).To(ContainElement(kubeoperav1alpha1.SecretFinalizer))
+
+	f.g.Expect(host.Client.Delete(f.ctx, creds)).To(Succeed())
+	f.deleteApp("swept")
+	f.waitGone("swept")
+	assertCleanedUp(f, "swept", fluxName)
+	f.g.Eventually(func() bool {
+		return apierrors.IsNotFound(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: gitSecret}, &corev1.Secret{}))
+	}).Should(BeTrue(), "the push Secret was never released")
+	for _, e := range f.events("swept") {
+		f.g.Expect(e.Reason).NotTo(Equal("GitCleanupSkipped"), e.Note)
+	}
+}
+
+// A push Secret an app stops naming is released at once; one that another app still names is
+// kept until that app is gone too.
+func TestPushSecretIsReleasedWhenNoAppNamesIt(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "shared-push"}, Data: gitServer.SecretData()})
+	for _, name := range []string{"one", "two"} {
+		f.create(f.newApp(name, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "shared-push" }))
+		f.waitReady(name)
+	}
+	held := func() bool {
+		s := &corev1.Secret{}
+		f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shared-push"}, s)).To(Succeed())
+		return slices.Contains(s.Finalizers, kubeoperav1alpha1.SecretFinalizer)
+	}
+	f.g.Expect(held()).To(BeTrue())
+	f.update("one", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = gitSecret })
+	f.waitReady("one")
+	f.g.Expect(placementOf(f, "one")["secretName"]).To(Equal(gitSecret))
+	f.pokeAndWait("two")
+	f.g.Expect(held()).To(BeTrue(), "released while app two pushes with it")
+	f.deleteApp("two")
+	f.waitGone("two")
+	f.g.Eventually(held).Should(BeFalse(), "kept after the last app naming it")
 }

@@ -114,6 +114,10 @@ func restorePlacement(app *kubeoperav1alpha1.KubeOperaApp) {
 // until its folder is removed (finishMove), and deletion also looks at the folder of the current
 // spec.
 func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
+	// The push Secret stays readable until the app's folders are removed (secretguard.go).
+	if err := r.holdPushSecret(ctx, s); err != nil {
+		return err
+	}
 	st := &s.app.Status
 	loc := recordedLocation(s.app)
 	if st.Path == "" {

@@ -66,6 +66,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The Git writer's callbacks add apps whose push is done (pushes.go).
 		WatchesRawSource(source.Func(r.pushes.start)).
 		Named("kubeoperaapp")
+	if err := r.setupSecretGuard(mgr); err != nil {
+		return fmt.Errorf("guard push Secrets: %w", err)
+	}
 	b, err := r.setupKustomizationWatches(mgr, b)
 	if err != nil {
 		return fmt.Errorf("watch vCluster Kustomizations: %w", err)
@@ -182,10 +185,19 @@ func dedupe(reqs []reconcile.Request) []reconcile.Request {
 	return out
 }
 
+// gitSecretRef indexes the Secrets an app pushes with: spec.git.secretRef and the push Secret
+// recorded for its placement (the old one, during a move).
 func gitSecretRef(obj client.Object) []string {
 	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
-	if !ok || app.Spec.Git.SecretRef == nil || app.Spec.Git.SecretRef.Name == "" {
+	if !ok {
 		return nil
 	}
-	return []string{app.Spec.Git.SecretRef.Name}
+	var names []string
+	if n := pushSecretName(app); n != "" {
+		names = append(names, n)
+	}
+	if p, ok := annotatedPlacement(app); ok && p.SecretName != "" && p.SecretName != pushSecretName(app) {
+		names = append(names, p.SecretName)
+	}
+	return names
 }

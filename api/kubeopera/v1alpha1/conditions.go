@@ -31,6 +31,12 @@ const AnnotationPlacement = "kubeopera.io/placement"
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 
+// SecretFinalizer is held on a host Secret an app pushes to Git with (its spec.git.secretRef, or
+// the push Secret recorded in AnnotationPlacement) for as long as any KubeOperaApp of the
+// namespace names it, deleted or not: deleting the namespace (or the Secret) leaves it readable
+// until every app has removed its folder with it.
+const SecretFinalizer = "kubeopera.io/git-credentials-in-use"
+
 // Condition types of a KubeOperaApp.
 const (
 	// ConditionReady: the operator's part is done (tenant resolved, manifests committed, Flux

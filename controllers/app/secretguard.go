@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// Push Secrets outlive the apps that push with them (docs/app-controller.md, "Deleting an app's
+// host namespace"). Deleting a namespace deletes its apps and its Secrets in one sweep: the apps
+// wait behind their finalizer, a Secret without one goes at once, and the apps' deletions would
+// find no credentials to remove their folders with. So an app's pass holds
+// kubeopera.io/git-credentials-in-use on its push Secret before the placement is recorded (before
+// the first push), and a small controller of its own releases the finalizer once no app of the
+// namespace names the Secret any more (spec.git.secretRef or the placement record), deleted or
+// not: it runs on every change of a held Secret and of an app (old and new push Secrets), from
+// the cache, which already holds the change when the event arrives; at start it sees every held
+// Secret, so a release a crash missed is made then.
+
+// holdPushSecret adds SecretFinalizer to the Secret the app pushes with, unless it is there
+// (read from the metadata cache: a held Secret costs no request) or the Secret is being deleted
+// (no finalizer can be added then; it stays readable while another holds it). A missing Secret
+// is checkInputs' to report.
+func (r *Reconciler) holdPushSecret(ctx context.Context, s *scope) error {
+	name := pushSecretName(s.app)
+	if name == "" {
+		return nil
+	}
+	meta := secretMetadata(types.NamespacedName{Namespace: s.app.Namespace, Name: name})
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(meta), meta); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get push Secret metadata: %w", err)
+	}
+	if controllerutil.ContainsFinalizer(meta, kubeoperav1alpha1.SecretFinalizer) || !meta.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(meta.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(meta, kubeoperav1alpha1.SecretFinalizer)
+	if err := r.Patch(ctx, meta, patch); err != nil {
+		return fmt.Errorf("hold push Secret %s: %w", name, err)
+	}
+	return nil
+}
+
+func secretMetadata(key types.NamespacedName) *metav1.PartialObjectMetadata {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	meta.Namespace, meta.Name = key.Namespace, key.Name
+	return meta
+}
+
+// secretGuard releases SecretFinalizer from Secrets no app names any more.
+type secretGuard struct {
+	client.Client
+}
+
+// setupSecretGuard registers the guard's controller: held Secrets (metadata only, the cache the
+// app controller shares) and apps, mapped to the Secrets they push with.
+func (r *Reconciler) setupSecretGuard(mgr ctrl.Manager) error {
+	held := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return controllerutil.ContainsFinalizer(o, kubeoperav1alpha1.SecretFinalizer)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kubeoperaapp-push-secrets").
+		For(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(held)).
+		// Update events map the old and the new app: a push Secret it stopped naming is checked.
+		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(pushSecretsOf)).
+		Complete(&secretGuard{Client: mgr.GetClient()})
+}
+
+// pushSecretsOf maps an app to the Secrets it pushes with.
+func pushSecretsOf(_ context.Context, obj client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, name := range gitSecretRef(obj) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}})
+	}
+	return reqs
+}
+
+// Reconcile releases the Secret when it is held and no app of its namespace names it.
+func (g *secretGuard) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	meta := secretMetadata(req.NamespacedName)
+	if err := g.Get(ctx, req.NamespacedName, meta); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(meta, kubeoperav1alpha1.SecretFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	apps := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := g.List(ctx, apps, client.InNamespace(req.Namespace), client.MatchingFields{indexGitSecretRef: req.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list the apps that push with Secret %s: %w", req.Name, err)
+	}
+	if len(apps.Items) > 0 {
+		return ctrl.Result{}, nil // released when the last of them is gone or stops naming it
+	}
+	patch := client.MergeFromWithOptions(meta.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(meta, kubeoperav1alpha1.SecretFinalizer)
+	if err := g.Patch(ctx, meta, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("release push Secret %s: %w", req.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Released push Secret: no app pushes with it any more")
+	return ctrl.Result{}, nil
+}
