@@ -111,3 +111,15 @@ func TestHTTPSExternalCheckVerifiesThePublicName(t *testing.T) {
 		h.g.Expect(h.requestedBaseURLs()).To(ContainElement("https://" + h.controllerLB + ":51121"))
 	})
 }
+
+// A certificate for the public host only (cert-manager or a public CA never issues one for
+// controller.<ns>.svc.cluster.local or the dialled address): the in-cluster call dials the
+// Service and accepts it for the public host, the external check verifies the public host, and
+// the ControlPlane becomes ready (docs/controlplane.md#https-certificates).
+func TestHTTPSCertificateForThePublicHostOnly(t *testing.T) {
+	h := newHarness(t, withTLSControllerNames("controller.example.com"))
+	h.createControllerTLSSecret("controller-tls", false)
+	h.bringUp(h.controlPlane(testfixture.WithHTTPS("controller-tls"), testfixture.WithPublicURL("https://controller.example.com:51121")))
+	h.g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"))
+	h.g.Expect(h.requestedBaseURLs()).To(ContainElement("https://" + h.controllerLB + ":51121"))
+}

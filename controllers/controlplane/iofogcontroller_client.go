@@ -45,9 +45,11 @@ type ControllerEndpoint struct {
 	// CAs is a PEM bundle trusted for this ControlPlane besides the system roots and
 	// --controller-ca-file: the ca.crt of spec.controller.secretName and spec.controller.caSecretRef.
 	CAs []byte
-	// ServerName, when set, is the name the certificate is verified against instead of the host
-	// of BaseURL (the external check dials the LoadBalancer address, verifies the public name).
-	ServerName string
+	// ServerNames, when set, are the names the certificate is verified against instead of the
+	// host of BaseURL, one of which it must cover (the in-cluster call accepts the Service name
+	// or the public host; the external check dials the LoadBalancer address and verifies the
+	// public name).
+	ServerNames []string
 }
 
 // ControllerClientFactory returns a client for one Controller endpoint. It does no I/O beyond
@@ -68,8 +70,8 @@ func NewControllerClientFactory(caFile string) ControllerClientFactory {
 			}
 			opts = append(opts, iofog.WithRootCAs(pool))
 		}
-		if ep.ServerName != "" {
-			opts = append(opts, iofog.WithServerName(ep.ServerName))
+		if len(ep.ServerNames) > 0 {
+			opts = append(opts, iofog.WithServerNames(ep.ServerNames...))
 		}
 		c, err := iofog.New(ep.BaseURL, opts...)
 		if err != nil {

@@ -233,14 +233,14 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 		ep := ControllerEndpoint{BaseURL: resources.ControllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(resources.ControllerAPIPort))}
 		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
-			ep.ServerName = name
+			ep.ServerNames = []string{name}
 		}
 		api, err := s.controllerClient(ctx, ep)
 		if err != nil {
 			return result{}, err
 		}
 		if _, err := api.Status(ctx); err != nil {
-			return s.controllerCallFailed(ctx, err, ep.BaseURL, ep.ServerName,
+			return s.controllerCallFailed(ctx, err, ep.BaseURL, ep.ServerNames,
 				fmt.Sprintf("The Controller is not reachable through its LoadBalancer at %s", ep.BaseURL))
 		}
 	case s.spec.ControllerIngressMode():

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +55,8 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 	}
 	cs.opened = true
 	cs.baseURL = internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp)
-	api, err := s.controllerClient(ctx, ControllerEndpoint{BaseURL: cs.baseURL})
+	names := internalServerNames(s.spec, cs.baseURL, s.cp.Status.Controller.PublicURL)
+	api, err := s.controllerClient(ctx, ControllerEndpoint{BaseURL: cs.baseURL, ServerNames: names})
 	if err != nil {
 		cs.openErr = err
 		return cs, result{}, err
@@ -62,7 +64,7 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 	cs.api = api
 	st, err := api.Status(ctx)
 	if err != nil {
-		cs.openRes, cs.openErr = s.controllerCallFailed(ctx, err, cs.baseURL, "",
+		cs.openRes, cs.openErr = s.controllerCallFailed(ctx, err, cs.baseURL, names,
 			fmt.Sprintf("The Controller API at %s is not available", cs.baseURL))
 		return cs, cs.openRes, cs.openErr
 	}
@@ -198,12 +200,12 @@ func checkPEMCertificates(data []byte) error {
 // ControllerUnavailable. The condition message is stable for the same cause (iofog.Cause); the
 // full error goes to the log only, so a Controller that is down does not make every pass write
 // a new message.
-func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL, serverName, what string) (result, error) {
+func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL string, serverNames []string, what string) (result, error) {
 	if ctx.Err() != nil {
 		return result{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if m, ok := iofog.AsCertificateMismatch(err); ok {
-		host := serverName
+		host := strings.Join(serverNames, " or ")
 		if host == "" {
 			host = hostOfURL(baseURL)
 		}
@@ -222,6 +224,36 @@ func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL, se
 	ctrl.LoggerFrom(ctx).Info("Calling the Controller failed", "url", baseURL, "cause", iofog.Cause(err), "error", err.Error())
 	return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
 		fmt.Sprintf("%s (%s).", what, iofog.Cause(err))), nil
+}
+
+// internalServerNames are the names the in-cluster call accepts the Controller's certificate for
+// over https (docs/controlplane.md#https-certificates): the host it dials (the Service name, or
+// the endpoint template's host), the host of the public URL (spec.controller.publicUrl, and
+// status.controller.publicUrl as the last pass resolved it) and the Ingress host, so a cert-manager or public certificate for
+// the public host is accepted while the operator still dials the Service. None over http, and
+// none when the dialled host is the only one (plain verification).
+func internalServerNames(spec *datasancev3.ControlPlaneSpec, baseURL, publicURL string) []string {
+	if !spec.ControllerHTTPS() {
+		return nil
+	}
+	names := []string{hostOfURL(baseURL)}
+	for _, n := range []string{hostOfURL(spec.Controller.PublicURL), hostOfURL(publicURL), ingressHost(spec)} {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 1 {
+		return nil
+	}
+	return names
+}
+
+// ingressHost is the Controller Ingress host in Ingress mode, else "".
+func ingressHost(spec *datasancev3.ControlPlaneSpec) string {
+	if !spec.ControllerIngressMode() || spec.Ingresses.Controller == nil {
+		return ""
+	}
+	return spec.Ingresses.Controller.Host
 }
 
 func hostOfURL(raw string) string {

@@ -56,7 +56,7 @@ func TestCauseIsStablePerKind(t *testing.T) {
 }
 
 // A fake serving a certificate of a test CA: trusted with that CA; a certificate that does not
-// cover the dialled name is a CertificateMismatch naming the host and the SANs; WithServerName
+// cover the dialled name is a CertificateMismatch naming the host and the SANs; WithServerNames
 // dials one address and verifies another name.
 func TestCertificateMismatchAndServerName(t *testing.T) {
 	g := NewWithT(t)
@@ -78,12 +78,12 @@ func TestCertificateMismatchAndServerName(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// The same address verified as a name the certificate covers.
-	c = newClient(t, srv, iofog.WithRootCAs(pool), iofog.WithServerName("controller.example.com"))
+	c = newClient(t, srv, iofog.WithRootCAs(pool), iofog.WithServerNames("controller.example.com"))
 	_, err = c.Status(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// A name it does not cover.
-	c = newClient(t, srv, iofog.WithRootCAs(pool), iofog.WithServerName("controller.other.svc"))
+	c = newClient(t, srv, iofog.WithRootCAs(pool), iofog.WithServerNames("controller.other.svc"))
 	_, err = c.Status(context.Background())
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(iofog.IsRetryable(err)).To(BeFalse())
@@ -104,4 +104,52 @@ func TestCertificateMismatchAndServerName(t *testing.T) {
 	// Not a certificate problem.
 	_, ok = iofog.AsCertificateMismatch(&net.OpError{Op: "dial"})
 	g.Expect(ok).To(BeFalse())
+}
+
+// WithServerNames: a certificate covering any one of the names is accepted, in any order; one
+// covering none fails with the certificate's names; and the names apply to the Controller only:
+// the identity provider (another host:port) is verified as its own host.
+func TestServerNamesApplyToTheControllerOnly(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Now()
+	ca, err := pki.GenerateCA("test-ca", now, time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	serve := func(names []string, opts ...fake.Option) *fake.Server {
+		leaf, err := pki.GenerateLeaf(ca, "server", names, now, time.Hour)
+		g.Expect(err).NotTo(HaveOccurred())
+		cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+		g.Expect(err).NotTo(HaveOccurred())
+		srv := fake.NewTLSServer(append(opts, fake.WithTLSCertificate(cert))...)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	// The Controller's certificate is for its public host only; the IdP's for its own address.
+	controller := serve([]string{"iofog.example.com"})
+	idp := serve([]string{"127.0.0.1"}, fake.WithOIDCClient("op", "secret"))
+
+	for _, names := range [][]string{
+		{"controller.ns.svc.cluster.local", "iofog.example.com"},
+		{"iofog.example.com", "controller.ns.svc.cluster.local"},
+	} {
+		c := newClient(t, controller, iofog.WithRootCAs(pool), iofog.WithServerNames(names...))
+		_, err := c.Status(context.Background())
+		g.Expect(err).NotTo(HaveOccurred(), "names %v", names)
+		_, err = c.LoginClientCredentials(context.Background(), idp.IssuerURL(), "op", "secret")
+		g.Expect(err).NotTo(HaveOccurred(), "the IdP is verified as 127.0.0.1, not as %v", names)
+	}
+
+	c := newClient(t, controller, iofog.WithRootCAs(pool), iofog.WithServerNames("controller.ns.svc.cluster.local", "other.example.com"))
+	_, err = c.Status(context.Background())
+	m, ok := iofog.AsCertificateMismatch(err)
+	g.Expect(ok).To(BeTrue(), "error: %v", err)
+	g.Expect(m.Names).To(ConsistOf("iofog.example.com"))
+	g.Expect(m.UnknownAuthority).To(BeFalse())
+
+	// Without names the Controller is verified as the dialled 127.0.0.1, which it does not cover.
+	c = newClient(t, controller, iofog.WithRootCAs(pool))
+	_, err = c.Status(context.Background())
+	_, ok = iofog.AsCertificateMismatch(err)
+	g.Expect(ok).To(BeTrue(), "error: %v", err)
 }

@@ -1,10 +1,12 @@
 package iofog
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,9 +53,9 @@ type Option func(*options)
 type options struct {
 	httpClient *http.Client
 	timeout    time.Duration
-	rootCAs    *x509.CertPool
-	serverName string
-	userAgent  string
+	rootCAs     *x509.CertPool
+	serverNames []string
+	userAgent   string
 }
 
 // WithHTTPClient makes the Client send requests through a copy of hc. If hc
@@ -79,11 +81,15 @@ func WithRootCAs(pool *x509.CertPool) Option {
 	return func(o *options) { o.rootCAs = pool }
 }
 
-// WithServerName verifies the server certificate against name instead of the host of the base
-// URL, while still dialling that host: the external reachability check dials a load balancer's
-// address but verifies the name clients use. It requires an *http.Transport (the default).
-func WithServerName(name string) Option {
-	return func(o *options) { o.serverName = name }
+// WithServerNames verifies the Controller's certificate against names instead of the host of the
+// base URL, while still dialling that host: the certificate must cover one of them (each is tried
+// in turn with crypto/tls's full verification; the first it covers wins). The in-cluster call
+// dials the Service but accepts a certificate for the public host; the external reachability
+// check dials a load balancer's address and verifies the name clients use. Only connections to
+// the base URL's host and port are affected: the identity provider is verified as its own host.
+// It requires an *http.Transport (the default).
+func WithServerNames(names ...string) Option {
+	return func(o *options) { o.serverNames = append([]string(nil), names...) }
 }
 
 // WithUserAgent sets the User-Agent header. The default is DefaultUserAgent.
@@ -111,7 +117,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	apiURL.Path = strings.TrimSuffix(apiURL.Path, "/") + APIPath
 	apiURL.RawPath = ""
 
-	hc, err := buildHTTPClient(o)
+	hc, err := buildHTTPClient(o, hostPort(apiURL))
 	if err != nil {
 		return nil, fmt.Errorf("configure controller client: %w", err)
 	}
@@ -163,9 +169,11 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// buildHTTPClient returns the http.Client for o. TLS verification is always
-// on: a transport that skips it is rejected rather than silently fixed.
-func buildHTTPClient(o options) (*http.Client, error) {
+// buildHTTPClient returns the http.Client for o; controllerAddr (host:port) is
+// the Controller's address, the one WithServerNames applies to. TLS
+// verification is always on: a transport that skips it is rejected rather
+// than silently fixed.
+func buildHTTPClient(o options, controllerAddr string) (*http.Client, error) {
 	var hc http.Client
 	if o.httpClient != nil {
 		hc = *o.httpClient
@@ -178,7 +186,7 @@ func buildHTTPClient(o options) (*http.Client, error) {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
 
-	if o.rootCAs != nil || o.serverName != "" {
+	if o.rootCAs != nil || len(o.serverNames) > 0 {
 		rt := hc.Transport
 		if rt == nil {
 			rt = defaultTransport()
@@ -194,8 +202,8 @@ func buildHTTPClient(o options) (*http.Client, error) {
 		if o.rootCAs != nil {
 			t.TLSClientConfig.RootCAs = o.rootCAs
 		}
-		if o.serverName != "" {
-			t.TLSClientConfig.ServerName = o.serverName
+		if len(o.serverNames) > 0 {
+			t.DialTLSContext = serverNamesDialer(t, controllerAddr, o.serverNames)
 		}
 		hc.Transport = t
 	}
@@ -222,4 +230,62 @@ func defaultTransport() *http.Transport {
 	t := base.Clone()
 	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	return t
+}
+
+// hostPort is u's host and port, the port defaulted from the scheme.
+func hostPort(u *url.URL) string {
+	if port := u.Port(); port != "" {
+		return net.JoinHostPort(u.Hostname(), port)
+	}
+	if u.Scheme == "http" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return net.JoinHostPort(u.Hostname(), "443")
+}
+
+// serverNamesDialer is the TLS dialer of WithServerNames: for controllerAddr it verifies the
+// server's certificate against each of names in turn (a new connection per name, the full
+// crypto/tls verification with t's TLS settings) and returns the first connection whose
+// certificate covers one; any other address is verified as its own host. A certificate that
+// covers none of the names fails with the last name's error, so AsCertificateMismatch still
+// reports the certificate's names.
+func serverNamesDialer(t *http.Transport, controllerAddr string, names []string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	base := t.TLSClientConfig
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	handshake := func(ctx context.Context, network, addr, serverName string) (net.Conn, error) {
+		raw, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := base.Clone()
+		cfg.ServerName = serverName
+		conn := tls.Client(raw, cfg)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != controllerAddr {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			return handshake(ctx, network, addr, host)
+		}
+		var last error
+		for _, name := range names {
+			conn, err := handshake(ctx, network, addr, name)
+			if err == nil {
+				return conn, nil
+			}
+			last = err
+			var hostErr x509.HostnameError
+			if !errors.As(err, &hostErr) {
+				return nil, err // not a name mismatch: another name cannot help
+			}
+		}
+		return nil, last
+	}
 }
