@@ -51,8 +51,8 @@ type Client struct {
 type Option func(*options)
 
 type options struct {
-	httpClient *http.Client
-	timeout    time.Duration
+	httpClient  *http.Client
+	timeout     time.Duration
 	rootCAs     *x509.CertPool
 	serverNames []string
 	userAgent   string
