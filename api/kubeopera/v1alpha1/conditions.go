@@ -35,7 +35,7 @@ const Finalizer = "kubeopera.io/app-cleanup"
 // the push Secret recorded in AnnotationPlacement) for as long as any KubeOperaApp of the
 // namespace names it, deleted or not: deleting the namespace (or the Secret) leaves it readable
 // until every app has removed its folder with it.
-const SecretFinalizer = "kubeopera.io/git-credentials-in-use"
+const SecretFinalizer = "kubeopera.io/git-credentials-in-use" //nolint:gosec // G101: a finalizer name, not a credential
 
 // Condition types of a KubeOperaApp.
 const (
