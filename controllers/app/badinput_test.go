@@ -347,6 +347,18 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Branch = "no-such-" + a.Name },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitBranchNotFound, message: kubeoperav1alpha1.AnnotationCreateGitBranch},
+		// The namespaces of the vCluster's system and of Flux are never an app's.
+		{name: "targetNamespace kube-system", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "kube-system" }),
+			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.targetNamespace "kube-system" is reserved`, terminal: true},
+		{name: "targetNamespace flux-system", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "flux-system" }),
+			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.targetNamespace "flux-system" is reserved`, terminal: true},
+		{name: "targetNamespace the app's Flux namespace", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.TargetNamespace, a.Spec.Flux.Namespace = "gitops", "gitops"
+		}), condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.flux.namespace "gitops"`, terminal: true},
+		{name: "app name kube-* without targetNamespace", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Name = "kube-" + a.Name },
+			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: "the app's name, spec.targetNamespace is empty", terminal: true},
+		{name: "flux namespace kube-system", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Namespace = "kube-system" }),
+			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.flux.namespace "kube-system" is reserved`, terminal: true},
 		// spec.git.path: a folder of another app.
 		{name: "git path of another app's folder", setup: func(f *fixture, app string) string {
 			f.create(f.newApp("owner-"+app, "t1"))
@@ -379,6 +391,10 @@ func (tc badInput) run(f *fixture, name string) {
 		tc.mutate(f, a)
 	}
 	headBefore := f.head()
+	// A reserved namespace (kube-system, flux-system) exists before the app: only the app's own
+	// objects count there.
+	appNamespace := render.AppNamespace(a).Name
+	namespaceExisted := f.vc(&corev1.Namespace{}, "", appNamespace)
 	vclusterRequests.reset()
 	err := host.Client.Create(f.ctx, a)
 	if tc.admission != "" {
@@ -434,9 +450,12 @@ func (tc badInput) run(f *fixture, name string) {
 	// The vCluster is shared by the suite: apps of earlier tests may still be cleaned up there, so
 	// only the writes naming this app's namespace or Flux objects count (the namespace and the
 	// Kustomization are also checked to be absent below).
-	f.g.Expect(mergeCounts(vclusterRequests.writes("/namespaces/"+render.AppNamespace(got).Name),
-		vclusterRequests.writes("/"+render.FluxName(got)))).To(BeEmpty(), "written to the vCluster")
-	f.g.Expect(f.vc(&corev1.Namespace{}, "", render.AppNamespace(got).Name)).To(BeFalse())
+	writes := vclusterRequests.writes("/" + render.FluxName(got))
+	if !namespaceExisted {
+		writes = mergeCounts(writes, vclusterRequests.writes("/namespaces/"+appNamespace))
+		f.g.Expect(f.vc(&corev1.Namespace{}, "", appNamespace)).To(BeFalse())
+	}
+	f.g.Expect(writes).To(BeEmpty(), "written to the vCluster")
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, render.FluxNamespace(got), render.FluxName(got))).To(BeFalse())
 }
 

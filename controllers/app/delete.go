@@ -23,8 +23,10 @@ import (
 
 // reconcileDelete cleans up behind the finalizer, in order:
 //  1. in the vCluster: delete the Kustomization and wait until it is gone (Flux prunes the
-//     Deployment, Service and Ingress it applied), then the GitRepository, the copied Git
-//     credentials and the copied registry Secret (unless another app in the namespace uses it);
+//     Deployment, Service and Ingress it applied, as the app's ServiceAccount), then the
+//     GitRepository, the ServiceAccount with its Role and RoleBinding, the copied Git credentials
+//     and the copied registry Secret (unless another app in the namespace uses it); only objects
+//     with the operator's managed-by label, never a tenant's object of the same name;
 //  2. in Git: remove the app's folder with a commit, at its recorded placement and at the
 //     spec's (a pass may have died in the middle of a move); a folder owned by another app is
 //     never touched, a repository that is gone counts as done (Warning Event);
@@ -112,13 +114,17 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		return false, err
 	}
 
+	// Only objects with the operator's label are deleted or waited for: one of the same name the
+	// tenant created (the app was refused with VClusterObjectNotOwned) is left alone.
 	fluxNS, name := render.FluxNamespace(s.app), render.FluxName(s.app)
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
-	if err := ignoreGone(vc.Delete(ctx, ks)); err != nil {
+	if err := deleteIfManaged(ctx, vc, ks); err != nil {
 		return r.vclusterCleanupFailed(s, "delete Kustomization "+fluxNS+"/"+name, err)
 	}
 	err = vc.Get(ctx, client.ObjectKeyFromObject(ks), ks)
 	switch {
+	case err == nil && !managed(ks):
+		// The tenant's own: nothing of the app's to wait for.
 	case err == nil && annotated(s.app, kubeoperav1alpha1.AnnotationAbandonKustomization):
 		r.event(s.app, corev1.EventTypeWarning, "KustomizationAbandoned", actionDelete,
 			fmt.Sprintf("Not waiting for Kustomization %s/%s any more (annotation %s): what it applied runs until Flux prunes it",
@@ -129,9 +135,15 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	case ignoreGone(err) != nil:
 		return r.vclusterCleanupFailed(s, "read Kustomization "+fluxNS+"/"+name, err)
 	}
-	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}}
-	if err := ignoreGone(vc.Delete(ctx, repo)); err != nil {
-		return r.vclusterCleanupFailed(s, "delete GitRepository "+fluxNS+"/"+name, err)
+	// The Kustomization is gone: kustomize-controller pruned as the app's ServiceAccount, which
+	// goes only now (without it, Flux would skip the pruning).
+	for _, obj := range []client.Object{
+		&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: name}},
+		render.FluxRoleBinding(s.app), render.FluxRole(s.app), render.FluxServiceAccount(s.app),
+	} {
+		if err := deleteIfManaged(ctx, vc, obj); err != nil {
+			return r.vclusterCleanupFailed(s, fmt.Sprintf("delete %s %s", kindOf(obj), client.ObjectKeyFromObject(obj)), err)
+		}
 	}
 	gitSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: render.GitSecretName(s.app)}}
 	if err := deleteIfManaged(ctx, vc, gitSecret); err != nil {

@@ -17,7 +17,9 @@
 //     written. Credentials must be inline (exec plugins, auth providers and file references are
 //     refused: KubeconfigInvalid). Clients are cached per Tenant, keyed by the Secret's UID,
 //     resourceVersion and key: a pass reuses the client, a rotated kubeconfig replaces it.
-//  3. Inputs (checkInputs, vcluster.go), read before anything is written: the registry pull
+//  3. Inputs (checkInputs, vcluster.go), read before anything is written: the app namespace
+//     must not be kube-*, flux-system or the Flux namespace, nor the Flux namespace kube-*
+//     (NamespaceReserved, terminal); the registry pull
 //     Secret named by spec.registry, read from the app's own namespace only, must be a
 //     kubernetes.io/dockerconfigjson or dockercfg Secret (else RegistrySecretInvalid: it is
 //     never copied; RegistrySecretNotFound while it is missing), and the app namespace is read
@@ -70,7 +72,14 @@
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
 //     API, only when the fields the operator's field manager owns differ (a Synced app in steady
 //     state writes nothing to either API server and pushes nothing). The GitRepository carries reconcile.fluxcd.io/requestedAt = the app's commit, so Flux
-//     fetches a new commit at once instead of at its next interval. Then a move ends
+//     fetches a new commit at once instead of at its next interval, and spec.sparseCheckout =
+//     the app's folder, so the source holds nothing else. The Kustomization applies as the
+//     app's ServiceAccount (<namespace>-<name> in the Flux namespace, bound to a Role in the
+//     app namespace that writes deployments, services and ingresses and reads replicasets and
+//     pods: nothing else), with spec.timeout = the interval. Every object the operator writes
+//     in the vCluster carries app.kubernetes.io/managed-by=kubeopera-operator; one of the same
+//     name without it is the tenant's, never overwritten or deleted (VClusterObjectNotOwned).
+//     Then a move ends
 //     (finishMove, git.go): with Flux reading the new folder, the old one is removed from the old
 //     repository and branch with the push Secret recorded for it (never the new one: it would go
 //     to the old host); credentials gone or refused there leave it (OldFolderLeft Event),
@@ -93,14 +102,15 @@
 //
 //   - retry, for a failure that depends on the vCluster or Git (TenantNotFound, TenantNotReady,
 //     KubeconfigInvalid, VClusterUnreachable, VClusterRequestFailed, RegistrySecretNotFound,
-//     Git reasons, PathConflict, FluxConfigFailed, DeleteFailed): the pass returns the error and
+//     Git reasons, PathConflict, FluxConfigFailed, VClusterObjectNotOwned, DeleteFailed): the pass returns the error and
 //     the controller's per-item rate limiter retries after 30s, doubling per consecutive failure,
 //     capped at 10m, reset by a success (the seed's delays; controller-runtime's error metrics
 //     count them). The count lives in the workqueue: after a restart every app starts at 30s;
 //   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
 //     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
-//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, GitPathNotAllowed): a
+//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, GitPathNotAllowed,
+//     NamespaceReserved): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //
 // Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is not

@@ -9,10 +9,8 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -26,8 +24,10 @@ import (
 
 // configureFlux applies the app's GitRepository and Kustomization in the vCluster (server-side
 // apply with the operator's field manager: nothing changes when nothing changed), plus the copy
-// of the Git credentials for a private repository. It keeps the applied Kustomization in s for
-// observeSync.
+// of the Git credentials for a private repository and the ServiceAccount, Role and RoleBinding
+// the Kustomization applies as (before it, so Flux never applies without them). It keeps the
+// applied Kustomization in s for observeSync. An object of one of these names that the tenant
+// created (no managed-by label) is refused, never overwritten (VClusterObjectNotOwned).
 func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionFluxConfigured
 	repo, err := render.GitRepository(s.app)
@@ -44,7 +44,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 		// pushed, and an unchanged app applies an unchanged object.
 		repo.Annotations = map[string]string{meta.ReconcileRequestAnnotation: s.app.Status.Commit}
 	}
-	if err := ensureNamespace(ctx, s.vc, fluxNamespace(s.app)); err != nil {
+	if err := ensureNamespace(ctx, s.vc, render.FluxNamespaceObject(s.app)); err != nil {
 		return fluxError("create the Flux namespace", err)
 	}
 	// Only the read-only Flux credentials enter the vCluster (checkGitInputs refused a Secret
@@ -65,6 +65,11 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	if err := apply(ctx, s.vc, repo); err != nil {
 		return fluxError("apply GitRepository", err)
 	}
+	for _, obj := range []client.Object{render.FluxServiceAccount(s.app), render.FluxRole(s.app), render.FluxRoleBinding(s.app)} {
+		if err := apply(ctx, s.vc, obj); err != nil {
+			return fluxError("apply the Kustomization's "+kindOf(obj), err)
+		}
+	}
 	if err := apply(ctx, s.vc, ks); err != nil {
 		return fluxError("apply Kustomization", err)
 	}
@@ -81,6 +86,8 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 // generated apply configurations: the object goes through its JSON form, which holds exactly the
 // fields the renderer set (empty optional fields are omitted, so the operator does not own
 // them). The object is updated with the live object (or the server's answer), status included.
+// A live object without the operator's managed-by label is not the operator's: it is left as it
+// is and the apply fails with a notOwnedError.
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -96,6 +103,8 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return err
+	case !managed(live):
+		return notOwned(live)
 	case ownsExactly(live, u):
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, obj); err != nil {
 			return fmt.Errorf("convert the live %T: %w", obj, err)
@@ -113,13 +122,16 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 }
 
 // ownsExactly reports whether the fields the operator's field manager owns in live are the
-// desired object. The Flux objects' fields the renderer sets hold no lists, so the deduced
-// schema (maps as structs, lists atomic) extracts them exactly.
+// desired object. The deduced schema (maps as structs, lists atomic) extracts the fields the
+// renderer sets exactly: the lists it sets (sparseCheckout, a Role's rules, a RoleBinding's
+// subjects) are atomic in the real schemas too, and an atomic struct is completed by
+// fillAtomicStructs.
 func ownsExactly(live, desired *unstructured.Unstructured) bool {
 	owned := map[string]any{}
 	if err := managedfields.ExtractInto(live, typed.DeducedParseableType, Name, &owned, ""); err != nil || len(owned) == 0 {
 		return false
 	}
+	fillAtomicStructs(owned, live.Object, desired.Object)
 	// managedFields never list the object's identity.
 	if unstructured.SetNestedField(owned, live.GetName(), "metadata", "name") != nil ||
 		unstructured.SetNestedField(owned, live.GetNamespace(), "metadata", "namespace") != nil {
@@ -130,11 +142,40 @@ func ownsExactly(live, desired *unstructured.Unstructured) bool {
 	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
+// fillAtomicStructs completes what the deduced schema extracts of a struct the real schema
+// marks atomic (a RoleBinding's roleRef): managedFields record such a struct without its fields,
+// so the extraction holds null (or an empty map) where the operator owns the whole struct. Its
+// value is the live one.
+func fillAtomicStructs(owned, live, desired map[string]any) {
+	for k, d := range desired {
+		dm, ok := d.(map[string]any)
+		if !ok {
+			continue
+		}
+		o, present := owned[k]
+		if !present {
+			continue
+		}
+		lm, ok := live[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		om, _ := o.(map[string]any)
+		if len(om) == 0 && len(dm) > 0 {
+			owned[k] = lm
+			continue
+		}
+		fillAtomicStructs(om, lm, dm)
+	}
+}
+
 // fluxError maps a failed Flux request to its reason.
 func fluxError(what string, err error) error {
 	const cond = kubeoperav1alpha1.ConditionFluxConfigured
 	err = fmt.Errorf("%s in the vCluster: %w", what, err)
 	switch {
+	case isNotOwned(err):
+		return retry(cond, kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err)
 	case apimeta.IsNoMatchError(err):
 		return retry(cond, kubeoperav1alpha1.ReasonFluxConfigFailed,
 			fmt.Errorf("the Flux CRDs are not installed in the vCluster: %w", err))
@@ -184,10 +225,4 @@ func appliedCommit(revision, branch string) string {
 		return ""
 	}
 	return sha
-}
-
-// fluxNamespace is the Flux namespace, created when missing (Flux's own installation normally
-// has it; it is never deleted by the operator).
-func fluxNamespace(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: render.FluxNamespace(app)}}
 }

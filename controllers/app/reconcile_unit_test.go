@@ -223,7 +223,11 @@ func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
 
 func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 	g := NewWithT(t)
+	// Deletion reads each object first (only the operator's own are deleted): every request fails.
 	unreachableVC := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return connectionRefused()
+		},
 		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 			return connectionRefused()
 		},

@@ -3,8 +3,10 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +53,9 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 	// even the placement), and nothing a retry can fix (the app's change brings it back).
 	if err := render.Validate(s.app); err != nil {
 		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonInvalidSpec, err)
+	}
+	if err := checkNamespaces(s.app); err != nil {
+		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonNamespaceReserved, err)
 	}
 	if err := r.checkGitInputs(ctx, s); err != nil {
 		return err
@@ -101,10 +106,73 @@ func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// vclusterError turns a failed vCluster request into a step error: VClusterUnreachable when the
-// vCluster did not answer, VClusterRequestFailed when it refused the request.
+// reservedFluxNamespace is the namespace of Flux's own installation, never an app namespace
+// (whatever the app's spec.flux.namespace).
+const reservedFluxNamespace = "flux-system"
+
+// checkNamespaces refuses an app namespace that belongs to the vCluster's system (kube-*) or to
+// Flux (flux-system, the app's Flux namespace), and a Flux namespace in kube-*: the operator would
+// write the app's Role, RoleBinding and pull Secret there, and Flux would apply the app into it.
+func checkNamespaces(app *kubeoperav1alpha1.KubeOperaApp) error {
+	target, flux := render.TargetNamespace(app), render.FluxNamespace(app)
+	switch {
+	case strings.HasPrefix(target, "kube-"), target == reservedFluxNamespace, target == flux:
+		what := "spec.targetNamespace"
+		if app.Spec.TargetNamespace == "" {
+			what = "the app namespace (the app's name, spec.targetNamespace is empty)"
+		}
+		return fmt.Errorf("%s %q is reserved: kube-*, %s and the Flux namespace (spec.flux.namespace %q) are never an app's namespace",
+			what, target, reservedFluxNamespace, flux)
+	case strings.HasPrefix(flux, "kube-"):
+		return fmt.Errorf("spec.flux.namespace %q is reserved: kube-* namespaces belong to the vCluster's system", flux)
+	}
+	return nil
+}
+
+// notOwnedError: an object the operator would write exists in the vCluster without the
+// operator's managed-by label. It is the tenant's: never overwritten, never deleted.
+type notOwnedError struct {
+	kind string
+	key  client.ObjectKey
+}
+
+func (e *notOwnedError) Error() string {
+	return fmt.Sprintf("%s %s exists without the label %s=%s: it is not the operator's, and is neither overwritten nor deleted; rename it or remove it to let the app use the name",
+		e.kind, e.key, render.LabelManagedBy, render.ManagedBy)
+}
+
+func notOwned(obj client.Object) error {
+	return &notOwnedError{kind: kindOf(obj), key: client.ObjectKeyFromObject(obj)}
+}
+
+// kindOf names obj's kind for a message: its TypeMeta's, or its Go type's.
+func kindOf(obj client.Object) string {
+	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+		return kind
+	}
+	t := fmt.Sprintf("%T", obj)
+	return t[strings.LastIndex(t, ".")+1:]
+}
+
+func isNotOwned(err error) bool {
+	var e *notOwnedError
+	return errors.As(err, &e)
+}
+
+// managed reports whether obj carries the operator's managed-by label: the operator created it
+// (or a tenant administrator handed it over by adding the label).
+func managed(obj client.Object) bool {
+	return obj.GetLabels()[render.LabelManagedBy] == render.ManagedBy
+}
+
+// vclusterError turns a failed vCluster request into a step error: VClusterObjectNotOwned for
+// an object of the tenant's in the way, VClusterUnreachable when the vCluster did not answer,
+// VClusterRequestFailed when it refused the request.
 func vclusterError(condition, what string, err error) error {
 	err = fmt.Errorf("%s in the vCluster: %w", what, err)
+	if isNotOwned(err) {
+		return retry(condition, kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err)
+	}
 	if unreachable(err) {
 		return retry(condition, kubeoperav1alpha1.ReasonVClusterUnreachable, err)
 	}
@@ -128,7 +196,8 @@ func ensureNamespace(ctx context.Context, c client.Client, ns *corev1.Namespace)
 
 // syncSecret makes the vCluster Secret equal to want (type, data, labels): created when
 // missing, updated when different (recreated when the immutable type differs), untouched when
-// equal.
+// equal. A Secret of that name without the operator's label is the tenant's: it is left as it is
+// and syncSecret fails with a notOwnedError.
 func syncSecret(ctx context.Context, c client.Client, want *corev1.Secret) error {
 	got := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
@@ -140,6 +209,8 @@ func syncSecret(ctx context.Context, c client.Client, want *corev1.Secret) error
 		return nil
 	case err != nil:
 		return fmt.Errorf("get Secret %s: %w", client.ObjectKeyFromObject(want), err)
+	case !managed(got):
+		return notOwned(want)
 	}
 	if got.Type != want.Type {
 		if err := c.Delete(ctx, got, client.Preconditions{UID: &got.UID}); ignoreGone(err) != nil {
@@ -174,7 +245,7 @@ func deleteIfManaged(ctx context.Context, c client.Client, obj client.Object) er
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return ignoreGone(err)
 	}
-	if obj.GetLabels()[render.LabelManagedBy] != render.ManagedBy {
+	if !managed(obj) {
 		return nil
 	}
 	uid := obj.GetUID()

@@ -91,6 +91,13 @@ func FluxName(app *kubeoperav1alpha1.KubeOperaApp) string {
 	return boundedName(app.Namespace + "-" + app.Name)
 }
 
+// FluxServiceAccountName names the ServiceAccount the app's Kustomization applies as (in the Flux
+// namespace) and its Role and RoleBinding (in the app namespace): the Flux objects' name, unique
+// per app in the vCluster and at most 63 characters.
+func FluxServiceAccountName(app *kubeoperav1alpha1.KubeOperaApp) string {
+	return FluxName(app)
+}
+
 // GitSecretName names the copy of the Git credentials Secret in the Flux namespace.
 func GitSecretName(app *kubeoperav1alpha1.KubeOperaApp) string {
 	return boundedName(app.Namespace + "-" + app.Name + "-git")

@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -53,9 +54,14 @@ func SparseCheckoutDir(app *kubeoperav1alpha1.KubeOperaApp) string {
 // Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,
 // applied into the app namespace with prune on (deleting the Kustomization deletes what it
 // applied) and wait on: Flux reports Ready only once every applied object is healthy (the
-// Deployment's replicas available), within the Kustomization's timeout (default: its
-// interval). The operator's Synced condition follows that Ready, so Synced means running, not
-// merely applied.
+// Deployment's replicas available), within spec.timeout, which is the interval (without it
+// kustomize-controller gives the health checks the interval less 30s, at least 30s: 30s for the
+// default interval). The operator's Synced condition follows that Ready, so Synced means
+// running, not merely applied.
+//
+// Flux applies as the app's ServiceAccount (FluxServiceAccount), which may write only the kinds
+// the app renders, only in the app namespace (FluxRole): not as kustomize-controller's own
+// cluster-wide rights, and it works under Flux's multi-tenancy lockdown.
 func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomization, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
@@ -65,10 +71,12 @@ func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomizat
 		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 		ObjectMeta: fluxMeta(app, FluxName(app)),
 		Spec: kustomizev1.KustomizationSpec{
-			Interval: metav1.Duration{Duration: interval},
-			Path:     "./" + Path(app),
-			Prune:    true,
-			Wait:     true,
+			Interval:           metav1.Duration{Duration: interval},
+			Timeout:            &metav1.Duration{Duration: interval},
+			ServiceAccountName: FluxServiceAccountName(app),
+			Path:               "./" + Path(app),
+			Prune:              true,
+			Wait:               true,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{
 				APIVersion: sourcev1.GroupVersion.String(),
 				Kind:       sourcev1.GitRepositoryKind,
@@ -151,6 +159,61 @@ func RegistrySecret(app *kubeoperav1alpha1.KubeOperaApp, host *corev1.Secret) *c
 	}
 }
 
+// FluxServiceAccount renders the ServiceAccount the app's Kustomization applies as, in the Flux
+// namespace (kustomize-controller impersonates a ServiceAccount of the Kustomization's own
+// namespace). It has no rights of its own beyond FluxRole.
+func FluxServiceAccount(app *kubeoperav1alpha1.KubeOperaApp) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: fluxMeta(app, FluxServiceAccountName(app)),
+	}
+}
+
+// FluxRole renders the Role of the app's ServiceAccount in the app namespace: exactly what
+// kustomize-controller needs to apply, prune and health-check the rendered objects
+// (server-side apply is a patch that may create; pruning deletes; the Deployment's health is
+// read from its ReplicaSets and Pods). No Secrets: the pull Secret is copied by the operator,
+// the TLS Secret is cert-manager's, and nothing Flux applies is one.
+func FluxRole(app *kubeoperav1alpha1.KubeOperaApp) *rbacv1.Role {
+	write := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read := []string{"get", "list", "watch"}
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: appNamespaceMeta(app, FluxServiceAccountName(app)),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: write},
+			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: write},
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: write},
+			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+		},
+	}
+}
+
+// FluxRoleBinding binds FluxRole to the app's ServiceAccount.
+func FluxRoleBinding(app *kubeoperav1alpha1.KubeOperaApp) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: appNamespaceMeta(app, FluxServiceAccountName(app)),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: FluxServiceAccountName(app)},
+		Subjects: []rbacv1.Subject{{
+			Kind: rbacv1.ServiceAccountKind, Name: FluxServiceAccountName(app), Namespace: FluxNamespace(app),
+		}},
+	}
+}
+
+// FluxNamespaceObject renders the Flux namespace, which the operator creates when Flux's own
+// installation has not (and never deletes).
+func FluxNamespaceObject(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   FluxNamespace(app),
+			Labels: map[string]string{LabelManagedBy: ManagedBy},
+		},
+	}
+}
+
 // AppNamespace renders the app namespace created directly in the vCluster (never through Git).
 func AppNamespace(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
 	return &corev1.Namespace{
@@ -158,6 +221,18 @@ func AppNamespace(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Namespace {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   TargetNamespace(app),
 			Labels: map[string]string{LabelManagedBy: ManagedBy},
+		},
+	}
+}
+
+// appNamespaceMeta is the metadata of an object the operator writes in the app namespace.
+func appNamespaceMeta(app *kubeoperav1alpha1.KubeOperaApp, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: TargetNamespace(app),
+		Labels: map[string]string{
+			LabelManagedBy: ManagedBy,
+			LabelName:      app.Name,
 		},
 	}
 }

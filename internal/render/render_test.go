@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -260,6 +262,10 @@ func TestFluxObjects(t *testing.T) {
 	g.Expect(ks.Spec.SourceRef.Kind).To(Equal("GitRepository"))
 	g.Expect(ks.Spec.SourceRef.Name).To(Equal("cs-1-web"))
 	g.Expect(ks.Spec.SourceRef.Namespace).To(Equal("flux"))
+	// Health checks get the interval, not kustomize-controller's default (interval - 30s, at
+	// least 30s); Flux applies as the app's ServiceAccount, not as itself.
+	g.Expect(ks.Spec.Timeout).To(Equal(&metav1.Duration{Duration: 10 * time.Second}))
+	g.Expect(ks.Spec.ServiceAccountName).To(Equal("cs-1-web"))
 
 	// Without Flux credentials Flux fetches anonymously: the push credentials (secretRef) are
 	// never what the GitRepository names.
@@ -267,6 +273,54 @@ func TestFluxObjects(t *testing.T) {
 	repo, err = GitRepository(public)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repo.Spec.SecretRef).To(BeNil())
+}
+
+// The Kustomization's ServiceAccount lives in the Flux namespace; its Role, in the app
+// namespace, grants the kinds the app renders and reads what their health checks read: no
+// wildcard, no Secrets, nothing cluster-wide.
+func TestFluxServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	a := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.TargetNamespace = "shop"
+		a.Spec.Flux.Namespace = "flux"
+	})
+	sa := FluxServiceAccount(a)
+	g.Expect(sa.Namespace).To(Equal("flux"))
+	g.Expect(sa.Name).To(Equal("cs-1-web"))
+	g.Expect(sa.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy))
+
+	role := FluxRole(a)
+	g.Expect(role.Namespace).To(Equal("shop"))
+	g.Expect(role.Name).To(Equal("cs-1-web"))
+	g.Expect(role.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy))
+	granted := map[string][]string{}
+	for _, r := range role.Rules {
+		g.Expect(r.ResourceNames).To(BeEmpty())
+		for _, group := range r.APIGroups {
+			for _, res := range r.Resources {
+				granted[group+"/"+res] = r.Verbs
+			}
+		}
+	}
+	write := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	read := []string{"get", "list", "watch"}
+	g.Expect(granted).To(Equal(map[string][]string{
+		"apps/deployments": write, "/services": write, "networking.k8s.io/ingresses": write,
+		"apps/replicasets": read, "/pods": read,
+	}))
+
+	rb := FluxRoleBinding(a)
+	g.Expect(rb.Namespace).To(Equal("shop"))
+	g.Expect(rb.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy))
+	g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "cs-1-web"}))
+	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "cs-1-web", Namespace: "flux"}}))
+
+	// A long app name: the names stay valid and the same for the three objects.
+	long := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Namespace, a.Name = strings.Repeat("n", 63), strings.Repeat("w", 63) })
+	g.Expect(len(FluxServiceAccountName(long))).To(BeNumerically("<=", 63))
+	g.Expect(validation.IsDNS1123Label(FluxServiceAccountName(long))).To(BeEmpty())
+	g.Expect(FluxRoleBinding(long).Subjects[0].Name).To(Equal(FluxServiceAccount(long).Name))
+	g.Expect(FluxRoleBinding(long).RoleRef.Name).To(Equal(FluxRole(long).Name))
 }
 
 func TestFluxGitSecret(t *testing.T) {

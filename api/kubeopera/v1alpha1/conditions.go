@@ -140,6 +140,19 @@ const (
 	// branches, and the app does not carry AnnotationCreateGitBranch "true". Retried with the
 	// backoff (someone may create the branch); nothing is pushed.
 	ReasonGitBranchNotFound = "GitBranchNotFound"
+
+	// ReasonNamespaceReserved: the app namespace in the vCluster (spec.targetNamespace, or the
+	// app's name) is kube-*, flux-system or the app's Flux namespace, or the Flux namespace is
+	// kube-*: the namespaces of the vCluster's own system and of Flux are never an app's.
+	// Nothing is written; terminal (both fields are immutable: the app is recreated).
+	ReasonNamespaceReserved = "NamespaceReserved"
+
+	// ReasonVClusterObjectNotOwned: an object the operator would write in the vCluster (a
+	// copied Secret, a Flux object, the app's ServiceAccount, Role or RoleBinding) exists there
+	// without the operator's managed-by label: it is the tenant's, and is never overwritten or
+	// deleted. Retried with the backoff (the tenant may rename its object); the retries write
+	// nothing.
+	ReasonVClusterObjectNotOwned = "VClusterObjectNotOwned"
 )
 
 // Event reasons that are not condition reasons: one-off Warning Events of a move or a deletion.
