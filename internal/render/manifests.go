@@ -180,16 +180,23 @@ func Ingress(app *kubeoperav1alpha1.KubeOperaApp) *networkingv1.Ingress {
 	return ing
 }
 
-// URL is the address the app is reached at through its Ingress, or "" without one.
+// URL is the address the app is reached at through its Ingress: https:// when the Ingress has
+// TLS, http:// otherwise. It is "" without an Ingress, without a host, and for a wildcard host
+// ("*.example.com"): the Ingress answers for every name below the domain, and no one of them is
+// the app's address (the domain itself is not among them).
 func URL(app *kubeoperav1alpha1.KubeOperaApp) string {
-	if !wantsIngress(app) || app.Spec.Ingress.Host == "" {
+	if !wantsIngress(app) {
+		return ""
+	}
+	host := app.Spec.Ingress.Host
+	if host == "" || strings.HasPrefix(host, "*") {
 		return ""
 	}
 	scheme := "http"
 	if app.Spec.Ingress.TLS {
 		scheme = "https"
 	}
-	return scheme + "://" + strings.TrimPrefix(app.Spec.Ingress.Host, "*.")
+	return scheme + "://" + host
 }
 
 func wantsIngress(app *kubeoperav1alpha1.KubeOperaApp) bool {

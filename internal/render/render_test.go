@@ -175,6 +175,35 @@ func TestIngressTLS(t *testing.T) {
 	g.Expect(URL(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = nil }))).To(BeEmpty())
 }
 
+// status.url: https:// only with TLS, http:// otherwise, and none where there is no one address.
+func TestURL(t *testing.T) {
+	cases := []struct {
+		name    string
+		ingress *kubeoperav1alpha1.IngressSpec
+		ports   bool
+		want    string
+	}{
+		{name: "TLS", ingress: &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "le"}, ports: true, want: "https://web.example.com"},
+		{name: "no TLS", ingress: &kubeoperav1alpha1.IngressSpec{Host: "web.example.com"}, ports: true, want: "http://web.example.com"},
+		{name: "wildcard host with TLS", ingress: &kubeoperav1alpha1.IngressSpec{Host: "*.example.com", TLS: true, ClusterIssuer: "le"}, ports: true},
+		{name: "wildcard host", ingress: &kubeoperav1alpha1.IngressSpec{Host: "*.example.com"}, ports: true},
+		{name: "no host", ingress: &kubeoperav1alpha1.IngressSpec{ClassName: "nginx"}, ports: true},
+		{name: "no Ingress", ports: true},
+		{name: "no port to route to", ingress: &kubeoperav1alpha1.IngressSpec{Host: "web.example.com"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Spec.Ingress = tc.ingress
+				if !tc.ports {
+					a.Spec.App.Ports = nil
+				}
+			})
+			NewWithT(t).Expect(URL(a)).To(Equal(tc.want))
+		})
+	}
+}
+
 func TestNoSecretMaterialRendered(t *testing.T) {
 	g := NewWithT(t)
 	files, err := Manifests(app())
