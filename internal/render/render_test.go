@@ -345,7 +345,9 @@ func TestFluxServiceAccount(t *testing.T) {
 	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "cs-1-web", Namespace: "flux"}}))
 
 	// A long app name: the names stay valid and the same for the three objects.
-	long := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Namespace, a.Name = strings.Repeat("n", 63), strings.Repeat("w", 63) })
+	long := app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace, a.Name = strings.Repeat("n", 63), strings.Repeat("w", 63)
+	})
 	g.Expect(len(FluxServiceAccountName(long))).To(BeNumerically("<=", 63))
 	g.Expect(validation.IsDNS1123Label(FluxServiceAccountName(long))).To(BeEmpty())
 	g.Expect(FluxRoleBinding(long).Subjects[0].Name).To(Equal(FluxServiceAccount(long).Name))
