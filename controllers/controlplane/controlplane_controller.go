@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -149,6 +150,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	r.observeCertificates(ctx, cp)
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
+		cp.Status.FailingSince = nil
 		r.recordState(cp, datasancev3.ConditionReady, datasancev3.ReasonReconciled, "Every component is up to date.", corev1.EventTypeNormal)
 		// Come back to check that the Controller still holds the registration, or earlier when a
 		// certificate falls due for renewal.
@@ -158,6 +160,13 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	if o.err != nil {
 		eventType = corev1.EventTypeWarning
 	}
+	if state == datasancev3.ConditionReady && r.failingTooLong(cp) {
+		// Failing for longer than the grace period: no longer ready (docs/controlplane.md#failing-while-ready).
+		r.recordState(cp, datasancev3.ConditionDeploying, o.reason, o.message, corev1.EventTypeWarning)
+		log.Info("ControlPlane left ready: its passes fail for longer than the grace period", "reason", o.reason,
+			"failingSince", cp.Status.FailingSince.Time, "gracePeriod", r.Options.readyGracePeriod())
+		return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+	}
 	if s.announced[o.message] {
 		// The component emitted this failure's Event itself (once per cause).
 		setState(cp, state, o.reason, o.message)
@@ -165,6 +174,17 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	}
 	r.recordState(cp, state, o.reason, o.message, eventType)
 	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+}
+
+// failingTooLong records when the passes of a ready ControlPlane started failing (the first
+// failed pass after a ready one) and reports whether that is longer ago than the grace period.
+// The time is in the status, so an operator restart does not extend the grace.
+func (r *Reconciler) failingTooLong(cp *datasancev3.ControlPlane) bool {
+	now := r.now()
+	if cp.Status.FailingSince == nil {
+		cp.Status.FailingSince = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	return now.Sub(cp.Status.FailingSince.Time) >= r.Options.readyGracePeriod()
 }
 
 // recordState sets the True condition and emits an Event when its type or reason changed, so a

@@ -32,6 +32,10 @@ const (
 	// DefaultControllerVerifyInterval: how often a ready ControlPlane's Controller is asked for
 	// GET /status to notice a restart (and re-register what a lost database forgot).
 	DefaultControllerVerifyInterval = 5 * time.Minute
+	// DefaultReadyGracePeriod: how long a ready ControlPlane whose passes fail keeps ready True
+	// (with the failure as reason) before it leaves ready for deploying
+	// (docs/controlplane.md#failing-while-ready).
+	DefaultReadyGracePeriod = 5 * time.Minute
 )
 
 // DefaultControllerEndpointTemplate reaches the Controller through cluster DNS, as in-cluster
@@ -55,6 +59,9 @@ type Options struct {
 	// ControllerVerifyInterval is how often a ready ControlPlane's Controller is checked for a
 	// restart with GET /status (0: default).
 	ControllerVerifyInterval time.Duration
+	// ReadyGracePeriod is how long passes of a ready ControlPlane may fail before it leaves ready
+	// (0: default).
+	ReadyGracePeriod time.Duration
 	// Clock is the reconciler's clock: certificate validity and renewal, verification intervals,
 	// restart stamps. nil means the real clock; tests inject a fake one.
 	Clock clock.PassiveClock
@@ -85,6 +92,13 @@ func (o Options) controllerVerifyInterval() time.Duration {
 	return DefaultControllerVerifyInterval
 }
 
+func (o Options) readyGracePeriod() time.Duration {
+	if o.ReadyGracePeriod > 0 {
+		return o.ReadyGracePeriod
+	}
+	return DefaultReadyGracePeriod
+}
+
 // DefaultOptions returns the in-cluster defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -97,6 +111,7 @@ func DefaultOptions() Options {
 		MaxConcurrentReconciles:  DefaultMaxConcurrentReconciles,
 		PassTimeout:              DefaultPassTimeout,
 		ControllerVerifyInterval: DefaultControllerVerifyInterval,
+		ReadyGracePeriod:         DefaultReadyGracePeriod,
 		Clock:                    clock.RealClock{},
 	}
 }

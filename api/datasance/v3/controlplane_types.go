@@ -759,6 +759,12 @@ type ControlPlaneStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// FailingSince is when the passes of this ControlPlane started failing after it was ready;
+	// unset while passes succeed. A ControlPlane whose passes fail for longer than the operator's
+	// grace period (5 minutes by default) leaves ready for deploying.
+	// +optional
+	FailingSince *metav1.Time `json:"failingSince,omitempty"`
+
 	// Controller reports the Controller component.
 	// +optional
 	Controller ControllerStatus `json:"controller,omitempty"`

@@ -223,6 +223,10 @@ func (in *ControlPlaneStatus) DeepCopyInto(out *ControlPlaneStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.FailingSince != nil {
+		in, out := &in.FailingSince, &out.FailingSince
+		*out = (*in).DeepCopy()
+	}
 	out.Controller = in.Controller
 	out.Router = in.Router
 	out.Nats = in.Nats
