@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -92,7 +93,8 @@ func (h *harness) startManager() {
 	// the metadata watch already reported.
 	live := mgr.GetAPIReader()
 	liveSecrets := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-		if _, ok := obj.(*corev1.Secret); ok {
+		switch obj.(type) {
+		case *corev1.Secret, *policyv1.PodDisruptionBudget: // PodDisruptionBudgets are never cached
 			return live.Get(ctx, key, obj, opts...)
 		}
 		return c.Get(ctx, key, obj, opts...)

@@ -29,7 +29,6 @@ var rbacUnusedHere = map[string]string{
 	"list apps/deployments":                         watchListFallback,
 	"list apps/statefulsets":                        watchListFallback,
 	"list networking.k8s.io/ingresses":              watchListFallback,
-	"list policy/poddisruptionbudgets":              watchListFallback,
 	"create policy/poddisruptionbudgets":            applyCreates,
 	"list rbac.authorization.k8s.io/rolebindings":   watchListFallback,
 	"list rbac.authorization.k8s.io/roles":          watchListFallback,

@@ -7,8 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/kubeopera/kubeopera-operator/internal/olmcheck"
 )
 
 // validationReport is the `-o json-alpha1` output of `operator-sdk bundle validate`.
@@ -39,7 +40,7 @@ func runValidationReport(args []string, stdout io.Writer) error {
 	}
 	findings := 0
 	for _, o := range r.Outputs {
-		if isPDBRuleFalsePositive(o.Type, o.Message) {
+		if olmcheck.IsPDBRuleFalsePositive(o.Type, o.Message) {
 			fmt.Fprintf(stdout, "  ignored, a known false positive (operator-framework/api#378): %s\n", o.Message)
 			continue
 		}
@@ -51,21 +52,6 @@ func runValidationReport(args []string, stdout io.Writer) error {
 		return errFailed
 	}
 	return nil
-}
-
-// The one warning of operator-sdk v1.34's validators that is known to be wrong: an RBAC rule on
-// policy/poddisruptionbudgets is reported as a use of policy/v1beta1, removed in Kubernetes 1.25,
-// although RBAC rules carry no version and the operator uses policy/v1 only
-// (operator-framework/api#378; the validator's fix, #496, is in no operator-sdk release this
-// repository builds). Exactly that message, naming poddisruptionbudgets alone and CSV
-// permission rules only, is ignored; any other API in it, or any other finding, still fails.
-var pdbRuleFalsePositive = regexp.MustCompile(`^Value [^:]+: this bundle is using APIs which were deprecated and removed in v1\.25\. ` +
-	`More info: https://kubernetes\.io/docs/reference/using-api/deprecation-guide/#v1-25\. ` +
-	`Migrate the API\(s\) for poddisruptionbudgets: \((\["ClusterServiceVersion\.Spec\.InstallStrategy\.StrategySpec\.(Cluster)?Permissions\[\d+\]\.Rules\[\d+\]"( "ClusterServiceVersion\.Spec\.InstallStrategy\.StrategySpec\.(Cluster)?Permissions\[\d+\]\.Rules\[\d+\]")*\])\),?$`)
-
-// isPDBRuleFalsePositive reports whether a validation output is that false positive.
-func isPDBRuleFalsePositive(typ, message string) bool {
-	return strings.EqualFold(typ, "warning") && pdbRuleFalsePositive.MatchString(strings.TrimPrefix(message, "Warning: "))
 }
 
 // testStatus is what scorecard-test prints (scorecard.operatorframework.io/v1alpha3 TestStatus).

@@ -1,4 +1,4 @@
-package main
+package olmcheck
 
 import "testing"
 
@@ -21,7 +21,7 @@ func TestIsPDBRuleFalsePositive(t *testing.T) {
 		{"a PDB manifest, not a rule", "warning", prefix + `poddisruptionbudgets: (["nats"])`, false},
 		{"another warning", "warning", "Value x: csv.Spec.minKubeVersion is not informed.", false},
 	} {
-		if got := isPDBRuleFalsePositive(tc.typ, tc.msg); got != tc.want {
+		if got := IsPDBRuleFalsePositive(tc.typ, tc.msg); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
