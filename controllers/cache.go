@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,10 +86,7 @@ func trimSecretMetadata(in any) (any, error) {
 
 // secretReads is the ControlPlane reconciler's client: a Secret is read from the cache of owned
 // objects, and from the API server when that cache does not hold it (a user-referenced Secret,
-// or one created a moment ago). A PodDisruptionBudget is always read from the API server: it is
-// not watched, so that a manager running under RBAC without poddisruptionbudgets (an older
-// bundle's, during an upgrade) still starts and reconciles everything else. Everything else goes
-// to the manager's client unchanged.
+// or one created a moment ago). Everything else goes to the reconciler's client unchanged.
 type secretReads struct {
 	client.Client
 	owned client.Reader
@@ -99,11 +95,7 @@ type secretReads struct {
 
 // Get reads obj; see secretReads.
 func (c secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	switch obj.(type) {
-	case *policyv1.PodDisruptionBudget:
-		return c.live.Get(ctx, key, obj, opts...)
-	case *corev1.Secret:
-	default:
+	if _, ok := obj.(*corev1.Secret); !ok {
 		return c.Client.Get(ctx, key, obj, opts...)
 	}
 	err := c.owned.Get(ctx, key, obj, opts...)

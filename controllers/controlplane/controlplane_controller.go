@@ -54,7 +54,7 @@ type Reconciler struct {
 // NewReconciler builds a Reconciler from the manager's client and event recorder.
 func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 	return &Reconciler{
-		Client:              mgr.GetClient(),
+		Client:              uncachedBudgets{Client: mgr.GetClient(), live: mgr.GetAPIReader()},
 		Options:             opts,
 		Recorder:            mgr.GetEventRecorder(EventRecorderName),
 		NewControllerClient: NewControllerClientFactory(opts.ControllerCAFile),
@@ -275,8 +275,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		// PodDisruptionBudgets are not watched: they are read from the API server
-		// (controllers.secretReads), so a manager whose RBAC predates them still starts; a changed
-		// budget is repaired by the next pass.
+		// (uncachedBudgets), so a manager whose RBAC predates them still starts; a changed budget
+		// is repaired by the next pass.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
 		// NATS data kept on deletion, so not owned: the JetStream PVCs and the JWT bundle.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
