@@ -10,6 +10,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera-operator/test/olm/olmtest"
@@ -70,16 +71,25 @@ func TestUpgradeFromReleasedVersion(t *testing.T) {
 	for kind, obj := range objs {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(obj.GroupVersionKind())
-		g.Expect(c.client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-		g.Expect(c.client.Update(ctx, got)).To(Succeed(), "%s created under %s does not validate against the new CRD", kind, previous)
+		// The new manager writes the object's status meanwhile: each update reads the latest
+		// version first and is retried on a conflict (never on a validation error).
+		update := func(mutate func()) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+					return err
+				}
+				mutate()
+				return c.client.Update(ctx, got)
+			})
+		}
+		g.Expect(update(func() {})).To(Succeed(), "%s created under %s does not validate against the new CRD", kind, previous)
 		change, ok := changes[kind]
 		g.Expect(ok).To(BeTrue(), "no spec change for %s", kind)
 		path := make([]string, 0, len(change)-1)
 		for _, p := range change[1:] {
 			path = append(path, p.(string))
 		}
-		g.Expect(unstructured.SetNestedField(got.Object, change[0], path...)).To(Succeed())
-		g.Expect(c.client.Update(ctx, got)).To(Succeed())
+		g.Expect(update(func() { g.Expect(unstructured.SetNestedField(got.Object, change[0], path...)).To(Succeed()) })).To(Succeed())
 		gen := got.GetGeneration()
 		g.Eventually(func(g Gomega) {
 			g.Expect(c.client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
