@@ -45,11 +45,18 @@ type fixture struct {
 	repo       string
 }
 
-func newFixture(t *testing.T) *fixture {
+// requireSuite skips t when the envtest suite did not start under -short (suiteSkipped); any
+// other failure to start already failed the package in TestMain.
+func requireSuite(t *testing.T) {
 	t.Helper()
 	if suiteSkipped != nil {
 		t.Skip(suiteSkipped)
 	}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	requireSuite(t)
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(timeout)
 	g.SetDefaultEventuallyPollingInterval(interval)

@@ -49,9 +49,7 @@ func TestKustomizationStatusChangeEnqueuesTheApp(t *testing.T) {
 // reaches the app without a poll (an hour in the suite) and without a poke. Before, the failed
 // watch was logged once and never tried again.
 func TestKustomizationWatchStartsOnceTheFluxCRDsAreInstalled(t *testing.T) {
-	if suiteSkipped != nil {
-		t.Skip(suiteSkipped)
-	}
+	requireSuite(t)
 	fluxDir, err := apptest.FluxDir()
 	if err != nil {
 		t.Fatal(err)
