@@ -62,6 +62,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Patch(ctx, s.app, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	s.versions.Wrote(s.app)
 	r.forgetUnusedTenantClient(ctx, s)
 	r.leaveRepositories(ctx, s.key)
 	ctrl.LoggerFrom(ctx).Info("Cleanup finished, finalizer removed")

@@ -19,6 +19,7 @@ import (
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/cachewait"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
@@ -102,6 +103,8 @@ type scope struct {
 	kustomization *kustomizev1.Kustomization
 	// pushPending: the pass ended waiting for its push; it writes no status.
 	pushPending bool
+	// versions are the app's resourceVersions this pass read and wrote (awaitOwnWrites).
+	versions *cachewait.Versions
 }
 
 // Reconcile is the entry point for one KubeOperaApp.
@@ -118,7 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName}
+	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName, versions: cachewait.New(app)}
+	// Registered first, so it runs last: after the status patch.
+	defer r.awaitOwnWrites(ctx, s)
 	// After the copy: a status that lost the placement gets it back with this pass's patch.
 	restorePlacement(app)
 	defer func() {
@@ -131,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
+		s.versions.Wrote(app)
 	}()
 
 	if !app.DeletionTimestamp.IsZero() {
@@ -144,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.Patch(ctx, app, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		s.versions.Wrote(app)
 	}
 	return r.reconcile(ctx, s)
 }

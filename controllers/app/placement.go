@@ -136,6 +136,7 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
 		return fmt.Errorf("record placement: %w", err)
 	}
+	s.versions.Wrote(want)
 	// The placement is persisted: the deferred patch diffs against it.
 	s.orig.Status.Tenant, s.orig.Status.Path, s.orig.Status.Repository, s.orig.Status.Branch = want.Status.Tenant, st.Path, st.Repository, st.Branch
 	s.orig.ResourceVersion = want.ResourceVersion
@@ -176,6 +177,7 @@ func (r *Reconciler) writePlacement(ctx context.Context, s *scope, loc location)
 	if err := r.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("record placement: %w", err)
 	}
+	s.versions.Wrote(obj)
 	s.app.Annotations, s.app.ResourceVersion = obj.Annotations, obj.ResourceVersion
 	s.orig.Annotations, s.orig.ResourceVersion = maps.Clone(obj.Annotations), obj.ResourceVersion
 	return nil
