@@ -155,7 +155,10 @@ func TestMoveWithTheOldCredentialsRefusedLeavesTheOldFolder(t *testing.T) {
 	e := f.waitEvent("leaver", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonOldFolderLeft)
 	f.g.Expect(e.Note).To(ContainSubstring(oldPath))
 	f.g.Expect(e.Note).To(ContainSubstring("old-push"))
-	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(ContainSubstring("Old folder " + oldPath + " is left"))
+	// The Event is recorded during the pass, its status at the pass's end: read the app again.
+	f.g.Eventually(func() string {
+		return conditionMessage(f.get("leaver"), kubeoperav1alpha1.ConditionManifestsCommitted)
+	}).Should(ContainSubstring("Old folder " + oldPath + " is left"))
 	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"), "the old folder was removed with the new credentials")
 	f.g.Expect(f.files(newPath)).To(HaveKey("deployment.yaml"))
 	ks := &kustomizev1.Kustomization{}
