@@ -25,7 +25,6 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
-	"github.com/kubeopera/kubeopera-operator/internal/cachewait"
 	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
@@ -101,20 +100,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()
-	versions := cachewait.New(cp)
-	// Registered before the patch, so it runs after it: the next pass, queued meanwhile by an
-	// owned object's event, reads this pass's status and registration annotation, and neither
-	// writes them nor registers with the Controller again (internal/cachewait).
-	defer func() {
-		if err := versions.Await(ctx, r.Client, req.NamespacedName, &datasancev3.ControlPlane{}); err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("The cache does not show this pass's writes yet; the next pass may repeat them",
-				"resourceVersion", versions.Last())
-		}
-	}()
 	defer func() {
 		// The patch runs on the request context, not the pass's: a pass that ran out of time
 		// still records why.
-		if err := r.patchControlPlane(ctx, base, cp, versions); err != nil {
+		if err := r.patchControlPlane(ctx, base, cp); err != nil {
 			retErr = errors.Join(stripTerminal(retErr), err)
 			res = ctrl.Result{}
 		}
@@ -240,22 +229,18 @@ func stateEventReason(state string) string {
 // patchControlPlane writes what the pass changed: the registration annotation (metadata merge
 // patch) and the status (status subresource merge patch). Nothing is sent when nothing changed.
 // Both patches go through copies, so one patch's response cannot undo the other's changes.
-func (r *Reconciler) patchControlPlane(ctx context.Context, base, cp *datasancev3.ControlPlane, versions *cachewait.Versions) error {
+func (r *Reconciler) patchControlPlane(ctx context.Context, base, cp *datasancev3.ControlPlane) error {
 	var errs []error
 	if !equality.Semantic.DeepEqual(base.Annotations, cp.Annotations) {
 		obj := cp.DeepCopy()
 		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 			errs = append(errs, fmt.Errorf("patch ControlPlane metadata: %w", client.IgnoreNotFound(err)))
-		} else {
-			versions.Wrote(obj)
 		}
 	}
 	if !equality.Semantic.DeepEqual(base.Status, cp.Status) {
 		obj := cp.DeepCopy()
 		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 			errs = append(errs, fmt.Errorf("patch ControlPlane status: %w", client.IgnoreNotFound(err)))
-		} else {
-			versions.Wrote(obj)
 		}
 	}
 	return errors.Join(errs...)
