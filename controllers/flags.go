@@ -81,9 +81,14 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host).`)
 	fs.Var((*hostList)(&opts.Apps.AllowedVClusterServers), "app-allowed-vcluster-servers",
 		`Comma-separated API server hosts a Tenant's kubeconfig may name, same format, e.g. "*.svc" (default: any server).`)
+	fs.Var((*hostList)(&opts.Apps.AllowedIngressHosts), "app-allowed-ingress-hosts",
+		`Comma-separated hosts spec.ingress.host may claim: exact names or "*.domain" (every name below domain, wildcard hosts included); `+
+			`"{namespace}" stands for the app's namespace, e.g. "*.{namespace}.apps.example.com" (default: any host; refused with IngressHostNotAllowed).`)
+	fs.Var((*hostList)(&opts.Apps.AllowedClusterIssuers), "app-allowed-cluster-issuers",
+		"Comma-separated cert-manager ClusterIssuers a TLS Ingress may name in spec.ingress.clusterIssuer (default: any; refused with ClusterIssuerNotAllowed).")
 }
 
-// hostList is a comma-separated flag value.
+// hostList is a comma-separated flag value (hosts, host patterns or names).
 type hostList []string
 
 func (l *hostList) String() string { return strings.Join(*l, ",") }

@@ -30,3 +30,20 @@ func TestFlagsAcceptUpstreamAliasesAndControlPlanePacing(t *testing.T) {
 	defaults := DefaultOptions()
 	g.Expect(defaults.ControlPlane.MaxConcurrentReconciles).To(BeNumerically(">", 1))
 }
+
+// The Ingress allow-lists reach the App Controller's options as lists; empty by default (any).
+func TestFlagsIngressAllowLists(t *testing.T) {
+	g := NewWithT(t)
+	opts := DefaultOptions()
+	g.Expect(opts.Apps.AllowedIngressHosts).To(BeEmpty())
+	g.Expect(opts.Apps.AllowedClusterIssuers).To(BeEmpty())
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	BindFlags(fs, &opts)
+	g.Expect(fs.Parse([]string{
+		"--app-allowed-ingress-hosts=*.apps.example.com, shop.example.com,*.{namespace}.tenants.example.com",
+		"--app-allowed-cluster-issuers=letsencrypt-prod,internal-ca",
+	})).To(Succeed())
+	g.Expect(opts.Apps.AllowedIngressHosts).To(Equal([]string{"*.apps.example.com", "shop.example.com", "*.{namespace}.tenants.example.com"}))
+	g.Expect(opts.Apps.AllowedClusterIssuers).To(Equal([]string{"letsencrypt-prod", "internal-ca"}))
+}

@@ -186,14 +186,19 @@ func fluxError(what string, err error) error {
 	}
 }
 
-// observeSync reads the Kustomization's status and the Deployment's available replicas back
-// from the vCluster; setSynced decides what they mean.
+// observeSync reads the Kustomization's status, the Deployment's available replicas and the
+// Ingress's address and certificate (ingress.go) back from the vCluster; setSynced decides what
+// they mean.
 func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, error) {
 	available, err := availableReplicas(ctx, s)
 	if err != nil {
 		return r.failed(ctx, s, vclusterError(kubeoperav1alpha1.ConditionSynced, "read the Deployment", err))
 	}
-	return r.setSynced(s, s.kustomization, available), nil
+	exp, err := observeIngress(ctx, s)
+	if err != nil {
+		return r.failed(ctx, s, vclusterError(kubeoperav1alpha1.ConditionSynced, "read the Ingress", err))
+	}
+	return r.setSynced(s, s.kustomization, available, exp), nil
 }
 
 // availableReplicas reads the available replicas of the app's Deployment in the vCluster (0

@@ -96,6 +96,12 @@ type Options struct {
 	// AllowedVClusterServers restricts the API servers of Tenants' kubeconfigs, after the
 	// localhost replacement, in the same format; empty allows any.
 	AllowedVClusterServers []string
+	// AllowedIngressHosts restricts spec.ingress.host ("name" exactly, "*.domain" any name below
+	// domain); empty allows any (see allowlist.go).
+	AllowedIngressHosts []string
+	// AllowedClusterIssuers restricts spec.ingress.clusterIssuer of a TLS Ingress to these
+	// names; empty allows any.
+	AllowedClusterIssuers []string
 
 	// GitPathPrefix is the folder every app's spec.git.path must lie strictly inside
 	// (--app-git-path-prefix); empty: DefaultGitPathPrefix. The repository root and

@@ -70,12 +70,16 @@ func (r *Reconciler) setReady(s *scope) {
 }
 
 // setSynced decides Synced from what the vCluster reported: True when Flux applied the pushed
-// commit (or the current head, which holds the same files) and the Kustomization is Ready for
-// its current generation (with wait: true, the applied objects are healthy); False with
-// KustomizationNotReady when Flux says it is not Ready, RevisionNotApplied otherwise. It records
-// the applied revision, the available replicas and the URL, and returns the requeue: every
-// ResyncInterval once Synced, every SyncPollInterval until then (the vCluster is not watched).
-func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32) ctrl.Result {
+// commit (or the current head, which holds the same files), the Kustomization is Ready for its
+// current generation (with wait: true, the applied objects are healthy) and, for an app with an
+// Ingress, the Ingress has a load-balancer address and the cert-manager Certificate of its TLS
+// Secret, when there is one, is Ready. False otherwise, with the reason of the first thing
+// missing: KustomizationNotReady when Flux says it is not Ready, RevisionNotApplied while it has
+// not applied the commit, then IngressAddressPending, then CertificateNotReady. It records the
+// applied revision, the available replicas and the URL, and returns the requeue: every
+// ResyncInterval once Synced, every SyncPollInterval until then (the watches of the vCluster's
+// Kustomizations, Ingresses and Certificates bring the app back sooner).
+func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32, exp exposure) ctrl.Result {
 	const cond = kubeoperav1alpha1.ConditionSynced
 	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
 	s.app.Status.AvailableReplicas = available
@@ -88,17 +92,15 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
 	// kustomize-controller marks Ready Unknown (Progressing) at the start of every reconcile,
 	// the periodic one at spec.flux.interval included, and True again when it is done. While
-	// it re-applies the revision it last applied, the app stays Synced if it was: that
-	// revision is still what runs, and Synced flapping would write the status and record two
-	// Events per interval for nothing (docs/app-controller.md, "Read-back").
-	reapplying := ready != nil && ready.Status == metav1.ConditionUnknown &&
-		apimeta.IsStatusConditionTrue(s.app.Status.Conditions, cond)
+	// it re-applies the revision it last applied, an app whose Synced was decided after Flux
+	// had applied that revision (True, or waiting for the Ingress's address or certificate)
+	// keeps that decision: the revision is still what runs, and Synced flapping would write the
+	// status and record two Events per interval for nothing (docs/app-controller.md, "Read-back").
+	reapplying := ready != nil && ready.Status == metav1.ConditionUnknown && decidedAfterApply(findCondition(s.app, cond))
 
 	switch {
 	case matches && current && ready != nil && (ready.Status == metav1.ConditionTrue || reapplying):
-		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded,
-			fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
-		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}
+		return r.setExposed(s, exp, fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
 	case ready != nil && ready.Status == metav1.ConditionFalse:
 		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
 			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))
@@ -111,6 +113,44 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
 	}
 	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
+}
+
+// setExposed decides Synced once Flux applied the app (applied says what): an app without an
+// Ingress is Synced; one with an Ingress waits for its load-balancer address (written by the
+// ingress controller, synced back by vcluster), then for its Certificate.
+func (r *Reconciler) setExposed(s *scope, exp exposure, applied string) ctrl.Result {
+	const cond = kubeoperav1alpha1.ConditionSynced
+	ns, name := render.TargetNamespace(s.app), s.app.Name
+	switch {
+	case exp.ingress && exp.address == "":
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonIngressAddressPending,
+			fmt.Sprintf("%s; Ingress %s/%s has no load-balancer address yet (no ingress controller has admitted it)", applied, ns, name))
+	case exp.certificate != nil && !exp.certificate.ready:
+		state := "has no Ready condition yet"
+		if exp.certificate.reason != "" {
+			state = fmt.Sprintf("is not Ready (%s): %s", exp.certificate.reason, exp.certificate.message)
+		}
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonCertificateNotReady,
+			fmt.Sprintf("%s; cert-manager Certificate %s/%s of the Ingress %s", applied, ns, exp.certificate.name, state))
+	default:
+		msg := applied
+		if exp.ingress {
+			msg += fmt.Sprintf("; Ingress address %s", exp.address)
+		}
+		r.setCondition(s.app, cond, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, msg)
+		return ctrl.Result{RequeueAfter: r.Options.ResyncInterval}
+	}
+	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
+}
+
+// decidedAfterApply reports whether Synced was decided with Flux's apply done: True, or waiting
+// for the Ingress's address or certificate.
+func decidedAfterApply(synced *metav1.Condition) bool {
+	if synced == nil {
+		return false
+	}
+	return synced.Status == metav1.ConditionTrue || synced.Reason == kubeoperav1alpha1.ReasonIngressAddressPending ||
+		synced.Reason == kubeoperav1alpha1.ReasonCertificateNotReady
 }
 
 // setKustomizationDeleting reports a deletion that waits for Flux to delete the Kustomization

@@ -44,8 +44,8 @@ func (r *Reconciler) prepareVCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// checkInputs checks, before anything is written, the spec (render.Validate) and what the pass
-// needs from the host and the vCluster: the registry pull Secret (checkRegistrySecret) and the app namespace, which also
+// checkInputs checks, before anything is written, the spec (render.Validate, the reserved
+// namespaces, the Ingress allow-lists) and what the pass needs from the host and the vCluster: the registry pull Secret (checkRegistrySecret) and the app namespace, which also
 // proves the vCluster answers. A bad input found here (a refused Secret, a Tenant whose
 // kubeconfig points nowhere) leaves nothing in Git or in the vCluster.
 func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
@@ -56,6 +56,9 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 	}
 	if err := checkNamespaces(s.app); err != nil {
 		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonNamespaceReserved, err)
+	}
+	if err := r.checkIngress(s.app); err != nil {
+		return ingressError(err)
 	}
 	if err := r.checkGitInputs(ctx, s); err != nil {
 		return err

@@ -153,6 +153,23 @@ const (
 	// deleted. Retried with the backoff (the tenant may rename its object); the retries write
 	// nothing.
 	ReasonVClusterObjectNotOwned = "VClusterObjectNotOwned"
+
+	// ReasonIngressHostNotAllowed: spec.ingress.host is outside the operator's Ingress host
+	// allow-list (--app-allowed-ingress-hosts). Nothing is pushed; terminal until the spec or
+	// the flag changes.
+	ReasonIngressHostNotAllowed = "IngressHostNotAllowed"
+	// ReasonClusterIssuerNotAllowed: spec.ingress.clusterIssuer is outside the operator's
+	// ClusterIssuer allow-list (--app-allowed-cluster-issuers). Nothing is pushed; terminal
+	// until the spec or the flag changes.
+	ReasonClusterIssuerNotAllowed = "ClusterIssuerNotAllowed"
+	// ReasonIngressAddressPending (Synced): Flux applied the app, but its Ingress in the
+	// vCluster has no load-balancer address yet (no ingress controller has admitted it), so the
+	// app cannot be reached at status.url.
+	ReasonIngressAddressPending = "IngressAddressPending"
+	// ReasonCertificateNotReady (Synced): a cert-manager Certificate for the Ingress's TLS
+	// Secret exists in the vCluster and is not Ready (being issued, or refused by its issuer):
+	// https:// at status.url does not serve a valid certificate yet.
+	ReasonCertificateNotReady = "CertificateNotReady"
 )
 
 // Event reasons that are not condition reasons: one-off Warning Events of a move or a deletion.
