@@ -35,6 +35,7 @@ export GOFLAGS = -mod=readonly -buildvcs=false
 tooldir = $(shell hack/tool.sh --dir $(1))
 ENVTEST_ASSETS_DIR ?= $(call tooldir,envtest)
 FLUX_BIN_DIR ?= $(call tooldir,flux)
+CERT_MANAGER_DIR ?= $(call tooldir,cert-manager)
 CONTROLLER_GEN = $(call tooldir,controller-gen)/controller-gen
 KUSTOMIZE = $(call tooldir,kustomize)/kustomize
 OPERATOR_SDK = $(call tooldir,operator-sdk)/operator-sdk
@@ -97,11 +98,11 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 TIMED = hack/timed.sh
 
 .PHONY: test
-test: envtest-assets flux-controllers git-cli olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize ## Run every check and test (what CI runs).
+test: envtest-assets flux-controllers cert-manager-crds git-cli olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize ## Run every check and test (what CI runs).
 	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
 	@$(TIMED) vet $(MAKE) --no-print-directory vet
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
-	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" \
+	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
 	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
 	@$(TIMED) install $(MAKE) --no-print-directory test-install
@@ -156,15 +157,15 @@ chaos: envtest-assets flux-controllers git-cli ## Kill the manager at seeded ran
 		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
 
 .PHONY: test-fast
-test-fast: envtest-assets flux-controllers git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" hack/test-fast.sh
+test-fast: envtest-assets flux-controllers cert-manager-crds git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" hack/test-fast.sh
 
 # Runs per test of `make flake-check`.
 FLAKE_COUNT ?= 5
 
 .PHONY: flake-check
-flake-check: envtest-assets flux-controllers git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
+flake-check: envtest-assets flux-controllers cert-manager-crds git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
@@ -324,6 +325,10 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl for envtest.
 flux-controllers: ## Build the Flux source-controller and kustomize-controller (end-to-end test).
 	@hack/tool.sh flux >/dev/null
 
+.PHONY: cert-manager-crds
+cert-manager-crds: ## Extract cert-manager's Certificate CRD from its Go module (App Controller tests).
+	@hack/tool.sh cert-manager >/dev/null
+
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.
 	@hack/tool.sh controller-gen >/dev/null
@@ -353,7 +358,7 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 	@hack/tool.sh govulncheck >/dev/null
 
 .PHONY: tools
-tools: envtest-assets kubectl flux-controllers controller-gen kustomize operator-sdk opm olm golangci-lint govulncheck cyclonedx-gomod ## Build every tool.
+tools: envtest-assets kubectl flux-controllers cert-manager-crds controller-gen kustomize operator-sdk opm olm golangci-lint govulncheck cyclonedx-gomod ## Build every tool.
 
 .PHONY: git-cli
 git-cli: ## Make sure the git CLI is installed (the test Git server needs it).

@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|kubectl|flux|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
+#   hack/tool.sh envtest|kubectl|flux|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -19,6 +19,9 @@ K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 FLUX_SOURCE_VERSION=v1.9.6
 FLUX_KUSTOMIZE_VERSION=v1.9.6
+# cert-manager's Certificate CRD only (no binary): the App Controller's tests install it in a
+# vCluster to read Certificates back as cert-manager writes them.
+CERT_MANAGER_VERSION=v1.21.2
 OPERATOR_SDK_VERSION=v1.34.1
 OPM_VERSION=v1.65.0
 # OLM (olm-operator and catalog-operator) for test/olminstall; the commit is the v0.40.0 tag's.
@@ -62,6 +65,7 @@ dir_for() {
 	envtest) echo "$cache_root/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-$arch" ;;
 	kubectl) echo "$cache_root/kubectl/$K8S_VERSION-$arch" ;;
 	flux) echo "$cache_root/flux/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION-$arch" ;;
+	cert-manager) echo "$cache_root/cert-manager/$CERT_MANAGER_VERSION" ;;
 	operator-sdk) echo "$cache_root/operator-sdk/$OPERATOR_SDK_VERSION-$arch" ;;
 	opm) echo "$cache_root/opm/$OPM_VERSION-$arch" ;;
 	olm) echo "$cache_root/olm/$OLM_VERSION-$arch" ;;
@@ -108,6 +112,20 @@ build() {
 			cp "$d"/config/crd/bases/*.yaml "$out/crds/"
 		done
 		chmod u+w "$out"/crds/*.yaml
+		;;
+	cert-manager)
+		# The Certificate CRD of the cert-manager module's deploy/crds (plain CRD YAML, the
+		# source of its Helm chart's CRDs), from the module proxy like every tool: nothing is built.
+		mkdir -p "$out/crds"
+		local d
+		d=$(cd "$out" && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		cp "$d/deploy/crds/cert-manager.io_certificates.yaml" "$out/crds/"
+		chmod u+w "$out"/crds/*.yaml
+		grep -q '^  name: certificates.cert-manager.io$' "$out/crds/cert-manager.io_certificates.yaml" || {
+			log "no Certificate CRD in $d/deploy/crds"
+			return 1
+		}
 		;;
 	operator-sdk)
 		local p=github.com/operator-framework/operator-sdk/internal/version

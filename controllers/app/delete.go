@@ -93,7 +93,7 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	t, err := tenant.Get(ctx, reader, s.app.Namespace, ref.Name)
 	if errors.Is(err, tenant.ErrNotFound) || (err == nil && !t.DeletionTimestamp.IsZero()) {
 		r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
-		r.kustomizations.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
+		r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 		r.event(s.app, corev1.EventTypeWarning, "TenantGone", actionDelete,
 			fmt.Sprintf("Tenant %s is gone or being deleted: nothing to clean in its vCluster; removing the Git folder only", ref.Name))
 		return true, nil
@@ -286,5 +286,5 @@ func (r *Reconciler) forgetUnusedTenantClient(ctx context.Context, s *scope) {
 		}
 	}
 	r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
-	r.kustomizations.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
+	r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 }

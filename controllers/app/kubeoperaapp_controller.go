@@ -42,8 +42,9 @@ type Reconciler struct {
 	repoUsers *repoUsers
 	// pushes are the apps' submitted Git writes (pushes.go).
 	pushes *pushes
-	// kustomizations watches the Kustomizations in each vCluster (tenantwatch.go).
-	kustomizations *kustomizationWatches
+	// vclusterWatches watches the Kustomizations, Ingresses and Certificates in each vCluster
+	// (tenantwatch.go).
+	vclusterWatches *vclusterWatches
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.

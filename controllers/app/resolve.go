@@ -84,7 +84,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 		// The Tenant the app was placed in is gone: so is its vCluster; drop its client.
 		if pinned := s.app.Status.Tenant; pinned != nil {
 			r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
-			r.kustomizations.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
+			r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
 		}
 		return retry(cond, kubeoperav1alpha1.ReasonTenantNotFound, err)
 	case errors.Is(err, tenant.ErrNotReady):
@@ -158,7 +158,7 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		return cfg, nil
 	})
 	if err == nil && built != nil {
-		r.kustomizations.watch(tenantKey, version, built)
+		r.vclusterWatches.watch(tenantKey, version, built)
 	}
 	return vc, err
 }

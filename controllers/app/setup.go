@@ -69,9 +69,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.setupSecretGuard(mgr); err != nil {
 		return fmt.Errorf("guard push Secrets: %w", err)
 	}
-	b, err := r.setupKustomizationWatches(mgr, b)
+	b, err := r.setupVClusterWatches(mgr, b)
 	if err != nil {
-		return fmt.Errorf("watch vCluster Kustomizations: %w", err)
+		return fmt.Errorf("watch the vClusters: %w", err)
 	}
 
 	served, err := r.tenantAPI.served()

@@ -32,7 +32,8 @@ import (
 // The suite runs the reconciler in a manager against a real host API server, with a second real
 // API server standing in for the tenant vCluster (its kubeconfig goes into the exported Secret,
 // as vcluster does) and a real Git server on loopback. Flux does not run here (test/e2e runs it):
-// the tests read the Flux objects and write their status themselves.
+// the tests read the Flux objects and write their status themselves. The vCluster serves
+// cert-manager's Certificate kind (its CRD only: the tests write the status cert-manager would).
 var (
 	host, vcluster *apptest.Cluster
 	gitServer      *apptest.GitServer
@@ -71,6 +72,10 @@ var suiteOptions = app.Options{
 	// The test Git server is plain HTTP on loopback (TestCredentialsOverPlainHTTPAreRefused
 	// checks the default).
 	AllowInsecureGitHTTP: true,
+	// The Ingress allow-lists a platform sets (ingress_test.go); every other test's hosts and
+	// issuers are in them.
+	AllowedIngressHosts:   []string{"*.example.com", "*.{namespace}.tenants.test"},
+	AllowedClusterIssuers: []string{"letsencrypt", "le"},
 }
 
 func TestMain(m *testing.M) {
@@ -129,7 +134,11 @@ func setUp() (code int, started bool) {
 		return fail(err)
 	}
 	suiteCleanup = append(suiteCleanup, func() { stop("host", host.Stop) })
-	if vcluster, err = apptest.StartCluster(filepath.Join(fluxDir, "crds")); err != nil {
+	certManagerCRDs, err := apptest.CertManagerCRDDir()
+	if err != nil {
+		return fail(err)
+	}
+	if vcluster, err = apptest.StartCluster(filepath.Join(fluxDir, "crds"), certManagerCRDs); err != nil {
 		return fail(err)
 	}
 	suiteCleanup = append(suiteCleanup, func() { stop("vcluster", vcluster.Stop) })

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -26,54 +25,58 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
-// Kustomization watches (docs/app-controller.md, "Sync read-back"). Flux reports in the
-// vCluster's Kustomization when it applied a pushed commit. Instead of reading it back on a
-// timer, the reconciler watches, per Tenant, the Kustomizations it created there (label
-// app.kubernetes.io/managed-by=kubeopera-operator, so a vCluster's other Kustomizations are
-// neither listed nor cached) and enqueues the owning app when one is created, deleted, or its
-// status or generation changes. A watch starts when the Tenant's vCluster client is built, is
-// replaced with the client (a rotated kubeconfig), and stops when the client is dropped or the
-// manager stops. A watch that cannot start (the Flux CRDs are installed after the client was
-// built) is retried with the app's backoff. SyncPollInterval stays as a safety net for the time a
-// watch does not run (e.g. a kubeconfig whose user may get but not watch Kustomizations).
+// vCluster watches (docs/app-controller.md, "Sync read-back"). Flux reports in the vCluster's
+// Kustomization when it applied a pushed commit, the ingress controller (through vcluster's sync)
+// in the Ingress's status when it serves the app's host, and cert-manager in a Certificate when
+// the Ingress's certificate is issued. Instead of reading them back on a timer, the reconciler
+// watches, per Tenant, the kinds of watchedkinds.go and enqueues the app an object belongs to
+// when one is created, deleted, or its status or generation changes. The watches of a Tenant
+// start when its vCluster client is built, are replaced with the client (a rotated kubeconfig),
+// and stop when the client is dropped or the manager stops. Each kind has a cache of its own, so
+// a kind that cannot be watched (the Flux or cert-manager CRDs are installed after the client
+// was built) does not hold back the others; it is retried with the app's backoff. They share
+// one HTTP transport per Tenant. SyncPollInterval stays as a safety net for the time a watch
+// does not run (e.g. a kubeconfig whose user may get but not watch Kustomizations).
 
-// kustomizationWatches holds one Kustomization cache per Tenant. The zero value is unusable;
-// a nil *kustomizationWatches does nothing (reconcilers built without SetupWithManager).
-type kustomizationWatches struct {
+// vclusterWatches holds the watches of each Tenant's vCluster. The zero value is unusable; a
+// nil *vclusterWatches does nothing (reconcilers built without SetupWithManager).
+type vclusterWatches struct {
 	scheme *runtime.Scheme
 	// retryBase and retryMax are the backoff of a watch that failed to start (the app's
 	// RetryBase and RetryMax).
 	retryBase, retryMax time.Duration
 	// events carries the apps to reconcile to the controller (a channel source).
 	events chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp]
-	// appsOf lists the apps of a Tenant whose Kustomization is (namespace, name).
-	appsOf func(ctx context.Context, t types.NamespacedName, ks types.NamespacedName) []types.NamespacedName
+	// kinds are the kinds watched in every vCluster.
+	kinds []watchedKind
 
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, set when it starts
-	watches map[types.NamespacedName]*kustomizationWatch
+	watches map[types.NamespacedName]*tenantWatch
 }
 
-type kustomizationWatch struct {
+// tenantWatch is the running watches of one Tenant.
+type tenantWatch struct {
 	version tenant.SecretVersion
 	cancel  context.CancelFunc
+	// started holds the names of the kinds whose cache runs.
+	started sync.Map
 }
 
-// setupKustomizationWatches registers the channel source on the controller and a runnable that
+// setupVClusterWatches registers the channel source on the controller and a runnable that
 // records the manager's context and stops every watch with it.
-func (r *Reconciler) setupKustomizationWatches(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-	w := &kustomizationWatches{
+func (r *Reconciler) setupVClusterWatches(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+	w := &vclusterWatches{
 		scheme:    mgr.GetScheme(),
 		retryBase: r.Options.RetryBase,
 		retryMax:  r.Options.RetryMax,
 		events:    make(chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp], 1024),
-		watches:   map[types.NamespacedName]*kustomizationWatch{},
+		kinds:     r.watchedKinds(),
+		watches:   map[types.NamespacedName]*tenantWatch{},
 	}
-	w.appsOf = r.appsOfKustomization
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		w.mu.Lock()
 		w.ctx = ctx
@@ -84,33 +87,13 @@ func (r *Reconciler) setupKustomizationWatches(mgr ctrl.Manager, b *builder.Buil
 	})); err != nil {
 		return nil, err
 	}
-	r.kustomizations = w
+	r.vclusterWatches = w
 	return b.WatchesRawSource(source.TypedChannel(w.events, &handler.TypedEnqueueRequestForObject[*kubeoperav1alpha1.KubeOperaApp]{})), nil
 }
 
-// appsOfKustomization lists the apps placed in Tenant t whose Flux Kustomization is ks. Apps
-// being deleted are left out: deletion removes the Kustomization itself and waits for it on its
-// own requeue (DeletePollInterval), and an event queued behind the last deletion pass would only
-// run a stale one.
-func (r *Reconciler) appsOfKustomization(ctx context.Context, t, ks types.NamespacedName) []types.NamespacedName {
-	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, apps, client.InNamespace(t.Namespace), client.MatchingFields{indexTenant: t.Name}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant for a Kustomization event")
-		return nil
-	}
-	var out []types.NamespacedName
-	for i := range apps.Items {
-		a := &apps.Items[i]
-		if a.DeletionTimestamp.IsZero() && render.FluxNamespace(a) == ks.Namespace && render.FluxName(a) == ks.Name {
-			out = append(out, types.NamespacedName{Namespace: a.Namespace, Name: a.Name})
-		}
-	}
-	return out
-}
-
-// watch makes sure the Kustomizations of Tenant t are watched with cfg, the REST config of the
-// client built for kubeconfig version v. A watch of an older version is replaced.
-func (w *kustomizationWatches) watch(t types.NamespacedName, v tenant.SecretVersion, cfg *rest.Config) {
+// watch makes sure the vCluster of Tenant t is watched with cfg, the REST config of the client
+// built for kubeconfig version v. The watches of an older version are replaced.
+func (w *vclusterWatches) watch(t types.NamespacedName, v tenant.SecretVersion, cfg *rest.Config) {
 	if w == nil {
 		return
 	}
@@ -126,12 +109,13 @@ func (w *kustomizationWatches) watch(t types.NamespacedName, v tenant.SecretVers
 		old.cancel()
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
-	w.watches[t] = &kustomizationWatch{version: v, cancel: cancel}
-	go w.run(ctx, t, rest.CopyConfig(cfg))
+	tw := &tenantWatch{version: v, cancel: cancel}
+	w.watches[t] = tw
+	go w.run(ctx, t, tw, rest.CopyConfig(cfg))
 }
 
-// forget stops the watch of Tenant t (its client was dropped).
-func (w *kustomizationWatches) forget(t types.NamespacedName) {
+// forget stops the watches of Tenant t (its client was dropped).
+func (w *vclusterWatches) forget(t types.NamespacedName) {
 	if w == nil {
 		return
 	}
@@ -143,7 +127,7 @@ func (w *kustomizationWatches) forget(t types.NamespacedName) {
 	}
 }
 
-func (w *kustomizationWatches) stopAll() {
+func (w *vclusterWatches) stopAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for t, old := range w.watches {
@@ -153,31 +137,68 @@ func (w *kustomizationWatches) stopAll() {
 	w.ctx = nil
 }
 
-// watching reports whether Tenant t's Kustomizations are watched.
-func (w *kustomizationWatches) watching(t types.NamespacedName) bool {
+// watching reports whether the vCluster of Tenant t is watched; with kind, whether that kind's
+// cache runs.
+func (w *vclusterWatches) watching(t types.NamespacedName, kind string) bool {
 	if w == nil {
 		return false
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.watches[t]
-	return ok
+	tw, ok := w.watches[t]
+	w.mu.Unlock()
+	if !ok || kind == "" {
+		return ok
+	}
+	_, started := tw.started.Load(kind)
+	return started
 }
 
-// run watches the Tenant's Kustomizations until ctx ends. A watch that cannot start (the Flux
-// CRDs are not installed in the vCluster yet, the vCluster does not answer) or that ends before
-// ctx is started again with the app's backoff (retryBase, doubling up to retryMax), with a fresh
-// cache and REST mapper each time, so that CRDs installed later are found; the poll covers the
-// time in between.
-func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, cfg *rest.Config) {
+// run watches every kind in the Tenant's vCluster until ctx ends, over one HTTP transport whose
+// connections are all closed then.
+func (w *vclusterWatches) run(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config) {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubeoperaapp", "tenant", t.String())
+	// The caches' requests must not be cut by the per-request timeout of the reconciler's
+	// client: a watch is one long request.
+	cfg.Timeout = 0
+	// A transport of its own (a dialer of its own keeps client-go's TLS cache from sharing one)
+	// whose connections are all closed when the watches stop, idle or not (a watch stream that
+	// ended a moment ago may not count as idle yet): a dropped Tenant keeps no connection of the
+	// operator open (internal/tenant.Clients closes its clients' idle connections likewise).
+	conns := &trackedDialer{d: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, open: map[net.Conn]struct{}{}}
+	defer conns.closeAll()
+	cfg.Dial = conns.DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		log.Error(err, "Cannot watch the vCluster: build the HTTP client; Synced is polled")
+		return
+	}
+	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
+	var wg sync.WaitGroup
+	for _, k := range w.kinds {
+		wg.Go(func() { w.runKind(ctx, t, tw, cfg, hc, k) })
+	}
+	wg.Wait()
+}
+
+// runKind watches one kind until ctx ends. A watch that cannot start (its CRD is not installed
+// in the vCluster yet, the vCluster does not answer) or that ends before ctx is started again
+// with the app's backoff (retryBase, doubling up to retryMax), with a fresh cache and REST mapper
+// each time, so that CRDs installed later are found; the poll covers the time in between. A kind
+// that is optional (cert-manager need not be installed) and not served is logged at V(1) only.
+func (w *vclusterWatches) runKind(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config, hc *http.Client, k watchedKind) {
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubeoperaapp", "tenant", t.String(), "kind", k.name)
 	delay := w.retryBase
 	for {
-		err := w.watchOnce(ctx, t, cfg)
+		err := w.watchOnce(ctx, t, cfg, hc, k, func() { tw.started.Store(k.name, true) })
+		tw.started.Delete(k.name)
 		if ctx.Err() != nil {
 			return
 		}
-		log.Error(err, "Cannot watch the vCluster's Kustomizations; Synced is polled until the watch starts", "retryIn", delay)
+		if k.optional && apimeta.IsNoMatchError(err) {
+			log.V(1).Info("Kind not served in the vCluster; watching it once it is", "retryIn", delay, "reason", err.Error())
+		} else {
+			log.Error(err, "Cannot watch the vCluster; Synced is polled until the watch starts", "retryIn", delay)
+		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-timer.C:
@@ -189,48 +210,35 @@ func (w *kustomizationWatches) run(ctx context.Context, t types.NamespacedName, 
 	}
 }
 
-// watchOnce starts a label-selected cache of the Tenant's Kustomizations and feeds its events to
-// the controller until ctx ends (nil) or the cache fails (its error).
-func (w *kustomizationWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	// The cache's requests must not be cut by the per-request timeout of the reconciler's
-	// client: a watch is one long request.
-	cfg.Timeout = 0
-	// A transport of its own (a dialer of its own keeps client-go's TLS cache from sharing one)
-	// whose connections are all closed when the watch stops, idle or not (a watch stream that
-	// ended a moment ago may not count as idle yet): a dropped Tenant keeps no connection of the
-	// operator open (internal/tenant.Clients closes its clients' idle connections likewise).
-	conns := &trackedDialer{d: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, open: map[net.Conn]struct{}{}}
-	defer conns.closeAll()
-	cfg.Dial = conns.DialContext
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return fmt.Errorf("build the HTTP client: %w", err)
+// watchOnce starts a cache of one kind in the Tenant's vCluster and feeds its events to the
+// controller until ctx ends (nil) or the cache fails (its error). started is called once the
+// informer is registered.
+func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config, hc *http.Client, k watchedKind, started func()) error {
+	byObject := cache.ByObject{}
+	if k.selector != nil {
+		byObject.Label = k.selector
 	}
-	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	c, err := cache.New(cfg, cache.Options{
 		HTTPClient: hc,
 		Scheme:     w.scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&kustomizev1.Kustomization{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
-		},
+		ByObject:   map[client.Object]cache.ByObject{k.object(): byObject},
 	})
 	if err != nil {
 		return fmt.Errorf("build the cache: %w", err)
 	}
-	inf, err := c.GetInformer(ctx, &kustomizev1.Kustomization{}, cache.BlockUntilSynced(false))
+	inf, err := c.GetInformer(ctx, k.object(), cache.BlockUntilSynced(false))
 	if err != nil {
-		return fmt.Errorf("start the Kustomization informer: %w", err)
+		return fmt.Errorf("start the %s informer: %w", k.name, err)
 	}
 	enqueue := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		ks, ok := obj.(*kustomizev1.Kustomization)
+		o, ok := obj.(client.Object)
 		if !ok {
 			return
 		}
-		for _, app := range w.appsOf(ctx, t, client.ObjectKeyFromObject(ks)) {
+		for _, app := range k.appsOf(ctx, t, o) {
 			obj := &kubeoperav1alpha1.KubeOperaApp{}
 			obj.Namespace, obj.Name = app.Namespace, app.Name
 			select {
@@ -243,7 +251,9 @@ func (w *kustomizationWatches) watchOnce(ctx context.Context, t types.Namespaced
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			if kustomizationChanged(oldObj, newObj) {
+			o, ok1 := oldObj.(client.Object)
+			n, ok2 := newObj.(client.Object)
+			if !ok1 || !ok2 || k.changed(o, n) {
 				enqueue(newObj)
 			}
 		},
@@ -251,6 +261,7 @@ func (w *kustomizationWatches) watchOnce(ctx context.Context, t types.Namespaced
 	}); err != nil {
 		return fmt.Errorf("add the event handler: %w", err)
 	}
+	started()
 	if err := c.Start(ctx); err != nil {
 		return fmt.Errorf("run the cache: %w", err)
 	}
@@ -260,21 +271,16 @@ func (w *kustomizationWatches) watchOnce(ctx context.Context, t types.Namespaced
 	return nil
 }
 
-// kustomizationChanged: an update worth a pass changes the status or the spec (generation);
-// resyncs and metadata-only updates are not.
-func kustomizationChanged(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(*kustomizev1.Kustomization)
-	n, ok2 := newObj.(*kustomizev1.Kustomization)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status, n.Status)
-}
-
-// WatchesKustomizations reports whether the Kustomizations of Tenant namespace/name are watched;
+// WatchesKustomizations reports whether the vCluster of Tenant namespace/name is watched;
 // tests use it to prove a watch stops with its client.
 func (r *Reconciler) WatchesKustomizations(namespace, name string) bool {
-	return r.kustomizations.watching(types.NamespacedName{Namespace: namespace, Name: name})
+	return r.vclusterWatches.watching(types.NamespacedName{Namespace: namespace, Name: name}, "")
+}
+
+// WatchesVClusterKind reports whether the cache of one watched kind ("Kustomization", "Ingress",
+// "Certificate") runs for Tenant namespace/name.
+func (r *Reconciler) WatchesVClusterKind(namespace, name, kind string) bool {
+	return r.vclusterWatches.watching(types.NamespacedName{Namespace: namespace, Name: name}, kind)
 }
 
 // trackedDialer dials with d and remembers the connections still open, so that closeAll can

@@ -62,6 +62,20 @@ func FluxDir() (string, error) {
 	return dir, nil
 }
 
+// CertManagerCRDDir is the directory of cert-manager's Certificate CRD: crds/ of CERT_MANAGER_DIR
+// (set by the Makefile), or of the tool cache of hack/tool.sh. Tests install it in a vCluster to
+// read Certificates back as cert-manager writes them; cert-manager itself does not run.
+func CertManagerCRDDir() (string, error) {
+	dir := os.Getenv("CERT_MANAGER_DIR")
+	if dir == "" {
+		dir = testenv.ToolDir("cert-manager")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
+		return "", fmt.Errorf("%w: cert-manager CRD not extracted in %q: run `make cert-manager-crds`", ErrMissingTool, dir)
+	}
+	return filepath.Join(dir, "crds"), nil
+}
+
 // ExitCode decides what a test does when its setup failed: skip (0) when a tool is missing and
 // the run is -short, fail (1) otherwise: `make test` builds every tool it needs, so a missing one
 // is a broken setup, never a reason to pass.

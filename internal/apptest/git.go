@@ -36,6 +36,8 @@ type GitServer struct {
 
 	mu      sync.Mutex
 	removed map[string]bool
+	// pushes counts the push requests (git-receive-pack POSTs) per repository.
+	pushes map[string]int
 }
 
 // StartGitServer starts the server. It needs the git CLI.
@@ -48,9 +50,9 @@ func StartGitServer(user, password string) (*GitServer, error) {
 		return nil, fmt.Errorf("create git server: %w", err)
 	}
 	s := &GitServer{GitServer: srv, User: user, Password: password,
-		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{}}
+		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{}, pushes: map[string]int{}}
 	srv.AutoCreate().Auth(user, password)
-	srv.AddHTTPMiddlewares(s.notFoundWhenRemoved, s.readOnlyUser)
+	srv.AddHTTPMiddlewares(s.countPushes, s.notFoundWhenRemoved, s.readOnlyUser)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
@@ -65,6 +67,27 @@ func (s *GitServer) RemoveRepository(repo string) error {
 	s.removed[repo] = true
 	s.mu.Unlock()
 	return os.RemoveAll(filepath.Join(s.Root(), repo+".git"))
+}
+
+// countPushes counts every push request that reaches the server, refused or not: "nothing was
+// pushed" is a count of zero, not an unchanged head.
+func (s *GitServer) countPushes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+			s.mu.Lock()
+			s.pushes[repo]++
+			s.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Pushes is the number of push requests the server received for repo.
+func (s *GitServer) Pushes(repo string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushes[repo]
 }
 
 func (s *GitServer) notFoundWhenRemoved(next http.Handler) http.Handler {
