@@ -198,6 +198,20 @@ func TestBadInputMatrix(t *testing.T) {
 			a.Spec.App.Ports = nil
 			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "a.example.com"}
 		}), admission: "spec.app.ports"},
+		// spec.ingress against the operator's allow-lists (suiteOptions): what the app may claim
+		// on the platform's ingress controller and with its ClusterIssuers.
+		{name: "ingress host outside the allow-list", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "shop.example.org"}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonIngressHostNotAllowed, message: `"shop.example.org" is not in --app-allowed-ingress-hosts`, terminal: true},
+		{name: "ingress wildcard host broader than the allow-list", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "*.com", TLS: true, ClusterIssuer: "letsencrypt"}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonIngressHostNotAllowed, message: `"*.com"`, terminal: true},
+		{name: "ingress host of another namespace's domain", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.another-cloudspace.tenants.test"}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonIngressHostNotAllowed, message: `"web.another-cloudspace.tenants.test"`, terminal: true},
+		{name: "ingress clusterIssuer outside the allow-list", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "a.example.com", TLS: true, ClusterIssuer: "internal-ca"}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonClusterIssuerNotAllowed, message: `"internal-ca" is not in --app-allowed-cluster-issuers`, terminal: true},
 		// spec.flux.
 		{name: "flux interval not a duration", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Interval = "soon" }), admission: "spec.flux.interval"},
 		{name: "flux namespace not a label", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Namespace = "flux.system" }), admission: "spec.flux.namespace"},
