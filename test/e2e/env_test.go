@@ -48,7 +48,11 @@ func startEnv(t *testing.T, g Gomega, fo apptest.FluxOptions) *env {
 	e.host, err = apptest.StartCluster(apptest.HostCRDDirs(false)...)
 	skipOrFail(t, err)
 	t.Cleanup(func() { _ = e.host.Stop() })
-	e.tenant, err = apptest.StartCluster(filepath.Join(fluxDir, "crds"))
+	// cert-manager's Certificate kind is served (its CRD only; the tests write what cert-manager
+	// would), as in a vCluster where cert-manager is installed.
+	certManagerCRDs, err := apptest.CertManagerCRDDir()
+	skipOrFail(t, err)
+	e.tenant, err = apptest.StartCluster(filepath.Join(fluxDir, "crds"), certManagerCRDs)
 	skipOrFail(t, err)
 	t.Cleanup(func() { _ = e.tenant.Stop() })
 	e.git, err = apptest.StartGitServer("git", "e2e-s3cr3t")

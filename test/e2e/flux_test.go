@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,9 +29,9 @@ import (
 )
 
 // TestFluxEndToEnd: a KubeOperaApp becomes a Deployment, Service and Ingress in the tenant API
-// server through Git and the real Flux controllers; the app reports Synced with the pushed
-// commit; a spec change reaches the tenant; deleting the app prunes the objects and removes its
-// folder from Git.
+// server through Git and the real Flux controllers; once Flux applied them the app waits for the
+// Ingress's address and certificate, then reports Synced with the pushed commit; a spec change
+// reaches the tenant; deleting the app prunes the objects and removes its folder from Git.
 func TestFluxEndToEnd(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
@@ -81,6 +82,28 @@ func TestFluxEndToEnd(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(ingress.Annotations).To(HaveKeyWithValue("cert-manager.io/cluster-issuer", "letsencrypt"))
 	g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "pull"}, &corev1.Secret{})).To(Succeed())
+
+	// Flux applied the commit and its health checks passed, but no ingress controller serves
+	// the Ingress yet: the app is not reachable at status.url, so it is not Synced.
+	waiting := waitSyncedReason(g, host, ns, "web", kubeoperav1alpha1.ReasonIngressAddressPending)
+	g.Expect(waiting.Status.AppliedRevision).To(Equal("main@sha1:" + waiting.Status.Commit))
+	g.Expect(waiting.Status.URL).To(Equal("https://web.example.com"))
+	// cert-manager's ingress-shim creates the Certificate of the Ingress's TLS Secret (cert-manager
+	// does not run here: the test writes what it would), and an ingress controller admits the
+	// Ingress (the stand-in writes the status.loadBalancer an ingress controller writes).
+	cert := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+		"metadata": map[string]any{"namespace": "shop", "name": ingress.Spec.TLS[0].SecretName},
+		"spec": map[string]any{
+			"secretName": ingress.Spec.TLS[0].SecretName, "dnsNames": []any{"web.example.com"},
+			"issuerRef": map[string]any{"name": "letsencrypt", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+		},
+	}}
+	g.Expect(tenant.Client.Create(ctx, cert)).To(Succeed())
+	setCertificateReady(ctx, g, tenant.Client, cert, metav1.ConditionFalse, "DoesNotExist", "Issuing certificate as Secret does not exist")
+	go standInIngressController(standInCtx, tenant.Client, "203.0.113.10")
+	waitSyncedReason(g, host, ns, "web", kubeoperav1alpha1.ReasonCertificateNotReady)
+	setCertificateReady(ctx, g, tenant.Client, cert, metav1.ConditionTrue, "Ready", "Certificate is up to date and has not expired")
 
 	// The app reports Synced with the pushed commit.
 	synced := waitSynced(g, host, ns, "web")
@@ -190,6 +213,63 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-cha
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return done
+}
+
+// waitSyncedReason waits until the app's Synced condition is False with reason, for its current
+// generation.
+func waitSyncedReason(g Gomega, host *apptest.Cluster, ns, name, reason string) *kubeoperav1alpha1.KubeOperaApp {
+	a := &kubeoperav1alpha1.KubeOperaApp{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(host.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, a)).To(Succeed())
+		c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(a.Generation))
+	}).Should(Succeed())
+	return a
+}
+
+// setCertificateReady writes the Ready condition cert-manager writes on a Certificate.
+func setCertificateReady(ctx context.Context, g Gomega, c client.Client, cert *unstructured.Unstructured, status metav1.ConditionStatus, reason, message string) {
+	g.Eventually(func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cert), cert); err != nil {
+			return err
+		}
+		cond := map[string]any{"type": "Ready", "status": string(status), "reason": reason, "message": message,
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "observedGeneration": cert.GetGeneration()}
+		if err := unstructured.SetNestedSlice(cert.Object, []any{cond}, "status", "conditions"); err != nil {
+			return err
+		}
+		return c.Status().Update(ctx, cert)
+	}).Should(Succeed())
+}
+
+// standInIngressController writes, for every Ingress of the tenant API server, the status an
+// ingress controller writes once it serves it (vcluster syncs it back from the host's Ingress):
+// a load-balancer address. It runs until ctx ends.
+func standInIngressController(ctx context.Context, c client.Client, ip string) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		list := &networkingv1.IngressList{}
+		if err := c.List(ctx, list); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			ing := &list.Items[i]
+			if len(ing.Status.LoadBalancer.Ingress) > 0 {
+				continue
+			}
+			ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: ip}}
+			_ = c.Status().Update(ctx, ing) // a conflict is retried on the next tick
+		}
+	}
 }
 
 func waitSynced(g Gomega, host *apptest.Cluster, ns, name string) *kubeoperav1alpha1.KubeOperaApp {

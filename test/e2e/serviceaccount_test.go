@@ -69,6 +69,8 @@ func TestFluxAppliesAsTheAppsServiceAccount(t *testing.T) {
 	standInCtx, stopStandIn := context.WithCancel(ctx)
 	t.Cleanup(stopStandIn)
 	go standInDeploymentController(standInCtx, e.tenant.Client, func(*appsv1.Deployment) bool { return true })
+	// The app's Ingress is admitted by an ingress controller (the stand-in writes its status).
+	go standInIngressController(standInCtx, e.tenant.Client, "203.0.113.10")
 
 	const repo = "locked-apps"
 	for file, content := range map[string]string{"probe/secret/secret.yaml": probeSecret, "probe/elsewhere/deployment.yaml": probeElsewhere} {
