@@ -19,7 +19,9 @@
 //     resourceVersion and key: a pass reuses the client, a rotated kubeconfig replaces it.
 //  3. Inputs (checkInputs, vcluster.go), read before anything is written: the app namespace
 //     must not be kube-*, flux-system or the Flux namespace, nor the Flux namespace kube-*
-//     (NamespaceReserved, terminal); the registry pull
+//     (NamespaceReserved, terminal); spec.ingress.host and the clusterIssuer of a TLS Ingress
+//     must be in --app-allowed-ingress-hosts and --app-allowed-cluster-issuers when these are
+//     set (ingress.go; IngressHostNotAllowed, ClusterIssuerNotAllowed, terminal); the registry pull
 //     Secret named by spec.registry, read from the app's own namespace only, must be a
 //     kubernetes.io/dockerconfigjson or dockercfg Secret (else RegistrySecretInvalid: it is
 //     never copied; RegistrySecretNotFound while it is missing), and the app namespace is read
@@ -87,7 +89,10 @@
 //  7. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
 //     when that is <branch>@sha1:<commit> of the app's commit (or of the current head, which
 //     holds the same files) and the Kustomization is Ready for its current generation
-//     (KustomizationNotReady / RevisionNotApplied otherwise).
+//     (KustomizationNotReady / RevisionNotApplied otherwise), and, for an app with an Ingress,
+//     the Ingress has a load-balancer address (IngressAddressPending otherwise) and a
+//     cert-manager Certificate of its TLS Secret, if the vCluster has one, is Ready
+//     (CertificateNotReady otherwise).
 //
 // Ready means the operator's part is done (steps 1 to 6); it does not wait for Flux: Synced
 // does. status.commit is the commit that last changed the app's folder (a later commit of
@@ -110,11 +115,12 @@
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
 //     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
 //     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, GitPathNotAllowed,
-//     NamespaceReserved): a
+//     NamespaceReserved, IngressHostNotAllowed, ClusterIssuerNotAllowed): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //
-// Flux has not applied the commit yet: every 15s; once Synced: every 10m (the vCluster is not
-// watched, and the Git folder is re-verified, repairing external edits).
+// Not Synced yet: every 2m, a safety net (tenantwatch.go watches each vCluster's
+// Kustomizations, Ingresses and cert-manager Certificates, so their changes bring the app back at
+// once); once Synced: every 10m (the Git folder is re-verified, repairing external edits).
 //
 // Changes arrive as events, not by polling: the app itself (spec changes; an annotation change
 // is a manual retry), the metadata of Secrets (the registry, Git and kubeconfig Secrets the apps
