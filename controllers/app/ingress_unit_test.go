@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -59,14 +60,13 @@ func TestCheckIngress(t *testing.T) {
 	err := r.checkIngress(with(&kubeoperav1alpha1.IngressSpec{Host: "web.example.org"}))
 	g.Expect(err).To(MatchError(errIngressHostNotAllowed))
 	var se *stepError
-	g.Expect(ingressError(err)).To(BeAssignableToTypeOf(se))
-	se = ingressError(err).(*stepError)
+	g.Expect(errors.As(ingressError(err), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonIngressHostNotAllowed))
 	g.Expect(se.Next).To(Equal(waitForChange))
 
 	err = r.checkIngress(with(&kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "internal-ca"}))
 	g.Expect(err).To(MatchError(errClusterIssuerNotAllowed))
-	se = ingressError(err).(*stepError)
+	g.Expect(errors.As(ingressError(err), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonClusterIssuerNotAllowed))
 	g.Expect(se.Next).To(Equal(waitForChange))
 
