@@ -63,9 +63,9 @@ func TestCertificatesRenewAtTwoThirds(t *testing.T) {
 	h.api.Reset()
 
 	// Before two thirds: zero writes; the ready pass comes back exactly at the renewal time.
-	h.clock.SetTime(renewAt.Add(-time.Minute))
+	h.clock.SetTime(renewAt.Add(-20 * time.Second))
 	h.writes.Store(0)
-	h.mustRequeue(time.Minute)
+	h.mustRequeue(20 * time.Second)
 	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
 	g.Expect(h.writes.Load()).To(BeZero(), "nothing is written before the renewal time")
 
