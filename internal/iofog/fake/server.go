@@ -38,6 +38,12 @@
 // agents; validation messages the contract does not spell out are
 // approximations (match on status and name, not text).
 //
+// GET /status reports the uptime of one Controller pod; SetPods makes a
+// Deployment of several pods on one database, answering /status in turn as a
+// Service does (controller-api.md, "Several replicas"), and RestartPod
+// restarts one of them. IdentityProvider is an external OIDC identity
+// provider, over HTTPS, issuing tokens this Controller accepts.
+//
 // Like the Controller, the fake keeps its database (router, NATS hub, CAs and
 // the certificates they signed) in a directory when given one (Restart): a
 // restart with the same directory finds it again, a restart with another one
