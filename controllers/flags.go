@@ -52,7 +52,7 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 	fs.DurationVar(&opts.ControlPlane.PassTimeout, "controlplane-pass-timeout", opts.ControlPlane.PassTimeout,
 		"Deadline of one ControlPlane pass, every Kubernetes and Controller call included (0: 2m).")
 	fs.DurationVar(&opts.ControlPlane.ControllerVerifyInterval, "controller-verify-interval", opts.ControlPlane.ControllerVerifyInterval,
-		"How often a ready ControlPlane's Controller is asked GET /status to notice a restart and register again (0: 5m).")
+		"How often a ready ControlPlane's Controller is asked GET /status to notice a restarted process, read the registration back and register again if it was lost (0: 30s).")
 	fs.StringVar(&opts.Apps.GitCacheDir, "git-cache-dir", opts.Apps.GitCacheDir,
 		"Directory for the local clones of tenant apps repositories.")
 	fs.IntVar(&opts.Apps.MaxConcurrentReconciles, "app-max-concurrent-reconciles", opts.Apps.MaxConcurrentReconciles,

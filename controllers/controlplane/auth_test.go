@@ -1,6 +1,7 @@
 package controlplane_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/url"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
@@ -66,6 +68,68 @@ func TestExternalLogin(t *testing.T) {
 	g.Expect(auth).To(HaveKeyWithValue("auth-issuer-url", []byte(h.api.IssuerURL())))
 	g.Expect(auth).To(HaveKeyWithValue("auth-client-secret", []byte(fake.DefaultClientSecret)))
 	g.Expect(auth).To(HaveKeyWithValue("auth-bootstrap-password", BeEmpty()))
+}
+
+// External mode with an identity provider whose certificate comes from a private CA, while the
+// Controller itself is served over plain http: nothing trusts that CA at first, so the login
+// fails TLS verification before any credential is sent (LoginFailed, an error with backoff, the
+// message naming spec.auth.caSecretRef). Once spec.auth.caSecretRef names a Secret holding the
+// CA, the discovery document and the token endpoint verify, and the ControlPlane becomes ready
+// with the provider's token.
+func TestExternalIdentityProviderTrustedThroughAuthCASecret(t *testing.T) {
+	h := newHarness(t)
+	g := h.g
+	idp, caPEM := h.startIdentityProvider()
+	h.create(h.controlPlane(h.externalAuth(idp, nil)))
+	h.driveToAPI()
+	_, err := h.reconcile()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "a renewed provider certificate is picked up by a retry")
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonLoginFailed)
+	g.Expect(h.trueCondition().Message).To(And(
+		ContainSubstring("identity provider's certificate at "+idp.IssuerURL()), ContainSubstring("spec.auth.caSecretRef")))
+	g.Expect(idp.Calls()).To(BeEmpty(), "no request passed the handshake: the client secret never left")
+
+	h.createSecret("idp-ca", map[string]string{"ca.crt": string(caPEM)})
+	h.update(h.externalAuth(idp, secretRef("idp-ca", "ca.crt")))
+	h.mustRequeue(controlplane.RequeueTransition)
+	h.bringUpExisting()
+	g.Expect(idp.Calls()).To(ContainElements(
+		"GET "+fake.IdentityProviderIssuerPath+"/.well-known/openid-configuration",
+		"POST "+fake.IdentityProviderIssuerPath+fake.IdentityProviderTokenPath))
+	g.Expect(h.api.RequestsTo("POST", "/api/v3/user/login")).To(BeEmpty())
+	g.Expect(h.api.Calls()).To(ContainElement("PUT /api/v3/router"), "registered with the provider's token")
+}
+
+// externalAuth switches a ControlPlane to external mode with idp as issuer, the Controller's
+// client and caRef as spec.auth.caSecretRef.
+func (h *harness) externalAuth(idp *fake.IdentityProvider, caRef *corev1.SecretKeySelector) func(*datasancev3.ControlPlane) {
+	return func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Auth = datasancev3.Auth{
+			Mode:        datasancev3.AuthModeExternal,
+			IssuerURL:   idp.IssuerURL(),
+			Client:      &datasancev3.OIDCClient{ID: fake.DefaultClientID, Secret: fake.DefaultClientSecret},
+			CASecretRef: caRef,
+		}
+	}
+}
+
+// startIdentityProvider starts an external identity provider for the harness's Controller over
+// HTTPS, with a certificate for 127.0.0.1 from a test CA that nothing trusts; it returns the
+// provider and that CA's certificate (PEM).
+func (h *harness) startIdentityProvider() (*fake.IdentityProvider, []byte) {
+	h.t.Helper()
+	now := time.Now()
+	ca, err := pki.GenerateCA("idp-test-ca", now, 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := pki.GenerateLeaf(ca, "idp", []string{"127.0.0.1"}, now, 0, pki.WithKeyGenerator(testKeyGenerator))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	idp := fake.NewIdentityProvider(h.api, cert)
+	h.t.Cleanup(idp.Close)
+	h.idpCA = ca.CertPEM
+	return idp, ca.CertPEM
 }
 
 // Wrong credentials: the rejected login is not followed by calls without a token (no CA lookup,

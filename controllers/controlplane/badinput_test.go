@@ -51,6 +51,8 @@ func TestBadInputAdmission(t *testing.T) {
 		{name: "external without client secret", base: []mod{external}, wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.Client.SecretRef = nil }, field: "spec.auth.client"},
 		{name: "client secret inline and by reference", base: []mod{external}, wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.Client.Secret = "inline" }, field: "spec.auth.client.secretRef"},
 		{name: "client secretRef without name", base: []mod{external}, wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.Client.SecretRef.Name = "" }, field: "spec.auth.client.secretRef"},
+		{name: "auth caSecretRef without name", base: []mod{external}, wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.CASecretRef = secretRef("", "ca.crt") }, field: "spec.auth.caSecretRef"},
+		{name: "auth caSecretRef in embedded mode", wrong: func(cp *datasancev3.ControlPlane) { cp.Spec.Auth.CASecretRef = secretRef("idp-ca", "ca.crt") }, field: "spec.auth.caSecretRef"},
 		{name: "sessionStore.type unknown", wrong: func(cp *datasancev3.ControlPlane) {
 			cp.Spec.Auth.SessionStore = &datasancev3.SessionStore{Type: "redis"}
 		}, field: "spec.auth.sessionStore.type"},
@@ -194,6 +196,9 @@ func TestBadInputConditions(t *testing.T) {
 	type fixture struct {
 		secrets map[string]map[string]string // Secrets to create before the ControlPlane
 		mod     func(*datasancev3.ControlPlane)
+		// idp switches the ControlPlane to external mode with an identity provider whose CA is
+		// trusted only through spec.auth.caSecretRef = idp-ca/ca.crt (h.idpCA is that CA).
+		idp bool
 		// fix repairs the input; the ControlPlane must then become ready.
 		fix func(h *harness)
 	}
@@ -222,6 +227,15 @@ func TestBadInputConditions(t *testing.T) {
 			h.g.Expect(env.Client.Update(h.ctx, s)).To(Succeed())
 		}
 	}
+	putIdentityProviderCA := func(h *harness) {
+		if !h.exists(&corev1.Secret{}, "idp-ca") {
+			h.createSecret("idp-ca", map[string]string{"ca.crt": string(h.idpCA)})
+			return
+		}
+		s := h.userSecret("idp-ca")
+		s.Data["ca.crt"] = h.idpCA
+		h.g.Expect(env.Client.Update(h.ctx, s)).To(Succeed())
+	}
 	cases := []struct {
 		name   string
 		in     fixture
@@ -244,6 +258,12 @@ func TestBadInputConditions(t *testing.T) {
 		{name: "vault tokenSecretRef: no key", reason: datasancev3.ReasonSecretKeyNotFound, credentials: true, in: fixture{
 			secrets: map[string]map[string]string{"vault": {}},
 			mod:     withRef(vaultRef, "vault", "token"), fix: addKey("vault", "token", "hvs.token")}},
+		{name: "auth caSecretRef: no Secret", reason: datasancev3.ReasonSecretNotFound, in: fixture{
+			idp: true, fix: putIdentityProviderCA}},
+		{name: "auth caSecretRef: no key", reason: datasancev3.ReasonSecretKeyNotFound, in: fixture{
+			secrets: map[string]map[string]string{"idp-ca": {"other": "x"}}, idp: true, fix: putIdentityProviderCA}},
+		{name: "auth caSecretRef: not PEM", reason: datasancev3.ReasonInvalidCertificate, in: fixture{
+			secrets: map[string]map[string]string{"idp-ca": {"ca.crt": "not a certificate"}}, idp: true, fix: putIdentityProviderCA}},
 		{name: "bring-your-own router CA: not PEM", reason: datasancev3.ReasonInvalidCertificate, in: fixture{
 			secrets: map[string]map[string]string{"router-site-ca": {"tls.crt": "not a certificate", "tls.key": "not a key"}},
 			fix: func(h *harness) {
@@ -263,6 +283,10 @@ func TestBadInputConditions(t *testing.T) {
 			mods := []func(*datasancev3.ControlPlane){}
 			if tc.in.mod != nil {
 				mods = append(mods, tc.in.mod)
+			}
+			if tc.in.idp {
+				idp, _ := h.startIdentityProvider()
+				mods = append(mods, h.externalAuth(idp, secretRef("idp-ca", "ca.crt")))
 			}
 			h.create(h.controlPlane(mods...))
 			g.Eventually(func(g Gomega) {

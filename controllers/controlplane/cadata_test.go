@@ -30,7 +30,7 @@ const agentCertificate = "router-site-server-agent-1"
 // SQLITE_STORAGE_DIR says (else in its package directory, on the pod's own filesystem), and the
 // fake Controller keeps its database in the directory that path maps to. A pod restart gets a new
 // filesystem and the same claim; the router, the CAs and what they signed are still there, and
-// the operator, which sees a new Controller process, registers again without importing anything.
+// the operator, which sees a new Controller process, reads the registration back and writes nothing.
 func TestSQLiteDatabaseSurvivesAControllerRestart(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
@@ -62,7 +62,8 @@ func TestSQLiteDatabaseSurvivesAControllerRestart(t *testing.T) {
 	h.clock.SetTime(h.clock.Now().Add(controlplane.DefaultControllerVerifyInterval))
 	h.mustBeReady()
 	g.Expect(h.api.RequestsTo(http.MethodPost, "/api/v3/certificates/ca")).To(HaveLen(imports), "nothing had to be imported again")
-	g.Expect(h.api.RequestsTo(http.MethodPut, "/api/v3/router")).To(HaveLen(2), "a new process is registered again (idempotent)")
+	g.Expect(h.api.RequestsTo(http.MethodGet, "/api/v3/router")).To(HaveLen(1), "a new process: the registration is read back")
+	g.Expect(h.api.RequestsTo(http.MethodPut, "/api/v3/router")).To(HaveLen(1), "and not written again")
 }
 
 // controllerDataDir is the directory of this test's machine that holds the database of the

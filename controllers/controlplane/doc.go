@@ -66,7 +66,7 @@
 // Beyond the upstream, which watched ControlPlanes only, the reconciler watches every kind it
 // owns (Owns), so a deleted or edited Deployment, Service, Secret, ConfigMap, ... is restored,
 // and Secrets it references without owning them (spec.auth.bootstrap.passwordSecretRef,
-// spec.controller.secretName, spec.controller.caSecretRef, the JetStream key and the fixed-name
+// spec.controller.secretName, spec.controller.caSecretRef, spec.auth.caSecretRef, the JetStream key and the fixed-name
 // TLS Secrets a user may bring), through a field index on ControlPlanes. ControlPlane events pass
 // a predicate: a new generation, a changed annotation other than resources.AnnotationRegistration, creation
 // and deletion. The operator's own status writes never trigger a pass, so the requeue delays
@@ -82,6 +82,11 @@
 // really rolls the pods (upstream's "restart" re-submitted an unchanged Deployment). The first
 // creation sets the hash without a restart, which is docs/controlplane.md#controller-reconcile-steps step 7. The router pod template
 // carries the hash of its two server certificates, so a rotated certificate reaches the router.
+// The NATS pod template carries nothing of its certificates: the NATS image reloads server.conf
+// and the TLS directory when the kubelet updates their volumes, so renewals, new SANs and new
+// routes roll no pod; kubeopera.io/nats-config-hash (natsconf.RestartKey: every setting of
+// server.conf but the routes) rolls them for what nats-server refuses to reload, such as
+// leafnodes.advertise after an address change (docs/controlplane.md#nats-reloads).
 //
 // # Requeues and errors
 //
@@ -123,17 +128,23 @@
 // backoff and a Warning Event; the message names the URL, the name and the certificate's SANs).
 // The external reachability check dials the LoadBalancer address and verifies the host of the
 // public URL (spec.controller.publicUrl, or the LoadBalancer address when derived from it): the
-// name external clients use, never a name the certificate cannot cover.
+// name external clients use, never a name the certificate cannot cover. In external auth mode
+// the identity provider (discovery document, token endpoint) is verified as its own host with
+// that trust plus the key spec.auth.caSecretRef names, whether or not the Controller is served
+// over https (ControllerEndpoint.IdentityProviderCAs; an untrusted provider is LoginFailed).
 //
 // # Controller restarts
 //
 // A ready, unchanged ControlPlane is verified once per Options.ControllerVerifyInterval
-// (--controller-verify-interval, default 5 min; the ready result requeues after it) with one
-// GET /status: timestamp minus uptimeSec identifies the Controller process. A process other than
-// the one registered with (a restart, perhaps on an empty database) is registered again — router,
-// hub, and every CA compared with the Controller's copy, importing only what is missing
-// (ca_sync.go). The record lives in the Reconciler's memory, so steady state writes nothing; after
-// an operator restart the first verification registers once more, idempotently.
+// (--controller-verify-interval, default 30 s; the ready result requeues after it) with one
+// GET /status: timestamp minus uptimeSec identifies the Controller process that answered, which
+// through the Service may be any pod. The Reconciler remembers the processes seen holding the
+// registration (registrations, memory only: steady state writes nothing). A process not seen
+// before (a restarted or new pod, or any after an operator restart) is asked once for the
+// registration (login, GET /router, GET /nats/hub); only when it lost it (an empty database) is
+// everything registered again — router, hub, and every CA compared with the Controller's copy,
+// importing only what is missing (ca_sync.go). So a lost state is repaired within 30 s of the
+// Controller answering again, and replicas > 1 cost no logins in steady state.
 //
 // # CAs
 //
@@ -173,8 +184,8 @@
 //     or data exists, nothing is created and the StatefulSet is not rolled
 //     (NatsAccountsUnavailable, a requeue; nats_bundle.go). PVCs and bundle are watched by name.
 //   - The operator's server Secrets are renewed in place when their SANs change with the replica
-//     count (or at two thirds of their lifetime); a brought server certificate is kept. CAs are
-//     never changed or deleted.
+//     count (or at two thirds of their lifetime), without rolling the pods (the image reloads
+//     them); a brought server certificate is kept. CAs are never changed or deleted.
 //   - The js-data claim template is immutable: a changed jetStream.storageSize/storageClassName
 //     keeps the live template, applies everything else, and fails terminally with
 //     ImmutableFieldChanged and a Warning Event until the spec is reverted or the volumes are

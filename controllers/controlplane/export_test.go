@@ -15,6 +15,7 @@ const (
 
 	AnnotationCredentialsHash = resources.AnnotationCredentialsHash
 	AnnotationTLSHash         = resources.AnnotationTLSHash
+	AnnotationNatsConfigHash  = resources.AnnotationNatsConfigHash
 	AnnotationRegistration    = resources.AnnotationRegistration
 )
 

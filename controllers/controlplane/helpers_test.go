@@ -76,6 +76,8 @@ type harness struct {
 	tlsCA *pki.KeyPair
 	// tlsLeaf is the fake's certificate and key (HTTPS harnesses only).
 	tlsLeaf *pki.KeyPair
+	// idpCA is the CA (PEM) of the identity provider startIdentityProvider started, if any.
+	idpCA []byte
 
 	mu       sync.Mutex
 	baseURLs []string

@@ -22,6 +22,9 @@ type ControllerAPI interface {
 	SetToken(token string)
 	PutDefaultRouter(ctx context.Context, router iofog.Router) error
 	UpsertNatsHub(ctx context.Context, hub iofog.NatsHub) error
+	// GetDefaultRouter and GetNatsHub read a registration back (iofog.ErrNotFound: none).
+	GetDefaultRouter(ctx context.Context) (*iofog.Router, error)
+	GetNatsHub(ctx context.Context) (*iofog.NatsHub, error)
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
 	// NatsAccounts lists the Controller's NATS accounts (GET /nats/accounts).
 	NatsAccounts(ctx context.Context) ([]iofog.NatsAccount, error)
@@ -50,6 +53,10 @@ type ControllerEndpoint struct {
 	// or the public host; the external check dials the LoadBalancer address and verifies the
 	// public name).
 	ServerNames []string
+	// IdentityProviderCAs is a PEM bundle trusted for the external identity provider (its
+	// discovery document and token endpoint) besides everything trusted for the Controller: the
+	// key spec.auth.caSecretRef names. Empty: the provider gets the Controller's trust.
+	IdentityProviderCAs []byte
 }
 
 // ControllerClientFactory returns a client for one Controller endpoint. It does no I/O beyond
@@ -58,8 +65,9 @@ type ControllerClientFactory func(ControllerEndpoint) (ControllerAPI, error)
 
 // NewControllerClientFactory is the production factory: iofog clients with the default timeout
 // that trust the system roots, the PEM bundle in caFile (if any; read for each client, so a
-// rotated bundle is picked up without a restart) and the endpoint's own CAs. TLS verification is
-// always on.
+// rotated bundle is picked up without a restart) and the endpoint's own CAs; the identity
+// provider is trusted with all of that and the endpoint's IdentityProviderCAs. TLS verification
+// is always on.
 func NewControllerClientFactory(caFile string) ControllerClientFactory {
 	return func(ep ControllerEndpoint) (ControllerAPI, error) {
 		var opts []iofog.Option
@@ -69,6 +77,14 @@ func NewControllerClientFactory(caFile string) ControllerClientFactory {
 				return nil, err
 			}
 			opts = append(opts, iofog.WithRootCAs(pool))
+		}
+		if len(ep.IdentityProviderCAs) > 0 {
+			bundle := append(append(append([]byte(nil), ep.CAs...), '\n'), ep.IdentityProviderCAs...)
+			pool, err := controllerCertPool(caFile, bundle)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, iofog.WithIdentityProviderRootCAs(pool))
 		}
 		if len(ep.ServerNames) > 0 {
 			opts = append(opts, iofog.WithServerNames(ep.ServerNames...))

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +43,11 @@ func (g registration) hash() string {
 
 // registerWithIoFogController runs docs/controlplane.md#controller-reconcile-steps steps 4-6 against the Controller REST API: GET /status,
 // login, PUT /router, PUT /nats/hub (NATS only), the CA imports, and the external reachability
-// check. On a ready ControlPlane whose registration is unchanged it calls nothing, except a
-// GET /status once per Options.ControllerVerifyInterval: a Controller process that started since
-// the registration (it may have lost its database) is registered again.
+// check. On a ready ControlPlane whose registration is unchanged it calls nothing, except one
+// GET /status per Options.ControllerVerifyInterval (docs/controlplane.md#controller-restarts): a
+// Controller process not seen before (a restarted or new pod; any pod may answer) is asked
+// whether it still holds the registration (readBackRegistration), and only a Controller that
+// lost it is registered again.
 func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) (result, error) {
 	reg, res, err := desiredRegistration(ctx, s)
 	if err != nil || !res.isContinue() {
@@ -60,10 +63,18 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 		if err != nil || !res.isContinue() {
 			return res, err
 		}
-		if s.r.registered.sameBoot(s.cp, cs.status, s.now) {
+		if s.r.registered.knownProcess(s.cp, cs.status, s.now) {
 			return proceed(), nil
 		}
-		ctrl.LoggerFrom(ctx).Info("The Controller process started after the last registration (it may have lost its state); registering again",
+		held, res, err := readBackRegistration(ctx, s, reg)
+		if err != nil || !res.isContinue() {
+			return res, err
+		}
+		if held {
+			s.r.registered.record(s.cp, cs.status, s.now)
+			return proceed(), nil
+		}
+		ctrl.LoggerFrom(ctx).Info("The Controller lost the registration (a process restarted on an empty database); registering again",
 			"uptimeSec", cs.status.UptimeSec)
 	}
 
@@ -92,6 +103,43 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	s.cp.Annotations[resources.AnnotationRegistration] = hash
 	s.r.registered.record(s.cp, cs.status, s.now)
 	return proceed(), nil
+}
+
+// readBackRegistration asks the Controller whether it still holds reg: GET /router, and
+// GET /nats/hub when a hub is registered, compared with what was registered (the JetStream sizes
+// are not echoed). A 404 means it does not. The CAs are not read: they live in the same
+// database, and a Controller that lost it lost the router too. Costs a login, once per
+// Controller process (registrations).
+func readBackRegistration(ctx context.Context, s *scope, reg registration) (bool, result, error) {
+	cs, res, err := s.controllerSession(ctx)
+	if err != nil || !res.isContinue() {
+		return false, res, err
+	}
+	router, err := cs.api.GetDefaultRouter(ctx)
+	if errors.Is(err, iofog.ErrNotFound) {
+		return false, proceed(), nil
+	}
+	if err != nil {
+		res, err := registrationFailure(ctx, err, cs.loginRejected)
+		return false, res, err
+	}
+	if *router != reg.Router {
+		return false, proceed(), nil
+	}
+	if reg.Hub == nil {
+		return true, proceed(), nil
+	}
+	hub, err := cs.api.GetNatsHub(ctx)
+	if errors.Is(err, iofog.ErrNotFound) {
+		return false, proceed(), nil
+	}
+	if err != nil {
+		res, err := registrationFailure(ctx, err, cs.loginRejected)
+		return false, res, err
+	}
+	want := *reg.Hub
+	want.JsStorageSize, want.JsMemoryStoreSize = "", ""
+	return *hub == want, proceed(), nil
 }
 
 // desiredRegistration computes what to register: the default router (docs/controlplane.md#router-registration), the NATS hub
@@ -171,6 +219,8 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, msg)
 		s.announce(msg)
 		return true, refused, refusedErr
+	case s.spec.Auth.Mode == datasancev3.AuthModeExternal && isCertificateMismatch(err):
+		return false, result{}, identityProviderCertificateInvalid(s.spec.Auth.IssuerURL, err)
 	case iofog.IsRetryable(err):
 		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
 		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
@@ -178,6 +228,30 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 	default:
 		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
 	}
+}
+
+func isCertificateMismatch(err error) bool {
+	_, ok := iofog.AsCertificateMismatch(err)
+	return ok
+}
+
+// identityProviderCertificateInvalid is the LoginFailed error of an identity provider whose
+// certificate does not verify: it names the issuer, the certificate's names and where its CA
+// goes (spec.auth.caSecretRef). An error, so retried with backoff: the provider may renew its
+// certificate without any event here, and the CA Secret is watched.
+func identityProviderCertificateInvalid(issuer string, err error) error {
+	m, _ := iofog.AsCertificateMismatch(err)
+	names := "no names"
+	if len(m.Names) > 0 {
+		names = strings.Join(m.Names, ", ")
+	}
+	if m.UnknownAuthority {
+		return withReason(datasancev3.ReasonLoginFailed, fmt.Errorf(
+			"the identity provider's certificate at %s (names: %s) is not signed by a trusted CA: reference its CA with spec.auth.caSecretRef",
+			issuer, names))
+	}
+	return withReason(datasancev3.ReasonLoginFailed, fmt.Errorf(
+		"the identity provider's certificate at %s does not cover %s (names: %s)", issuer, m.Host, names))
 }
 
 // loginRefused is the outcome of a pass whose credentials the Controller rejected: a requeue

@@ -56,7 +56,14 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 	cs.opened = true
 	cs.baseURL = internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp)
 	names := internalServerNames(s.spec, cs.baseURL, s.cp.Status.Controller.PublicURL)
-	api, err := s.controllerClient(ctx, ControllerEndpoint{BaseURL: cs.baseURL, ServerNames: names})
+	ep := ControllerEndpoint{BaseURL: cs.baseURL, ServerNames: names}
+	idpCAs, err := identityProviderTrust(ctx, s)
+	if err != nil {
+		cs.openErr = err
+		return cs, result{}, err
+	}
+	ep.IdentityProviderCAs = idpCAs
+	api, err := s.controllerClient(ctx, ep)
 	if err != nil {
 		cs.openErr = err
 		return cs, result{}, err
@@ -122,9 +129,9 @@ func (s *scope) closeSession() {
 
 // controllerTrust is the PEM bundle trusted for this ControlPlane's Controller certificate: the
 // ca.crt of spec.controller.secretName (the Secret the Controller serves from; a missing Secret
-// or key is no error, the chain may be public) and the key spec.controller.caSecretRef names (a
-// missing Secret or key is SecretNotFound unless optional). Either value that holds no PEM
-// certificate is InvalidCertificate (terminal: the Secret watch brings the ControlPlane back).
+// or key is no error, the chain may be public) and the key spec.controller.caSecretRef names
+// (caBundleFromRef). A ca.crt that holds no PEM certificate is InvalidCertificate (terminal: the
+// Secret watch brings the ControlPlane back).
 func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 	var bundle []byte
 	if name := s.spec.Controller.SecretName; name != "" {
@@ -141,9 +148,32 @@ func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 			bundle = append(bundle, ca...)
 		}
 	}
-	ref := s.spec.Controller.CASecretRef
+	value, err := caBundleFromRef(ctx, s, s.spec.Controller.CASecretRef, "controller CA", "spec.controller.caSecretRef")
+	if err != nil || len(value) == 0 {
+		return bundle, err
+	}
+	return append(append(bundle, '\n'), value...), nil
+}
+
+// identityProviderTrust is the PEM bundle spec.auth.caSecretRef names, trusted for the external
+// identity provider's discovery document and token endpoint (caBundleFromRef); nil in embedded
+// mode, where the login goes to the Controller.
+func identityProviderTrust(ctx context.Context, s *scope) ([]byte, error) {
+	if s.spec.Auth.Mode != datasancev3.AuthModeExternal {
+		return nil, nil
+	}
+	return caBundleFromRef(ctx, s, s.spec.Auth.CASecretRef, "identity provider CA", "spec.auth.caSecretRef")
+}
+
+// caBundleFromRef reads the PEM CA bundle that ref (the spec field named field) selects from a
+// Secret of the ControlPlane's namespace: nil for no reference, or for an optional one whose
+// Secret or key is missing. A missing Secret is SecretNotFound, a missing key SecretKeyNotFound,
+// a value that holds no PEM certificate InvalidCertificate, all terminal: the referenced-Secret
+// watch brings the ControlPlane back when the Secret changes. Messages name the Secret, key and
+// field, never the content.
+func caBundleFromRef(ctx context.Context, s *scope, ref *corev1.SecretKeySelector, what, field string) ([]byte, error) {
 	if ref == nil {
-		return bundle, nil
+		return nil, nil
 	}
 	sec := &corev1.Secret{}
 	found, err := s.getExisting(ctx, ref.Name, sec)
@@ -154,19 +184,19 @@ func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 	switch {
 	case found && hasKey:
 	case ref.Optional != nil && *ref.Optional:
-		return bundle, nil
+		return nil, nil
 	case !found:
-		return nil, withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
-			"controller CA Secret %s (spec.controller.caSecretRef) not found in namespace %s", ref.Name, s.namespace()))
+		return nil, terminal(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			"%s Secret %s (%s) not found in namespace %s", what, ref.Name, field, s.namespace()))
 	default:
-		return nil, withReason(datasancev3.ReasonSecretNotFound, fmt.Errorf(
-			"controller CA Secret %s has no key %q (spec.controller.caSecretRef)", ref.Name, ref.Key))
+		return nil, terminal(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
+			"%s Secret %s has no key %q (%s)", what, ref.Name, ref.Key, field))
 	}
 	if err := checkPEMCertificates(value); err != nil {
 		return nil, terminal(datasancev3.ReasonInvalidCertificate,
-			fmt.Errorf("key %s of controller CA Secret %s (spec.controller.caSecretRef): %w", ref.Key, ref.Name, err))
+			fmt.Errorf("key %s of %s Secret %s (%s): %w", ref.Key, what, ref.Name, field, err))
 	}
-	return append(append(bundle, '\n'), value...), nil
+	return value, nil
 }
 
 // checkPEMCertificates reports whether data holds at least one PEM certificate and every
@@ -265,7 +295,8 @@ func hostOfURL(raw string) string {
 }
 
 // controllerBoot is the Controller process start an answer of GET /status implies (its clock's
-// timestamp minus its uptime), in Unix seconds.
+// timestamp minus its uptime), in Unix seconds. It identifies the process that answered, which
+// through the Service may be any pod of the Controller.
 func controllerBoot(st *iofog.ControllerStatus) float64 {
 	return float64(st.Timestamp)/1000 - st.UptimeSec
 }
@@ -275,19 +306,27 @@ func controllerBoot(st *iofog.ControllerStatus) float64 {
 // faster.
 const bootTolerance = time.Second
 
-// registrations is the reconciler's memory of what it last registered with each ControlPlane's
-// Controller: when the Controller process it registered with started, and when that was last
-// verified. It is memory only: no write in steady state; after an operator restart the first
-// verification finds no record and registers once more (idempotent upserts; a CA already in the
-// Controller is never imported twice).
+// maxKnownProcesses bounds the Controller processes remembered per ControlPlane: the pods of a
+// replicated Controller and those of its last rollouts; the oldest is forgotten first (and read
+// back again if it ever answers).
+const maxKnownProcesses = 16
+
+// registrations is the reconciler's memory of each ControlPlane's Controller: the processes
+// (pods, by start time) seen to hold the registration, and when it was last verified. A
+// Controller that loses its state does so by a process restart (SQLite on the pod's own
+// filesystem, a wiped volume), so a process seen holding the registration needs no further
+// check; a process not seen before is asked (the registration read back) once. It is memory
+// only: no write in steady state; after an operator restart the first verification reads the
+// registration back once.
 type registrations struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]registrationRecord
 }
 
 type registrationRecord struct {
-	uid      types.UID
-	boot     float64
+	uid types.UID
+	// boots are the start times of the processes seen holding the registration, oldest first.
+	boots    []float64
 	verified time.Time
 }
 
@@ -299,14 +338,14 @@ func (r *registrations) due(cp *datasancev3.ControlPlane, now time.Time, interva
 	return !ok || rec.uid != cp.UID || now.Sub(rec.verified) >= interval
 }
 
-// sameBoot reports whether st comes from the Controller process the operator registered with,
-// and if so records the verification.
-func (r *registrations) sameBoot(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) bool {
+// knownProcess reports whether st comes from a Controller process seen holding the
+// registration, and if so records the verification.
+func (r *registrations) knownProcess(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := client.ObjectKeyFromObject(cp)
 	rec, ok := r.m[key]
-	if !ok || rec.uid != cp.UID || math.Abs(controllerBoot(st)-rec.boot) > bootTolerance.Seconds() {
+	if !ok || rec.uid != cp.UID || !slices.ContainsFunc(rec.boots, sameBoot(controllerBoot(st))) {
 		return false
 	}
 	rec.verified = now
@@ -314,7 +353,8 @@ func (r *registrations) sameBoot(cp *datasancev3.ControlPlane, st *iofog.Control
 	return true
 }
 
-// record remembers a complete registration with the Controller that answered st.
+// record remembers that the process that answered st holds the registration (it was just
+// registered with, or read back from, the Controller).
 func (r *registrations) record(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) {
 	if st == nil {
 		return
@@ -324,7 +364,23 @@ func (r *registrations) record(cp *datasancev3.ControlPlane, st *iofog.Controlle
 	if r.m == nil {
 		r.m = map[types.NamespacedName]registrationRecord{}
 	}
-	r.m[client.ObjectKeyFromObject(cp)] = registrationRecord{uid: cp.UID, boot: controllerBoot(st), verified: now}
+	key := client.ObjectKeyFromObject(cp)
+	rec := r.m[key]
+	if rec.uid != cp.UID {
+		rec = registrationRecord{uid: cp.UID}
+	}
+	if boot := controllerBoot(st); !slices.ContainsFunc(rec.boots, sameBoot(boot)) {
+		rec.boots = append(rec.boots, boot)
+		if len(rec.boots) > maxKnownProcesses {
+			rec.boots = slices.Delete(rec.boots, 0, len(rec.boots)-maxKnownProcesses)
+		}
+	}
+	rec.verified = now
+	r.m[key] = rec
+}
+
+func sameBoot(boot float64) func(float64) bool {
+	return func(b float64) bool { return math.Abs(b-boot) <= bootTolerance.Seconds() }
 }
 
 // forget drops a deleted ControlPlane.

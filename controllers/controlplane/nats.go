@@ -10,6 +10,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
 )
 
 // reconcileNats is the NATS component (docs/controlplane.md#nats-component), in the order of docs/controlplane.md#nats-pass-order: bootstrap from the
@@ -53,7 +54,7 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
 	}
-	certs, res, err := ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	_, res, err = ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
@@ -62,7 +63,8 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return result{}, err
 	}
 	storage := planNatsStorage(s.spec, live, data)
-	if err := applyNatsConfig(ctx, s, boot, jsk, address, storage); err != nil {
+	restart, err := applyNatsConfig(ctx, s, boot, jsk, address, storage)
+	if err != nil {
 		return requeueIfStale(err)
 	}
 	if res, err := ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil || !res.isContinue() {
@@ -71,7 +73,7 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		}
 		return res, nil
 	}
-	if err := applyNatsStatefulSet(ctx, s, live, storage, resources.NatsServerTLSHash(certs)); err != nil {
+	if err := applyNatsStatefulSet(ctx, s, live, storage, restart); err != nil {
 		return result{}, err
 	}
 	// NATS always runs at least two servers.
@@ -93,12 +95,18 @@ func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// natsRestartKeys are natsconf.RestartKey of server.conf as this pass writes it (desired) and as
+// it was before (live; "" when there was none or it could not be read): the settings the
+// running servers cannot reload.
+type natsRestartKeys struct{ desired, live string }
+
 // applyNatsConfig writes step 9: server.conf, rewritten every pass with the routes merged from
 // the current file, and the JetStream file store in force (docs/controlplane.md#jetstream-storage).
-func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string, storage natsStorage) error {
+// It returns the restart keys of the file written and of the file it replaced.
+func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string, storage natsStorage) (natsRestartKeys, error) {
 	var current corev1.ConfigMap
 	if _, err := s.getExisting(ctx, resources.NatsConfigMapName, &current); err != nil {
-		return err
+		return natsRestartKeys{}, err
 	}
 	serverConf, err := resources.NatsServerConf(s.cp, resources.NatsConfInputs{
 		OperatorJWT:     boot.operatorJWT,
@@ -109,14 +117,17 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 		FileStore:       storage.serverConfFileStore(),
 	})
 	if err != nil {
-		return terminal(datasancev3.ReasonInvalidConfiguration, err)
+		return natsRestartKeys{}, terminal(datasancev3.ReasonInvalidConfiguration, err)
 	}
+	var keys natsRestartKeys
+	keys.desired, _ = natsconf.RestartKey(serverConf)
+	keys.live, _ = natsconf.RestartKey(current.Data[resources.NatsConfigKey])
 	changed, err := applyIfChanged(ctx, s, resources.NatsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
-		return err
+		return natsRestartKeys{}, err
 	}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", resources.NatsConfigMapName)
 	}
-	return nil
+	return keys, nil
 }

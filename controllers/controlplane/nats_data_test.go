@@ -93,8 +93,8 @@ func TestNatsJWTBundleRebuiltFromTheController(t *testing.T) {
 }
 
 // A lost JWT bundle whose accounts the Controller cannot list is not re-created with fewer keys
-// while NATS runs: no bundle, the StatefulSet is not rolled (not even for a renewed certificate),
-// and the reason says why; the next pass that reads the list rebuilds it and rolls the pods.
+// while NATS runs: no bundle, the StatefulSet is not rolled (not even for a new image), and the
+// reason says why; the next pass that reads the list rebuilds it and rolls the pods.
 func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 	h, m := newNatsHarness(t)
 	g := h.g
@@ -103,17 +103,19 @@ func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 	h.createNatsPVCs(2)
 	app := h.addAppAccount(m, "app-a", 1)
 	g.Expect(env.Client.Delete(h.ctx, h.configMap(jwtBundle))).To(Succeed())
-	// A renewal the StatefulSet would roll for: the operator's server certificate is issued again.
+	// A change the StatefulSet would roll for, and a server certificate to issue again.
 	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-site-server"))).To(Succeed())
 	sts := h.statefulSet()
 	h.api.FailAlways("GET /api/v3/nats/accounts", fake.Failure{Status: 503})
+	h.update(func(cp *datasancev3.ControlPlane) { cp.Spec.Images.Nats = "registry.example.com/nats:2" })
+	h.mustRequeue(controlplane.RequeueTransition)
 
 	for range 2 {
 		h.mustRequeue(controlplane.RequeueNatsBootstrap)
 		g.Expect(h.exists(&corev1.ConfigMap{}, jwtBundle)).To(BeFalse(), "no bundle with fewer accounts")
 		g.Expect(h.statefulSet().ResourceVersion).To(Equal(sts.ResourceVersion), "the StatefulSet is not rolled")
 	}
-	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonNatsAccountsUnavailable)
+	h.expectState(datasancev3.ConditionUpdating, datasancev3.ReasonNatsAccountsUnavailable)
 	g.Expect(h.trueCondition().Message).To(ContainSubstring("HTTP 503"))
 	g.Expect(h.exists(&corev1.Secret{}, "nats-site-server")).To(BeTrue(), "the rest of the pass ran")
 
@@ -121,8 +123,7 @@ func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 	h.mustBeReady()
 	g.Expect(h.configMap(jwtBundle).Data).To(HaveKeyWithValue(app.pub+".jwt", app.jwt))
 	g.Expect(h.configMap(jwtBundle).Data).To(HaveLen(2))
-	g.Expect(h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationTLSHash]).
-		NotTo(Equal(sts.Spec.Template.Annotations[controlplane.AnnotationTLSHash]), "rolled once the bundle is back")
+	g.Expect(h.statefulSet().Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/nats:2"), "rolled once the bundle is back")
 }
 
 // On a first install (no StatefulSet, no JetStream PVC) a Controller that cannot list its

@@ -70,6 +70,52 @@ func (h *harness) newNatsPods(n int) *natsPods {
 	return c
 }
 
+// add prepares one more pod (nats-<n>, a new PVC directory, free ports) without starting it: a
+// scale-up.
+func (c *natsPods) add() *natsPod {
+	h := c.h
+	h.t.Helper()
+	ports, err := testenv.FreePorts(5)
+	h.g.Expect(err).NotTo(HaveOccurred())
+	p := &natsPod{
+		name:  "nats-" + strconv.Itoa(len(c.pods)),
+		root:  h.t.TempDir(),
+		ports: natsPodPorts{client: ports[0], cluster: ports[1], leaf: ports[2], mqtt: ports[3], monitor: ports[4]},
+	}
+	c.pods = append(c.pods, p)
+	return p
+}
+
+// startPod starts one pod alone (the StatefulSet adding a pod): mounts, the wrapper's JWT
+// mirror, nats-server.
+func (c *natsPods) startPod(p *natsPod) {
+	h := c.h
+	h.t.Helper()
+	c.mount(p, h.statefulSet())
+	_, err := mirrorJWTBundle(p.path(p.env["NATS_JWT_MOUNT_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
+	h.g.Expect(err).NotTo(HaveOccurred())
+	p.opts = c.options(p)
+	srv, err := server.NewServer(p.opts)
+	h.g.Expect(err).NotTo(HaveOccurred(), "%s: the rendered server.conf", p.name)
+	p.srv = srv
+	srv.Start()
+	h.g.Expect(srv.ReadyForConnections(10*time.Second)).To(BeTrue(), "%s accepts connections", p.name)
+}
+
+// reload is the kubelet updating the config and certificate volumes of running pod p and the
+// image's wrapper reloading nats-server (its SIGHUP; docs/controlplane.md#nats-reloads): the
+// server takes over what the new files say, or refuses the reload and keeps running as it was.
+func (c *natsPods) reload(p *natsPod) error {
+	c.h.t.Helper()
+	c.mount(p, c.h.statefulSet())
+	opts := c.options(p)
+	if err := p.srv.ReloadOptions(opts); err != nil {
+		return err
+	}
+	p.opts = opts
+	return nil
+}
+
 // path is an absolute path of the pod's file system in the test's tree.
 func (p *natsPod) path(abs string) string { return filepath.Join(p.root, "fs", abs) }
 

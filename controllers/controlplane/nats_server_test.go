@@ -21,7 +21,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
@@ -93,6 +95,71 @@ func TestRealNatsServer(t *testing.T) {
 	g.Expect(pods.start()).To(BeEmpty(), "the application's account is still in the bundle")
 	expectStream(t, pods.pods[0], app, stream, "ping-2")
 	g.Expect(string(h.secret("nats-jetstream-key-" + cpName).Data["jsk"])).To(Equal(jsk))
+}
+
+// The NATS image reloads server.conf and the certificates when the kubelet updates their
+// volumes (docs/controlplane.md#nats-reloads), so the operator rolls no pod for them. A scale-up
+// from 2 to 3 renews both server certificates with the new SANs and adds a route: the
+// StatefulSet's pod template does not change; the two running servers, reloading the updated
+// files, present the renewed certificates and route to the new pod, which starts with them. A
+// new NATS address changes leafnodes.advertise, which nats-server refuses to reload (the running
+// server keeps the old one): the pod template changes, and the pods roll.
+func TestNatsReloadsWithoutARollout(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.controllerWritesToKubernetes()
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.createNatsPVCs(2)
+	pods := h.newNatsPods(2)
+	g.Expect(pods.start()).To(BeEmpty())
+	before := h.statefulSet()
+	g.Expect(before.Spec.Template.Annotations).To(HaveKey(controlplane.AnnotationNatsConfigHash))
+	oldSite := h.certificate("nats-site-server")
+	running := []*server.Server{pods.pods[0].srv, pods.pods[1].srv}
+
+	h.updateAndRollOut(func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = ptr.To(int32(3)) })
+	sts := h.statefulSet()
+	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)))
+	g.Expect(sts.Spec.Template).To(Equal(before.Spec.Template), "no rollout")
+	site, mqtt := h.certificate("nats-site-server"), h.certificate("nats-mqtt-server")
+	g.Expect(site.SerialNumber).NotTo(Equal(oldSite.SerialNumber), "renewed")
+	g.Expect(site.DNSNames).To(ContainElement("nats-2.nats-headless"))
+
+	third := pods.add()
+	for _, p := range pods.pods[:2] {
+		g.Expect(pods.reload(p)).To(Succeed(), "%s reloads the new routes and certificates", p.name)
+	}
+	pods.startPod(third)
+	g.Eventually(func() []int {
+		var routes []int
+		for _, p := range pods.pods {
+			routes = append(routes, p.srv.NumRoutes())
+		}
+		return routes
+	}).WithTimeout(20*time.Second).WithPolling(20*time.Millisecond).Should(HaveEach(BeNumerically(">=", 2)), "every pod routed to the other two")
+	siteCA, localCA := certPool(h, "nats-site-ca"), certPool(h, "default-nats-local-ca")
+	clientSecret := h.secret("nats-site-server")
+	clientCert, err := tls.X509KeyPair(clientSecret.Data["tls.crt"], clientSecret.Data["tls.key"])
+	g.Expect(err).NotTo(HaveOccurred())
+	for i, p := range pods.pods {
+		if i < 2 {
+			g.Expect(p.srv).To(BeIdenticalTo(running[i]), "%s was not restarted", p.name)
+		}
+		for name, port := range map[string]int{"cluster": p.ports.cluster, "leaf": p.ports.leaf} {
+			cert := tlsDial(g, port, &tls.Config{RootCAs: siteCA, ServerName: p.name + ".nats-headless", Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12})
+			g.Expect(cert.SerialNumber).To(Equal(site.SerialNumber), "%s %s presents the renewed certificate", p.name, name)
+		}
+		cert := tlsDial(g, p.ports.mqtt, &tls.Config{RootCAs: localCA, ServerName: "nats-server." + h.ns + ".svc.cluster.local", MinVersion: tls.VersionTLS12})
+		g.Expect(cert.SerialNumber).To(Equal(mqtt.SerialNumber), "%s mqtt presents the renewed certificate", p.name)
+	}
+
+	// A new address: a setting nats-server does not reload.
+	h.setServiceAddress("nats", "192.0.2.41")
+	h.mustBeReady()
+	g.Expect(h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]).
+		NotTo(Equal(before.Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]), "the pods roll")
+	g.Expect(pods.reload(pods.pods[0])).To(MatchError(ContainSubstring("config reload not supported")),
+		"a reload would leave the old advertise address in force")
 }
 
 // checkNatsListeners dials every port of each pod with the TLS the operator intended: client

@@ -17,24 +17,23 @@ import (
 
 // applyNatsStatefulSet creates or updates StatefulSet nats (docs/controlplane.md#nats-pass-order step 11); live is the
 // StatefulSet as read this pass (nil when absent). A scale-down restarts every pod
-// (natsPodAnnotations); tlsHash, the hash of the two server Secrets, on the pod template rolls
-// the pods when a certificate is renewed (NATS reads them at start). The js-data claim template
+// (natsPodAnnotations). The image reloads the config file and the TLS directory when the
+// kubelet updates their volumes (docs/controlplane.md#nats-reloads), so a renewed certificate, a
+// SAN change and new routes roll no pod; what nats-server does not take over by a reload rolls
+// the pods: the settings of server.conf in restart (AnnotationNatsConfigHash) and the template
+// itself (image, environment, volumes). The js-data claim template
 // is storage.template: the live one once the StatefulSet exists, since it cannot change. A
 // storage the spec asks for but the volumes cannot give (storage.refused) is surfaced as
 // ImmutableFieldChanged after the rest applied (terminal: it needs the spec reverted or the
 // volumes grown; docs/controlplane.md#jetstream-storage).
-func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, tlsHash string) error {
+func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) error {
 	exists := live != nil
 	replicas := s.spec.NatsReplicas()
 	w := resources.NatsWorkload{Image: s.images.Nats, Storage: storage.template}
 	if exists {
-		w.PodAnnotations = natsPodAnnotations(live, replicas, s.now)
-	}
-	if tlsHash != "" {
-		if w.PodAnnotations == nil {
-			w.PodAnnotations = map[string]string{}
-		}
-		w.PodAnnotations[resources.AnnotationTLSHash] = tlsHash
+		w.PodAnnotations = natsPodAnnotations(live, replicas, s.now, restart)
+	} else if restart.desired != "" {
+		w.PodAnnotations = map[string]string{resources.AnnotationNatsConfigHash: restart.desired}
 	}
 	desired := resources.NatsStatefulSet(s.cp, w)
 	if exists {
@@ -61,16 +60,29 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 // (docs/controlplane.md#nats-statefulset): a new restartedAt (now, RFC 3339) on a scale-down, so that every pod restarts and
 // forgets the removed routes; otherwise the live restartedAt, carried over so that a previous
 // restart does not roll the pods again (and a kubectl rollout restart or the Controller's own
-// restart is not undone). Scale-up never restarts. Other template annotations belong to whoever
-// set them and are left to server-side apply.
-func natsPodAnnotations(live *appsv1.StatefulSet, replicas int32, now time.Time) map[string]string {
+// restart is not undone). Scale-up never restarts. The config hash is the restart key of the
+// server.conf written (a new one restarts the pods); a template an earlier version wrote has
+// none, and gets one only when the key changes, as does the file the pods run on (restart.live):
+// adding it for nothing would roll the pods once. The TLS hash an earlier version put on the
+// template is carried over unchanged, for the same reason. Other template annotations belong to
+// whoever set them and are left to server-side apply.
+func natsPodAnnotations(live *appsv1.StatefulSet, replicas int32, now time.Time, restart natsRestartKeys) map[string]string {
+	out := map[string]string{}
+	if v, ok := live.Spec.Template.Annotations[resources.AnnotationTLSHash]; ok {
+		out[resources.AnnotationTLSHash] = v
+	}
+	if _, ok := live.Spec.Template.Annotations[resources.AnnotationNatsConfigHash]; (ok || restart.desired != restart.live) && restart.desired != "" {
+		out[resources.AnnotationNatsConfigHash] = restart.desired
+	}
 	if live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
-		return map[string]string{resources.AnnotationRestartedAt: now.UTC().Format(time.RFC3339)}
+		out[resources.AnnotationRestartedAt] = now.UTC().Format(time.RFC3339)
+	} else if v, ok := live.Spec.Template.Annotations[resources.AnnotationRestartedAt]; ok {
+		out[resources.AnnotationRestartedAt] = v
 	}
-	if v, ok := live.Spec.Template.Annotations[resources.AnnotationRestartedAt]; ok {
-		return map[string]string{resources.AnnotationRestartedAt: v}
+	if len(out) == 0 {
+		return nil
 	}
-	return nil
+	return out
 }
 
 // keepLiveClaimTemplates replaces the claim templates of desired by the live ones as this field

@@ -30,8 +30,10 @@ const (
 	// patch at its end has its own budget.
 	DefaultPassTimeout = 2 * time.Minute
 	// DefaultControllerVerifyInterval: how often a ready ControlPlane's Controller is asked for
-	// GET /status to notice a restart (and re-register what a lost database forgot).
-	DefaultControllerVerifyInterval = 5 * time.Minute
+	// GET /status to notice a restarted process (and re-register what a lost database forgot):
+	// a Controller that restarted is found within this long of answering again, for one
+	// unauthenticated call per interval in steady state.
+	DefaultControllerVerifyInterval = 30 * time.Second
 	// DefaultReadyGracePeriod: how long a ready ControlPlane whose passes fail keeps ready True
 	// (with the failure as reason) before it leaves ready for deploying
 	// (docs/controlplane.md#failing-while-ready).
@@ -57,7 +59,7 @@ type Options struct {
 	// PassTimeout bounds one pass (0: default).
 	PassTimeout time.Duration
 	// ControllerVerifyInterval is how often a ready ControlPlane's Controller is checked for a
-	// restart with GET /status (0: default).
+	// restarted process with GET /status (0: default).
 	ControllerVerifyInterval time.Duration
 	// ReadyGracePeriod is how long passes of a ready ControlPlane may fail before it leaves ready
 	// (0: default).

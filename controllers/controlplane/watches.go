@@ -16,7 +16,8 @@ const indexReferencedSecrets = ".spec.referencedSecrets"
 
 // referencedSecretNames lists the Secrets a ControlPlane reads without owning them: the
 // credential references in use (bootstrap password, database password, client and session
-// secrets, vault credentials; datasancev3.ControlPlaneSpec.CredentialRefs), the controller TLS Secret and CA Secret, the JetStream key (kept on
+// secrets, vault credentials; datasancev3.ControlPlaneSpec.CredentialRefs), the controller TLS Secret and CA Secret, the identity
+// provider's CA Secret, the JetStream key (kept on
 // deletion), and the fixed-name TLS Secrets a user may bring (bring-your-own CAs and server
 // certificates).
 func referencedSecretNames(obj client.Object) []string {
@@ -32,6 +33,9 @@ func referencedSecretNames(obj client.Object) []string {
 		names = append(names, cp.Spec.Controller.SecretName)
 	}
 	if ref := cp.Spec.Controller.CASecretRef; ref != nil && ref.Name != "" {
+		names = append(names, ref.Name)
+	}
+	if ref := cp.Spec.Auth.CASecretRef; ref != nil && ref.Name != "" {
 		names = append(names, ref.Name)
 	}
 	if cp.Spec.NatsEnabled() {

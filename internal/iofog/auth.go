@@ -56,11 +56,12 @@ func (c *Client) LoginClientCredentials(ctx context.Context, issuerURL, clientID
 		"client_secret": {clientSecret},
 	}
 	cl := call{
-		method:      http.MethodPost,
-		url:         tokenURL,
-		body:        []byte(form.Encode()),
-		contentType: contentTypeForm,
-		secrets:     []string{clientSecret, url.QueryEscape(clientSecret)},
+		method:           http.MethodPost,
+		url:              tokenURL,
+		body:             []byte(form.Encode()),
+		contentType:      contentTypeForm,
+		identityProvider: true,
+		secrets:          []string{clientSecret, url.QueryEscape(clientSecret)},
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
@@ -92,7 +93,7 @@ func (c *Client) discoverTokenEndpoint(ctx context.Context, issuerURL string) (*
 	var meta struct {
 		TokenEndpoint string `json:"token_endpoint"`
 	}
-	if err := c.do(ctx, call{method: http.MethodGet, url: &discovery}, &meta); err != nil {
+	if err := c.do(ctx, call{method: http.MethodGet, url: &discovery, identityProvider: true}, &meta); err != nil {
 		return nil, fmt.Errorf("discover token endpoint: %w", err)
 	}
 	if meta.TokenEndpoint == "" {

@@ -2,15 +2,19 @@ package iofog_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
 func TestLogin(t *testing.T) {
@@ -288,4 +292,55 @@ func TestAuthorizationHeaderOnProtectedCallsOnly(t *testing.T) {
 			g.Expect(req.Header.Get("Content-Type")).To(Equal("application/json"), req.Call())
 		}
 	}
+}
+
+// The identity provider has a trust of its own: with WithIdentityProviderRootCAs its discovery
+// document and token endpoint are verified against that pool only, the Controller against its
+// roots only; without it the provider's private CA is not trusted and the login fails TLS
+// verification (not retryable), before any credential is sent.
+func TestIdentityProviderRootCAs(t *testing.T) {
+	g := NewWithT(t)
+	controller := fake.NewTLSServer()
+	t.Cleanup(controller.Close)
+	ca, err := pki.GenerateCA("idp-test-ca", time.Now(), 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := pki.GenerateLeaf(ca, "idp", []string{"127.0.0.1"}, time.Now(), 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	g.Expect(err).NotTo(HaveOccurred())
+	idp := fake.NewIdentityProvider(controller, cert)
+	t.Cleanup(idp.Close)
+	idpRoots := x509.NewCertPool()
+	idpRoots.AddCert(ca.Cert)
+
+	t.Run("trusted through its own pool", func(t *testing.T) {
+		g := NewWithT(t)
+		c := newClient(t, controller, iofog.WithRootCAs(controller.CertPool()), iofog.WithIdentityProviderRootCAs(idpRoots))
+		token, err := c.LoginClientCredentials(context.Background(), idp.IssuerURL(), fake.DefaultClientID, fake.DefaultClientSecret)
+		g.Expect(err).NotTo(HaveOccurred())
+		c.SetToken(token)
+		g.Expect(c.PutDefaultRouter(context.Background(), iofog.Router{Host: "r"})).To(Succeed(), "the Controller accepts the provider's token")
+		c.CloseIdleConnections()
+	})
+
+	t.Run("not trusted with the Controller's roots", func(t *testing.T) {
+		g := NewWithT(t)
+		before := len(idp.Calls())
+		c := newClient(t, controller, iofog.WithRootCAs(controller.CertPool()))
+		_, err := c.LoginClientCredentials(context.Background(), idp.IssuerURL(), fake.DefaultClientID, fake.DefaultClientSecret)
+		g.Expect(err).To(HaveOccurred())
+		m, ok := iofog.AsCertificateMismatch(err)
+		g.Expect(ok).To(BeTrue(), "a verification failure: %v", err)
+		g.Expect(m.UnknownAuthority).To(BeTrue())
+		g.Expect(iofog.IsRetryable(err)).To(BeFalse())
+		g.Expect(idp.Calls()).To(HaveLen(before), "no request passed the handshake")
+	})
+
+	t.Run("the provider's pool does not open the Controller", func(t *testing.T) {
+		g := NewWithT(t)
+		c := newClient(t, controller, iofog.WithIdentityProviderRootCAs(idpRoots))
+		_, err := c.Status(context.Background())
+		_, ok := iofog.AsCertificateMismatch(err)
+		g.Expect(ok).To(BeTrue(), "the Controller is verified with its own roots: %v", err)
+	})
 }

@@ -40,8 +40,11 @@ const (
 type Client struct {
 	apiURL     *url.URL
 	httpClient *http.Client
-	timeout    time.Duration
-	userAgent  string
+	// idpClient sends the identity provider's calls (LoginClientCredentials) when they have a
+	// trust of their own (WithIdentityProviderRootCAs); nil means httpClient.
+	idpClient *http.Client
+	timeout   time.Duration
+	userAgent string
 
 	mu    sync.RWMutex
 	token string
@@ -54,6 +57,7 @@ type options struct {
 	httpClient  *http.Client
 	timeout     time.Duration
 	rootCAs     *x509.CertPool
+	idpRootCAs  *x509.CertPool
 	serverNames []string
 	userAgent   string
 }
@@ -73,12 +77,21 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithRootCAs verifies servers against pool instead of the system roots.
-// It applies to the Controller and to the identity provider used by
-// LoginClientCredentials; build pool from x509.SystemCertPool when both a
-// private and a public CA are needed. It requires the transport to be an
-// *http.Transport (the default).
+// It applies to the Controller, and to the identity provider used by
+// LoginClientCredentials unless WithIdentityProviderRootCAs is given; build
+// pool from x509.SystemCertPool when both a private and a public CA are
+// needed. It requires the transport to be an *http.Transport (the default).
 func WithRootCAs(pool *x509.CertPool) Option {
 	return func(o *options) { o.rootCAs = pool }
+}
+
+// WithIdentityProviderRootCAs verifies the identity provider of
+// LoginClientCredentials (its discovery document and token endpoint) against
+// pool instead of the Controller's roots: the provider is another server with
+// a trust of its own. Its calls then go through a transport of their own,
+// without WithServerNames. It requires an *http.Transport (the default).
+func WithIdentityProviderRootCAs(pool *x509.CertPool) Option {
+	return func(o *options) { o.idpRootCAs = pool }
 }
 
 // WithServerNames verifies the Controller's certificate against names instead of the host of the
@@ -121,12 +134,19 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure controller client: %w", err)
 	}
-	return &Client{
+	c := &Client{
 		apiURL:     apiURL,
 		httpClient: hc,
 		timeout:    o.timeout,
 		userAgent:  o.userAgent,
-	}, nil
+	}
+	if o.idpRootCAs != nil {
+		idp := options{httpClient: o.httpClient, rootCAs: o.idpRootCAs}
+		if c.idpClient, err = buildHTTPClient(idp, ""); err != nil {
+			return nil, fmt.Errorf("configure identity provider client: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // SetToken sets the bearer token sent on protected routes. An empty token
@@ -139,7 +159,12 @@ func (c *Client) SetToken(token string) {
 
 // CloseIdleConnections closes the keep-alive connections the client holds, so a client that is
 // dropped does not keep sockets open until the transport's idle timeout.
-func (c *Client) CloseIdleConnections() { c.httpClient.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.httpClient.CloseIdleConnections()
+	if c.idpClient != nil {
+		c.idpClient.CloseIdleConnections()
+	}
+}
 
 func (c *Client) bearerToken() string {
 	c.mu.RLock()

@@ -17,6 +17,18 @@ func (c *Client) UpsertNatsHub(ctx context.Context, hub NatsHub) error {
 	return nil
 }
 
+// GetNatsHub reads the default NATS hub's registration back with GET /nats/hub: host and the
+// five ports, with the Controller's defaults applied (the JetStream sizes are not echoed). A
+// Controller that holds none answers 404 (ErrNotFound).
+func (c *Client) GetNatsHub(ctx context.Context) (*NatsHub, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("nats", "hub"), authorize: true}
+	var h NatsHub
+	if err := c.doJSON(ctx, cl, nil, &h); err != nil {
+		return nil, fmt.Errorf("get NATS hub: %w", err)
+	}
+	return &h, nil
+}
+
 // NatsBootstrap fetches the NATS operator and system account material with
 // GET /nats/bootstrap. The Controller answers 403 when it does not run as
 // the Kubernetes control plane and 404 (ErrNotFound) when one of its secrets

@@ -484,3 +484,30 @@ func TestGetCA(t *testing.T) {
 		g.Expect(srv.Calls()).To(BeEmpty())
 	})
 }
+
+// GET /router and GET /nats/hub read a registration back: 404 (ErrNotFound) while the
+// Controller holds none, then what PUT stored with the Controller's defaults applied (the
+// JetStream sizes are not echoed); both need a token.
+func TestReadRegistrationBack(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	ctx := context.Background()
+	anonymous := newClient(t, srv)
+	_, err := anonymous.GetDefaultRouter(ctx)
+	g.Expect(apiError(g, err).StatusCode).To(Equal(http.StatusUnauthorized))
+
+	c, _ := loggedIn(t, srv)
+	_, err = c.GetDefaultRouter(ctx)
+	g.Expect(err).To(MatchError(iofog.ErrNotFound))
+	_, err = c.GetNatsHub(ctx)
+	g.Expect(err).To(MatchError(iofog.ErrNotFound))
+
+	g.Expect(c.PutDefaultRouter(ctx, iofog.Router{Host: "r.example.com", MessagingPort: 1000})).To(Succeed())
+	g.Expect(c.UpsertNatsHub(ctx, iofog.NatsHub{Host: "n.example.com", LeafPort: 443, JsStorageSize: "10G"})).To(Succeed())
+	router, err := c.GetDefaultRouter(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*router).To(Equal(iofog.Router{Host: "r.example.com", MessagingPort: 1000, EdgeRouterPort: 45671, InterRouterPort: 55671}))
+	hub, err := c.GetNatsHub(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*hub).To(Equal(iofog.NatsHub{Host: "n.example.com", ServerPort: 4222, ClusterPort: 6222, LeafPort: 443, MqttPort: 8883, HTTPPort: 8222}))
+}

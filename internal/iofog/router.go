@@ -15,3 +15,15 @@ func (c *Client) PutDefaultRouter(ctx context.Context, router Router) error {
 	}
 	return nil
 }
+
+// GetDefaultRouter reads the default router's registration back with GET /router: host and
+// the three ports, with the Controller's defaults applied. A Controller that holds none
+// answers 404 (ErrNotFound).
+func (c *Client) GetDefaultRouter(ctx context.Context) (*Router, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("router"), authorize: true}
+	var r Router
+	if err := c.doJSON(ctx, cl, nil, &r); err != nil {
+		return nil, fmt.Errorf("get default router: %w", err)
+	}
+	return &r, nil
+}

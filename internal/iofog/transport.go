@@ -24,6 +24,9 @@ type call struct {
 	contentType string
 	// authorize adds the bearer token (protected Controller routes only).
 	authorize bool
+	// identityProvider sends the call with the identity provider's trust
+	// (WithIdentityProviderRootCAs), not the Controller's.
+	identityProvider bool
 	// secrets are scrubbed from the server's answer before it becomes an
 	// *APIError (login secrets an identity provider might echo).
 	secrets []string
@@ -79,7 +82,11 @@ func (c *Client) send(ctx context.Context, cl call) (answer, error) {
 		}
 	}
 
-	resp, err := c.httpClient.Do(req)
+	hc := c.httpClient
+	if cl.identityProvider && c.idpClient != nil {
+		hc = c.idpClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		// *url.Error already names the method and URL; callers add context.
 		return answer{}, err

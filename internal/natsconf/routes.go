@@ -64,34 +64,11 @@ var variableRef = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 var includeDirective = regexp.MustCompile(`(?i)(^|[\s{;,])include\s`)
 
 // existingRoutes reads cluster.routes from a previous server.conf with the
-// NATS server's own parser, so every syntax NATS accepts (comments, '=' or
-// ':' or no separator, quoted or bare strings, multi-line arrays) is handled.
-//
-// Two features of that parser are neutralised first:
-//   - Variable references: server_name is the literal $SELFNAME, resolved by
-//     the pod, and upstream files also reference $JETSTREAM_PREV_KEY. The
-//     parser fails on undefined variables and otherwise falls back to this
-//     process's environment. Every referenced name is therefore defined as a
-//     placeholder at the top of the document (block scoping makes top-level
-//     keys visible everywhere); only routes are read, so values don't matter.
-//   - include directives would make the parser read files; a file using them
-//     is treated as unreadable instead (this package does no I/O).
-//
-// It returns nil when existing is empty or unreadable.
+// NATS server's own parser (parseConf). It returns nil when existing is empty
+// or unreadable.
 func existingRoutes(existing string) []string {
-	if strings.TrimSpace(existing) == "" || includeDirective.MatchString(existing) {
-		return nil
-	}
-	var defs strings.Builder
-	defined := make(map[string]bool)
-	for _, m := range variableRef.FindAllStringSubmatch(existing, -1) {
-		if name := m[1]; !defined[name] && !strings.EqualFold(name, "include") {
-			defined[name] = true
-			fmt.Fprintf(&defs, "%s: \"\"\n", name)
-		}
-	}
-	parsed, err := conf.Parse(defs.String() + existing)
-	if err != nil {
+	parsed, ok := parseConf(existing)
+	if !ok {
 		return nil
 	}
 	cluster, _ := parsed["cluster"].(map[string]any)
@@ -109,4 +86,41 @@ func existingRoutes(existing string) []string {
 	default:
 		return nil
 	}
+}
+
+// parseConf reads a server.conf with the NATS server's own parser, so every
+// syntax NATS accepts (comments, '=' or ':' or no separator, quoted or bare
+// strings, multi-line arrays) is handled.
+//
+// Two features of that parser are neutralised first:
+//   - Variable references: server_name is the literal $SELFNAME, resolved by
+//     the pod, and upstream files also reference $JETSTREAM_PREV_KEY. The
+//     parser fails on undefined variables and otherwise falls back to this
+//     process's environment. Every referenced name is therefore defined as a
+//     placeholder at the top of the document (block scoping makes top-level
+//     keys visible everywhere); references read as "", the same for every file.
+//   - include directives would make the parser read files; a file using them
+//     is treated as unreadable instead (this package does no I/O).
+//
+// ok is false when existing is empty or unreadable.
+func parseConf(existing string) (map[string]any, bool) {
+	if strings.TrimSpace(existing) == "" || includeDirective.MatchString(existing) {
+		return nil, false
+	}
+	var defs strings.Builder
+	defined := make(map[string]bool)
+	for _, m := range variableRef.FindAllStringSubmatch(existing, -1) {
+		if name := m[1]; !defined[name] && !strings.EqualFold(name, "include") {
+			defined[name] = true
+			fmt.Fprintf(&defs, "%s: \"\"\n", name)
+		}
+	}
+	parsed, err := conf.Parse(defs.String() + existing)
+	if err != nil {
+		return nil, false
+	}
+	for name := range defined {
+		delete(parsed, name)
+	}
+	return parsed, true
 }

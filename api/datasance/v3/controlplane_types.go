@@ -76,6 +76,7 @@ const (
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'embedded' || self.?bootstrap.?password.orValue("") != "" || self.?bootstrap.?passwordSecretRef.hasValue()`,message="spec.auth.bootstrap.password or spec.auth.bootstrap.passwordSecretRef is required when spec.auth.mode is embedded",fieldPath=".bootstrap.password",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'external' || self.?issuerUrl.orValue("") != ""`,message="spec.auth.issuerUrl is required when spec.auth.mode is external",fieldPath=".issuerUrl",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule=`self.mode != 'external' || (self.?client.?id.orValue("") != "" && (self.?client.?secret.orValue("") != "" || self.?client.?secretRef.hasValue()))`,message="spec.auth.client.id and one of spec.auth.client.secretRef or spec.auth.client.secret are required when spec.auth.mode is external",fieldPath=".client",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule=`self.mode == 'external' || !has(self.caSecretRef)`,message="spec.auth.caSecretRef applies to external mode only (embedded mode logs in at the Controller, whose trust is spec.controller.caSecretRef)",fieldPath=".caSecretRef",reason=FieldValueForbidden
 type Auth struct {
 	// Mode is embedded (the Controller's own OIDC provider and a bootstrap admin) or external (an
 	// external OIDC identity provider).
@@ -107,6 +108,15 @@ type Auth struct {
 	// (OIDC_CLIENT_ID / OIDC_CLIENT_SECRET).
 	// +optional
 	Client *OIDCClient `json:"client,omitempty"`
+
+	// CASecretRef selects a key of a Secret in the ControlPlane's namespace holding the PEM CA
+	// bundle the operator trusts for the external identity provider (issuerUrl's discovery
+	// document and its token endpoint), besides the system roots and the operator's
+	// --controller-ca-file, whether or not the Controller itself is served over https. External
+	// mode only; the operator watches the Secret. Verification is never switched off.
+	// +kubebuilder:validation:XValidation:rule=`self.?name.orValue("") != ""`,message="spec.auth.caSecretRef.name is required"
+	// +optional
+	CASecretRef *corev1.SecretKeySelector `json:"caSecretRef,omitempty"`
 
 	// ConsoleClient is the EdgeOps Console's OIDC client id in embedded mode (OIDC_CONSOLE_CLIENT_ID).
 	// +optional

@@ -49,6 +49,11 @@ func (in *Auth) DeepCopyInto(out *Auth) {
 		*out = new(OIDCClient)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.CASecretRef != nil {
+		in, out := &in.CASecretRef, &out.CASecretRef
+		*out = new(v1.SecretKeySelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.ConsoleClientEnabled != nil {
 		in, out := &in.ConsoleClientEnabled, &out.ConsoleClientEnabled
 		*out = new(bool)

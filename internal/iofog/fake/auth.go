@@ -14,9 +14,11 @@ import (
 // the fake does not expire them by time, use RevokeTokens instead.
 const accessTokenTTLSeconds = 900
 
+// handleStatus answers GET /status as the next pod (SetPods), with that pod's uptime.
 func (s *Server) handleStatus(w http.ResponseWriter) {
 	s.mu.Lock()
-	started := s.started
+	started := s.pods[s.nextPod%len(s.pods)]
+	s.nextPod++
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "online",

@@ -38,6 +38,12 @@
 // agents; validation messages the contract does not spell out are
 // approximations (match on status and name, not text).
 //
+// GET /status reports the uptime of one Controller pod; SetPods makes a
+// Deployment of several pods on one database, answering /status in turn as a
+// Service does (controller-api.md, "Several replicas"), and RestartPod
+// restarts one of them. IdentityProvider is an external OIDC identity
+// provider, over HTTPS, issuing tokens this Controller accepts.
+//
 // Like the Controller, the fake keeps its database (router, NATS hub, CAs and
 // the certificates they signed) in a directory when given one (Restart): a
 // restart with the same directory finds it again, a restart with another one
@@ -102,8 +108,11 @@ type Server struct {
 	// tlsCert is the certificate WithTLSCertificate set, if any.
 	tlsCert *tls.Certificate
 
-	mu                     sync.Mutex
-	started                time.Time
+	mu sync.Mutex
+	// pods are the start times of the Controller's pods (one by default); GET /status is
+	// answered by each in turn, nextPod being the next to answer.
+	pods                   []time.Time
+	nextPod                int
 	extra                  []*http.Server
 	username, password     string
 	clientID, clientSecret string
@@ -216,13 +225,35 @@ func (s *Server) Listen(addr string) (string, error) {
 	return l.Addr().String(), nil
 }
 
-// SetStartedAt sets when the Controller process started (GET /status
+// SetStartedAt sets when every Controller process started (GET /status
 // reports the uptime since then), e.g. an hour ago, so that a later Wipe is
 // a visibly new process.
 func (s *Server) SetStartedAt(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.started = t
+	for i := range s.pods {
+		s.pods[i] = t
+	}
+}
+
+// SetPods makes the Controller a Deployment of len(starts) pods, pod i
+// started at starts[i], on one database (replicas > 1 need an external one).
+// GET /status through the Service is answered by any pod, each with its own
+// uptime (controller-api.md, "Several replicas"): the fake answers with each
+// pod in turn. Every other route sees the one database.
+func (s *Server) SetPods(starts ...time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods = append([]time.Time(nil), starts...)
+	s.nextPod = 0
+}
+
+// RestartPod restarts pod i of SetPods: a new process started now on the
+// same (external) database, so the router, hub, CAs and issued tokens stay.
+func (s *Server) RestartPod(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods[i] = time.Now()
 }
 
 // Wipe makes the fake a Controller that restarted on an empty database:
@@ -244,7 +275,10 @@ func (s *Server) Wipe() {
 func (s *Server) Restart(dataDir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.started = time.Now()
+	now := time.Now()
+	for i := range s.pods {
+		s.pods[i] = now
+	}
 	s.tokens = map[string]struct{}{}
 	s.dataDir = dataDir
 	return s.loadLocked()
@@ -253,7 +287,7 @@ func (s *Server) Restart(dataDir string) error {
 func newServer(opts []Option) *Server {
 	s := &Server{
 		closed:         make(chan struct{}),
-		started:        time.Now(),
+		pods:           []time.Time{time.Now()},
 		username:       DefaultUsername,
 		password:       DefaultPassword,
 		clientID:       DefaultClientID,

@@ -31,6 +31,33 @@ func TestStatusShape(t *testing.T) {
 	g.Expect(string(a.body)).To(MatchRegexp(`"timestamp":[0-9]{13}[,}]`), "epoch milliseconds as an integer")
 }
 
+// Several Controller pods behind one Service: GET /status is answered by each pod in turn with
+// its own uptime; a pod restart changes only its own, and keeps the database and the tokens.
+func TestStatusOfSeveralPods(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	now := time.Now()
+	srv.SetPods(now.Add(-time.Hour), now.Add(-2*time.Hour))
+	uptime := func() float64 {
+		var body struct {
+			UptimeSec float64 `json:"uptimeSec"`
+		}
+		a := do(t, srv, http.MethodGet, "/api/v3/status", "", "", "")
+		g.Expect(json.Unmarshal(a.body, &body)).To(Succeed())
+		return body.UptimeSec
+	}
+	g.Expect(uptime()).To(BeNumerically("~", 3600, 60))
+	g.Expect(uptime()).To(BeNumerically("~", 7200, 60))
+	g.Expect(uptime()).To(BeNumerically("~", 3600, 60))
+
+	token := srv.IssueToken()
+	g.Expect(doJSON(t, srv, http.MethodPut, "/api/v3/router", `{"host":"h"}`, token).status).To(Equal(http.StatusOK))
+	srv.RestartPod(0) // pod 1 answers next
+	g.Expect(uptime()).To(BeNumerically("~", 7200, 60))
+	g.Expect(uptime()).To(BeNumerically("<", 60), "pod 0 started again")
+	g.Expect(doJSON(t, srv, http.MethodGet, "/api/v3/router", "", token).status).To(Equal(http.StatusOK), "same database, same tokens")
+}
+
 func TestAuthGateShapes(t *testing.T) {
 	g := NewWithT(t)
 	srv := newFake(t)

@@ -36,6 +36,10 @@ const (
 	// AnnotationTLSHash on a pod template is a hash of the TLS Secret(s) the pods mount, so a
 	// rotated certificate reaches the process.
 	AnnotationTLSHash = "kubeopera.io/tls-hash"
+	// AnnotationNatsConfigHash on the NATS pod template is natsconf.RestartKey of server.conf:
+	// the settings nats-server cannot reload, so a change of them restarts the pods, while
+	// routes and certificates are reloaded without one.
+	AnnotationNatsConfigHash = "kubeopera.io/nats-config-hash"
 	// AnnotationRegistration on the ControlPlane is a hash of what the operator last registered
 	// with the Controller REST API (router, NATS hub, CAs) and where. While the ControlPlane is
 	// ready and the hash is unchanged, the Controller API is not called again.

@@ -43,12 +43,3 @@ func NatsCertificates(namespace string, replicas int32, externalAddress string) 
 		{Name: natsMQTTServerSecretName, CommonName: natsMQTTServerCN, CAName: natsLocalCASecretName, Hosts: hosts, Annotations: server},
 	}
 }
-
-// NatsServerTLSHash is the hash of the two NATS server Secrets (by name, from secrets), stamped
-// on the pod template so that a renewed certificate rolls the pods (NATS reads them at start).
-func NatsServerTLSHash(secrets map[string]map[string][]byte) string {
-	return HashData(map[string]map[string][]byte{
-		natsSiteServerSecretName: secrets[natsSiteServerSecretName],
-		natsMQTTServerSecretName: secrets[natsMQTTServerSecretName],
-	})
-}

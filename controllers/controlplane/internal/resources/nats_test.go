@@ -355,8 +355,6 @@ func TestNatsCertificates(t *testing.T) {
 	g.Expect(*server.OwnerReferences[0].Controller).To(BeTrue())
 	g.Expect(*server.OwnerReferences[0].UID).To(Equal(cp.UID))
 	g.Expect(TLSSecret(cp, ComponentNats, specs[0], nil).Annotations).To(BeEmpty())
-	g.Expect(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("a")}})).
-		NotTo(Equal(NatsServerTLSHash(map[string]map[string][]byte{"nats-site-server": {"tls.crt": []byte("b")}})))
 }
 
 // The JWT bundle holds the bootstrap's system account and the Controller's hub accounts (the
