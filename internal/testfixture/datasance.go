@@ -24,9 +24,9 @@ import (
 // selector, the router's three Skupper labels included; a controller reference to the
 // ControlPlane on every object; a js-data claim template without labels.
 
-// DatasanceFieldManager is the field manager of the Datasance operator's writes (the
-// controller-runtime default: its binary's name).
-const DatasanceFieldManager = "manager"
+// DatasanceFieldManager is the field manager of the Datasance operator's writes: it names none,
+// so the API server takes its user agent's, its binary's name.
+const DatasanceFieldManager = "iofog-operator"
 
 // DatasanceSQLitePath is where the Datasance operator mounts PVC controller-sqlite in the
 // Controller pod (the 3.7 image's database directory).
