@@ -29,7 +29,8 @@ import (
 // both operators, and the old pods are retired once new ones can take their place (a Deployment
 // available; for NATS one server at a time, each new one on its predecessor's volume). Nothing
 // is remembered between passes but what the cluster shows: the old pods themselves, found by
-// their labels, and resources.AnnotationTakingOver on a workload created while they ran.
+// their labels, resources.AnnotationTakingOver on a workload created while they ran, and the
+// Datasance operator's label on the Services it created.
 
 // handover is what the Datasance operator's workload of a component left running: its pods and,
 // for a Deployment, the ReplicaSets that keep them.
@@ -38,10 +39,11 @@ type handover struct {
 	replicaSets []appsv1.ReplicaSet
 }
 
-// workloadSlot is the Deployment or StatefulSet of a component.
+// workloadSlot is the Deployment or StatefulSet of a component, and the Service that selects
+// its pods.
 type workloadSlot struct {
-	component, kind, name string
-	newObject             func() client.Object
+	component, kind, name, service string
+	newObject                      func() client.Object
 }
 
 func (w workloadSlot) String() string { return w.kind + " " + w.name }
@@ -50,12 +52,12 @@ func (w workloadSlot) String() string { return w.kind + " " + w.name }
 func (s *scope) workloadSlots() []workloadSlot {
 	deployment := func() client.Object { return &appsv1.Deployment{} }
 	slots := []workloadSlot{
-		{component: resources.ComponentRouter, kind: "Deployment", name: resources.RouterName, newObject: deployment},
-		{component: resources.ComponentController, kind: "Deployment", name: resources.ControllerName, newObject: deployment},
+		{component: resources.ComponentRouter, kind: "Deployment", name: resources.RouterName, service: resources.RouterName, newObject: deployment},
+		{component: resources.ComponentController, kind: "Deployment", name: resources.ControllerName, service: resources.ControllerName, newObject: deployment},
 	}
 	if s.natsEnabled() {
 		slots = append(slots, workloadSlot{component: resources.ComponentNats, kind: "StatefulSet", name: resources.NatsStatefulSetName,
-			newObject: func() client.Object { return &appsv1.StatefulSet{} }})
+			service: resources.NatsHeadlessServiceName, newObject: func() client.Object { return &appsv1.StatefulSet{} }})
 	}
 	return slots
 }
@@ -64,9 +66,9 @@ func (s *scope) workloadSlots() []workloadSlot {
 // Datasance operator's is refused (terminal ForeignWorkload, nothing written); otherwise every
 // one of the Datasance operator's is deleted with propagation Orphan, and the pass waits
 // (TakingOver) until the garbage collector has removed them. Then it records, for each component
-// whose workload is missing or marked resources.AnnotationTakingOver, the pods of the Datasance
-// operator still there (s.handovers). A workload of ours without the mark costs nothing more
-// than the cached read.
+// whose workload is marked resources.AnnotationTakingOver, or is missing where the Datasance
+// operator ran (datasanceRan), the pods of the Datasance operator still there (s.handovers). A
+// workload of ours without the mark costs nothing more than the cached read.
 func takeOver(ctx context.Context, s *scope) (result, error) {
 	var legacy []client.Object
 	var legacySlots, foreign, observe []workloadSlot
@@ -77,7 +79,13 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 			return result{}, err
 		}
 		if !found {
-			observe = append(observe, w)
+			ran, err := s.datasanceRan(ctx, w)
+			if err != nil {
+				return result{}, err
+			}
+			if ran {
+				observe = append(observe, w)
+			}
 			continue
 		}
 		switch resources.ClassifyWorkload(s.cp, w.component, workloadSelector(live), metav1.GetControllerOf(live)) {
@@ -112,6 +120,19 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 		}
 	}
 	return proceed(), nil
+}
+
+// datasanceRan reports whether the Datasance operator ran w's component here, for a component
+// whose workload is missing: its Service carries resources.LabelDatasanceComponent. A first
+// install costs one cached read, and no list of pods.
+func (s *scope) datasanceRan(ctx context.Context, w workloadSlot) (bool, error) {
+	svc := &corev1.Service{}
+	found, err := s.getExisting(ctx, w.service, svc)
+	if err != nil || !found {
+		return false, err
+	}
+	_, ran := svc.Labels[resources.LabelDatasanceComponent]
+	return ran, nil
 }
 
 // replaceDatasanceWorkloads deletes the Datasance operator's workloads, orphaning their pods,

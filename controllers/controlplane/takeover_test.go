@@ -1,9 +1,11 @@
 package controlplane_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -286,4 +289,23 @@ func foreignDeployment(ns, name string, sel map[string]string, controller *metav
 		d.OwnerReferences = []metav1.OwnerReference{*controller}
 	}
 	return d
+}
+
+// Where the Datasance operator never ran, taking over costs nothing: a first install and a
+// ready pass list no pods and no ReplicaSets (they are read uncached, so each would be a request).
+func TestFreshInstallListsNoPods(t *testing.T) {
+	h, _ := newNatsHarness(t)
+	var lists atomic.Int64
+	h.r.Client = interceptor.NewClient(noWatch{h.r.Client}, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			switch list.(type) {
+			case *corev1.PodList, *appsv1.ReplicaSetList:
+				lists.Add(1)
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
+	h.mustBeReady()
+	h.g.Expect(lists.Load()).To(BeZero())
 }

@@ -16,7 +16,10 @@ import (
 // every object, and every label of a workload's pods in its (immutable) selector — the router's
 // three Skupper labels included.
 const (
-	labelDatasanceComponent = "datasance.com/component"
+	// LabelDatasanceComponent is on every object the Datasance operator writes. Server-side apply
+	// leaves it on the objects this operator takes over (it is the other writer's field), so a
+	// component's Service that carries it tells that the Datasance operator ran the component.
+	LabelDatasanceComponent = "datasance.com/component"
 	datasanceNameValue      = "pot"
 
 	// LegacyControllerIngressName is the Datasance operator's Controller Ingress (ours is
@@ -78,7 +81,7 @@ func datasanceSelectorLabels(instance, component string) map[string]string {
 		labelInstance:           instance,
 		labelComponent:          component,
 		LabelManagedBy:          LabelManagedByValue,
-		labelDatasanceComponent: component,
+		LabelDatasanceComponent: component,
 	}
 	if component == ComponentRouter {
 		maps.Copy(l, routerPodLabels)
@@ -92,7 +95,7 @@ func DatasancePodLabels(instance, component string) map[string]string {
 	return map[string]string{
 		labelName:               datasanceNameValue,
 		labelInstance:           instance,
-		labelDatasanceComponent: component,
+		LabelDatasanceComponent: component,
 	}
 }
 
