@@ -24,6 +24,9 @@ const (
 	// requeueTransition: a new condition (deploying, updating) was just written; the next pass
 	// does the work. The status write itself also triggers a watch event.
 	requeueTransition = time.Second
+	// requeueTakeover: pods the Datasance operator's workloads left are being replaced
+	// (takeover.go); pods are not watched, so their going is polled at this pace.
+	requeueTakeover = 5 * time.Second
 )
 
 // requeueNatsBootstrap: GET /nats/bootstrap failed (the Controller is starting, is not the

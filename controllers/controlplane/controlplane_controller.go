@@ -54,7 +54,7 @@ type Reconciler struct {
 // NewReconciler builds a Reconciler from the manager's client and event recorder.
 func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 	return &Reconciler{
-		Client:              uncachedBudgets{Client: mgr.GetClient(), live: mgr.GetAPIReader()},
+		Client:              uncachedReads{Client: mgr.GetClient(), live: mgr.GetAPIReader()},
 		Options:             opts,
 		Recorder:            mgr.GetEventRecorder(EventRecorderName),
 		NewControllerClient: NewControllerClientFactory(opts.ControllerCAFile),
@@ -135,17 +135,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 
 	s := newScope(r, cp, state == datasancev3.ConditionReady)
 	defer s.closeSession()
-	outs := make([]componentOutcome, 0, len(components))
-	for _, c := range components {
-		res, err := c.run(ctx, s)
-		setComponentStatus(c.status(&cp.Status), res, err)
-		outs = append(outs, componentOutcome{res: res, err: err})
-		observeComponent(cp, c.name, res, err)
-		if err != nil {
-			log.V(1).Info("Component failed", "component", c.name, "reason", reasonOf(err), "error", err.Error())
-		}
-	}
-	o := combine(outs)
+	o := runPass(ctx, s)
 	r.observeCertificates(ctx, cp)
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
@@ -173,6 +163,29 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	}
 	r.recordState(cp, state, o.reason, o.message, eventType)
 	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+}
+
+// runPass takes the workloads over from the Datasance operator where it left some (takeOver,
+// which ends the pass while it waits or refuses), then runs the components and combines them.
+func runPass(ctx context.Context, s *scope) passOutcome {
+	log := ctrl.LoggerFrom(ctx)
+	if res, err := takeOver(ctx, s); err != nil || !res.isContinue() {
+		if err != nil {
+			log.V(1).Info("Taking over failed", "reason", reasonOf(err), "error", err.Error())
+		}
+		return combine([]componentOutcome{{res: res, err: err}})
+	}
+	outs := make([]componentOutcome, 0, len(components))
+	for _, c := range components {
+		res, err := c.run(ctx, s)
+		setComponentStatus(c.status(&s.cp.Status), res, err)
+		outs = append(outs, componentOutcome{res: res, err: err})
+		observeComponent(s.cp, c.name, res, err)
+		if err != nil {
+			log.V(1).Info("Component failed", "component", c.name, "reason", reasonOf(err), "error", err.Error())
+		}
+	}
+	return combine(outs)
 }
 
 // failingTooLong records when the passes of a ready ControlPlane started failing (the first
@@ -275,9 +288,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		// PodDisruptionBudgets are not watched: they are read from the API server
-		// (uncachedBudgets), so a manager whose RBAC predates them still starts; a changed budget
+		// (uncachedReads), so a manager whose RBAC predates them still starts; a changed budget
 		// is repaired by the next pass.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
+		// Workloads of an operand's name the ControlPlane does not control: a ForeignWorkload
+		// refusal is lifted when they go.
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForWorkload)).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForWorkload)).
 		// NATS data kept on deletion, so not owned: the JetStream PVCs and the JWT bundle.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForNatsData)).

@@ -61,6 +61,20 @@
 // TLS Secrets are create-once (docs/controlplane.md#create-once-objects): they are created, never applied, so an existing object
 // is never changed, not even after a stale cache read.
 //
+// # Taking over from the Datasance operator
+//
+// The Datasance iofog-operator's Deployments and StatefulSet have this operator's names but other,
+// immutable selectors (docs/controlplane.md#taking-over-from-the-datasance-operator). A pass
+// first classifies the three workloads (takeover.go): one that selects exactly by the Datasance
+// operator's labels and is controlled by this ControlPlane or nothing is deleted with its pods
+// orphaned (reason TakingOver while the garbage collector works); any other selector, or another
+// controller, stops the pass before anything is written (terminal ForeignWorkload). The
+// components then hand over from the orphaned pods, found by their labels and read uncached only
+// while a workload is missing or carries resources.AnnotationTakingOver: Services select the pods
+// of both operators, the old pods are retired once new ones can replace them (a Deployment
+// available; NATS one ordinal at a time on the same volumes; a SQLite Controller's stopped first),
+// and everything with data (PVCs, CA, key, bootstrap and credential Secrets) is reused.
+//
 // # Watches
 //
 // Beyond the upstream, which watched ControlPlanes only, the reconciler watches every kind it

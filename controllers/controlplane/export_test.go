@@ -10,6 +10,7 @@ const (
 	RequeueControllerStatus  = requeueControllerStatus
 	RequeueRegistration      = requeueRegistration
 	RequeueTransition        = requeueTransition
+	RequeueTakeover          = requeueTakeover
 	LoginRetryInterval       = loginRetryInterval
 	MaxRejectedLogins        = maxRejectedLogins
 
@@ -27,3 +28,6 @@ var (
 
 // OtherControlPlanesOnDelete is the ControlPlane delete watch's mapping.
 var OtherControlPlanesOnDelete = (*Reconciler).otherControlPlanesOnDelete
+
+// ControlPlanesForWorkload is the mapping of the watch on workloads no ControlPlane controls.
+var ControlPlanesForWorkload = (*Reconciler).controlPlanesForWorkload

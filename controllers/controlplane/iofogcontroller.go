@@ -19,7 +19,9 @@ import (
 // credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, then the Controller
 // REST API (iofogcontroller_registration.go): health, login, router / NATS hub / CA registration and the
 // external reachability check. The credential restart of step 7 is the credentials hash in the
-// pod template: a changed Secret rolls the pods when the Deployment is applied.
+// pod template: a changed Secret rolls the pods when the Deployment is applied. Pods the
+// Datasance operator's Deployment left are handed over after the registration (takeover.go); on
+// SQLite they are stopped before this operator's Deployment is created.
 func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	// Every credential reference is resolved before anything of the Controller is written: a
 	// missing Secret or key writes nothing (no half-resolved credential Secrets).
@@ -35,7 +37,7 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 		return result{}, err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, resources.ControllerService(s.cp), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentController, resources.ControllerService(s.cp)), svc, corev1ac.ExtractService); err != nil {
 		return result{}, err
 	}
 	if err := applyIoFogControllerIngress(ctx, s); err != nil {
@@ -51,18 +53,34 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	}
 	s.updateConsoleClientURLs(ctx, urls)
 
-	created, err := applyIoFogControllerDeployment(ctx, s, urls, creds)
+	if s.handover(resources.ComponentController) != nil && s.spec.UsesSQLite() {
+		if found, err := s.getExisting(ctx, resources.ControllerName, &appsv1.Deployment{}); err != nil || !found {
+			if err != nil {
+				return result{}, err
+			}
+			return retireBeforeStarting(ctx, s, resources.ComponentController, resources.ControllerName)
+		}
+	}
+	live, changed, err := applyIoFogControllerDeployment(ctx, s, urls, creds)
 	if err != nil {
 		return result{}, err
 	}
 	if err := applyDisruptionBudget(ctx, s, resources.ComponentController, resources.ControllerName, resources.ControllerReplicated(s.spec)); err != nil {
 		return result{}, err
 	}
-	if created {
+	if live.UID == "" {
 		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
 			"Deployment controller was created; waiting for the Controller to start."), nil
 	}
-	return registerWithIoFogController(ctx, s, lbAddress)
+	handoverRes, err := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
+	if err != nil {
+		return result{}, err
+	}
+	res, err := registerWithIoFogController(ctx, s, lbAddress)
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	return handoverRes, nil
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
@@ -84,8 +102,13 @@ func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[
 }
 
 // applyIoFogControllerIngress applies Ingress controller in Ingress mode and deletes an owned one
-// otherwise (the Service type changed away from ClusterIP).
+// otherwise (the Service type changed away from ClusterIP). The Datasance operator's Ingress
+// (pot-controller), routing the same host to ports of Service controller that no longer exist,
+// is deleted when this ControlPlane controls it (docs/controlplane.md#taking-over-from-the-datasance-operator).
 func applyIoFogControllerIngress(ctx context.Context, s *scope) error {
+	if err := deleteOwned(ctx, s, resources.LegacyControllerIngressName, &networkingv1.Ingress{}); err != nil {
+		return err
+	}
 	if !s.spec.ControllerIngressMode() {
 		return deleteOwned(ctx, s, resources.ControllerName, &networkingv1.Ingress{})
 	}
@@ -93,43 +116,44 @@ func applyIoFogControllerIngress(ctx context.Context, s *scope) error {
 	return err
 }
 
-// applyIoFogControllerDeployment creates the SQLite PVC when needed and applies the Deployment. created
-// reports whether the Deployment did not exist before.
-func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resources.ControllerURLs, creds map[string]map[string][]byte) (created bool, err error) {
+// applyIoFogControllerDeployment creates the SQLite PVC when needed and applies the Deployment.
+// live is the Deployment as read before the apply (no UID: it did not exist, and was created);
+// changed reports whether the apply wrote.
+func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resources.ControllerURLs, creds map[string]map[string][]byte) (live *appsv1.Deployment, changed bool, err error) {
 	if s.spec.UsesSQLite() {
 		pvc := &corev1.PersistentVolumeClaim{}
 		created, err := createIfAbsent(ctx, s, resources.SqlitePVC(s.cp), pvc)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if !created {
 			if err := releaseDataStore(ctx, s, pvc); err != nil {
-				return false, err
+				return nil, false, err
 			}
 		}
 	}
 	key, err := rolloutKey(ctx, s)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	hashes := resources.ControllerPodHashes{Credentials: resources.KeyedHashData(key, creds)}
 	if s.spec.ControllerHTTPS() {
 		tls, err := ioFogControllerTLSData(ctx, s)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		hashes.TLS = resources.HashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
 	}
-	live := &appsv1.Deployment{}
-	existed, err := s.getExisting(ctx, resources.ControllerName, live)
-	if err != nil {
-		return false, err
-	}
 	desired := resources.ControllerDeployment(s.cp, s.images, urls, hashes)
-	if _, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment); err != nil {
-		return false, err
+	if s.handover(resources.ComponentController) != nil {
+		resources.MarkDeploymentTakingOver(desired)
 	}
-	return !existed, nil
+	live = &appsv1.Deployment{}
+	changed, err = applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment)
+	if err != nil {
+		return nil, false, err
+	}
+	return live, changed, nil
 }
 
 // ioFogControllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing

@@ -99,7 +99,9 @@ func (h *harness) startManager() {
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}}
-	r.Client = interceptor.NewClient(interceptor.NewClient(noWatch{mgr.GetClient()}, liveSecrets), h.countWrites())
+	// Around the reconciler's own client, so its uncached reads (PodDisruptionBudgets, the pod
+	// and ReplicaSet lists of a takeover) stay uncached: the bundle grants no watch on them.
+	r.Client = interceptor.NewClient(interceptor.NewClient(noWatch{r.Client}, liveSecrets), h.countWrites())
 	r.NewControllerClient = h.clientFactory()
 	r.KeyGenerator = testKeyGenerator
 	h.g.Expect(r.SetupWithManager(mgr)).To(Succeed())

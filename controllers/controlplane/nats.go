@@ -73,11 +73,12 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		}
 		return res, nil
 	}
-	if err := applyNatsStatefulSet(ctx, s, live, storage, restart); err != nil {
+	res, err = applyNatsStatefulSet(ctx, s, live, storage, restart)
+	if err != nil {
 		return result{}, err
 	}
 	// NATS always runs at least two servers.
-	return proceed(), applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true)
+	return res, applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true)
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,
@@ -88,7 +89,7 @@ func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 		return err
 	}
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{resources.NatsHeadlessService(s.cp), resources.NatsService(s.cp), resources.NatsServerService(s.cp)} {
-		if _, err := applyIfChanged(ctx, s, svc, &corev1.Service{}, corev1ac.ExtractService); err != nil {
+		if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentNats, svc), &corev1.Service{}, corev1ac.ExtractService); err != nil {
 			return err
 		}
 	}

@@ -25,8 +25,10 @@ import (
 // is storage.template: the live one once the StatefulSet exists, since it cannot change. A
 // storage the spec asks for but the volumes cannot give (storage.refused) is surfaced as
 // ImmutableFieldChanged after the rest applied (terminal: it needs the spec reverted or the
-// volumes grown; docs/controlplane.md#jetstream-storage).
-func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) error {
+// volumes grown; docs/controlplane.md#jetstream-storage). While pods of the Datasance operator's
+// StatefulSet remain, the replicas are those the handover allows (natsHandoverReplicas) and the
+// result is the handover's (handOverNats).
+func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) (result, error) {
 	exists := live != nil
 	replicas := s.spec.NatsReplicas()
 	w := resources.NatsWorkload{Image: s.images.Nats, Storage: storage.template}
@@ -39,9 +41,16 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 	if exists {
 		keepLiveClaimTemplates(desired, live)
 	}
+	h := s.handover(resources.ComponentNats)
+	handoverReplicas := replicas
+	if h != nil {
+		handoverReplicas = natsHandoverReplicas(replicas, h.pods)
+		desired.Spec.WithReplicas(handoverReplicas)
+		resources.MarkStatefulSetTakingOver(desired)
+	}
 	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Applied NATS StatefulSet", "replicas", replicas, "created", !exists)
@@ -51,9 +60,12 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
 	}
 	if storage.refused != nil {
-		return s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
+		return result{}, s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
 	}
-	return nil
+	if h != nil {
+		return handOverNats(ctx, s, h, live, changed, handoverReplicas)
+	}
+	return proceed(), nil
 }
 
 // natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas

@@ -13,9 +13,13 @@ package controlplane
 //   - Objects written by server-side apply need create as well as patch: the API server
 //     authorizes the create inside the PATCH that makes a new object.
 //   - ControlPlanes and their status are written by patch only; Roles and RoleBindings are
-//     created once and never changed; nothing deletes a Deployment, PVC, ServiceAccount or RBAC
+//     created once and never changed; nothing deletes a PVC, ServiceAccount or RBAC
 //     object (PVC delete is for the admission plugin, below) (deleteOwned removes the NATS StatefulSet, Services and PodDisruptionBudget, the Controller Ingress
 //     and PodDisruptionBudget, and vault Secrets only).
+//   - Taking over from the Datasance operator (takeover.go) deletes its Deployments and
+//     StatefulSet (orphaning their pods), its Controller Ingress, and, once this operator's pods
+//     can take their place, the ReplicaSets and pods they left: hence delete on Deployments,
+//     ReplicaSets and pods, and list (uncached, no watch) on ReplicaSets and pods.
 //   - Events through events.k8s.io (the manager's GetEventRecorder); the core Events that
 //     announce a new leader are granted by the leader-election Role.
 //   - The OwnerReferencesPermissionEnforcement admission plugin (on by default on OpenShift; the
@@ -33,9 +37,10 @@ package controlplane
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;create;patch;delete

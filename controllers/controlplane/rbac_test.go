@@ -42,7 +42,6 @@ var rbacUnusedHere = map[string]string{
 	"update /services":                              escalation,
 	"update apps/statefulsets":                      escalation,
 	"get /pods":                                     escalation,
-	"list /pods":                                    escalation,
 	"watch /pods":                                   escalation,
 	"create coordination.k8s.io/leases":             escalation,
 	"delete coordination.k8s.io/leases":             escalation,
@@ -56,6 +55,4 @@ var rbacUnusedHere = map[string]string{
 	"patch events.k8s.io/events":                    "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 	"delete /secrets": "deleteOwned removes the vault credentials Secret when the spec drops its vault block " +
 		"(certificates are renewed in place, never deleted); no test of this suite drops one",
-	"delete networking.k8s.io/ingresses": "deleteOwned removes the Controller Ingress when the ControlPlane leaves " +
-		"Ingress mode; no test of this suite switches it off",
 }

@@ -23,14 +23,15 @@ import (
 var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy.Router data for non LoadBalancer Router service")
 
 // reconcileRouter is the Router component (docs/controlplane.md#router-component): ServiceAccount → Role → RoleBinding →
-// Service → address → TLS Secrets → ConfigMap → Deployment.
+// Service → address → TLS Secrets → ConfigMap → Deployment, then the handover from the
+// Datasance operator's router pods while any is left (takeover.go).
 func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
 	if err := applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
 		return result{}, err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, resources.RouterService(s.cp), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentRouter, resources.RouterService(s.cp)), svc, corev1ac.ExtractService); err != nil {
 		return result{}, err
 	}
 
@@ -51,10 +52,16 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 		resources.RouterSiteServerSecretName:  secrets[resources.RouterSiteServerSecretName],
 		resources.RouterLocalServerSecretName: secrets[resources.RouterLocalServerSecretName],
 	})
-	if _, err := applyIfChanged(ctx, s, resources.RouterDeployment(s.cp, s.images.Router, tlsHash), &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
+	desired := resources.RouterDeployment(s.cp, s.images.Router, tlsHash)
+	if s.handover(resources.ComponentRouter) != nil {
+		resources.MarkDeploymentTakingOver(desired)
+	}
+	live := &appsv1.Deployment{}
+	changed, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment)
+	if err != nil {
 		return result{}, err
 	}
-	return proceed(), nil
+	return handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
 }
 
 // routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:

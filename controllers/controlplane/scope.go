@@ -45,6 +45,9 @@ type scope struct {
 	creds resolvedCredentials
 	// observed holds what the pass learned once and several components use.
 	observed observations
+	// handovers holds, per component, what the Datasance operator's workload left running
+	// (takeover.go); nil when there is nothing to take over.
+	handovers map[string]*handover
 }
 
 // observations are the facts of one pass that more than one component needs, observed once:

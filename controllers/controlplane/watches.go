@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,6 +56,38 @@ func (r *Reconciler) controlPlanesForSecret(ctx context.Context, obj client.Obje
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{indexReferencedSecrets: obj.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes that reference a Secret failed", "secret", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// controlPlanesForWorkload maps a Deployment (controller, router) or StatefulSet (nats) that no
+// ControlPlane controls to the ControlPlanes of its namespace, so that one refused because of it
+// (ForeignWorkload, takeover.go) is reconciled again when it is deleted or changed. Workloads a
+// ControlPlane controls come through Owns.
+func (r *Reconciler) controlPlanesForWorkload(ctx context.Context, obj client.Object) []reconcile.Request {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		if obj.GetName() != resources.ControllerName && obj.GetName() != resources.RouterName {
+			return nil
+		}
+	case *appsv1.StatefulSet:
+		if obj.GetName() != resources.NatsStatefulSetName {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "ControlPlane" && ref.APIVersion == datasancev3.GroupVersion.String() {
+		return nil
+	}
+	var list datasancev3.ControlPlaneList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a workload failed", "object", client.ObjectKeyFromObject(obj))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

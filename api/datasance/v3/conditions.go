@@ -77,6 +77,16 @@ const (
 	// Service controller, or it is the oldest when none does yet). This one writes nothing but
 	// its status until it is alone (docs/controlplane.md#one-controlplane-per-namespace).
 	ReasonDuplicateControlPlane = "DuplicateControlPlane"
+	// ReasonTakingOver: Deployments or the StatefulSet the Datasance iofog-operator left in the
+	// namespace (recognised by its selectors) are being replaced by this operator's, pods of
+	// theirs still serving until this operator's can take their place; the message says which
+	// and how far (docs/controlplane.md#taking-over-from-the-datasance-operator).
+	ReasonTakingOver = "TakingOver"
+	// ReasonForeignWorkload: a Deployment (controller, router) or StatefulSet (nats) of the
+	// name this operator writes exists with a selector that is neither this operator's nor the
+	// Datasance iofog-operator's, or is controlled by another object. Nothing is written until it
+	// is removed or renamed.
+	ReasonForeignWorkload = "ForeignWorkload"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )

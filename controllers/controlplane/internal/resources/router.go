@@ -78,11 +78,7 @@ func RouterConfigMap(cp *datasancev3.ControlPlane, config []byte) *corev1ac.Conf
 // Secrets it mounts, so that a rotated certificate rolls the pod.
 func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *appsv1ac.DeploymentApplyConfiguration {
 	m := MetaFor(cp, ComponentRouter, RouterName)
-	podLabels := mergeMaps(m.Labels, map[string]string{
-		"application":          "interior-router",
-		"skupper.io/component": "router",
-		"skupper.io/type":      "site",
-	})
+	podLabels := mergeMaps(m.Labels, routerPodLabels)
 	probe := func(initialDelay int32) *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromInt32(routerconf.HTTPPort)).WithScheme(corev1.URISchemeHTTP)).
