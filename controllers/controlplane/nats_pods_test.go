@@ -109,6 +109,15 @@ func (c *natsPods) reload(p *natsPod) error {
 	c.h.t.Helper()
 	c.mount(p, c.h.statefulSet())
 	opts := c.options(p)
+	// nats-server's reload compares the old and new options field by field with
+	// reflect.DeepEqual, the account resolvers included; the new directory resolver's expiry
+	// goroutine already locks the resolver's mutex, which the comparison reads: a data race
+	// inside nats-server that the race detector reports. Both resolvers are the same directory
+	// with the same settings (the mounted server.conf names them), so the running one stays and
+	// the new one is closed; the server still reloads its resolver directory (Reload).
+	c.h.g.Expect(opts.AccountResolver).To(BeAssignableToTypeOf(p.opts.AccountResolver))
+	opts.AccountResolver.Close()
+	opts.AccountResolver = p.opts.AccountResolver
 	if err := p.srv.ReloadOptions(opts); err != nil {
 		return err
 	}
@@ -286,8 +295,10 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 	}
 }
 
-// quotedAbsPath is a double-quoted absolute path in server.conf.
-var quotedAbsPath = regexp.MustCompile(`"(/[^"]*)"`)
+// quotedAbsPath is the double-quoted absolute path of a path setting in server.conf (pid_file,
+// store_dir, the resolver's dir, the TLS files). Other quoted values are left alone: the
+// JetStream key is random base64 and may start with a slash.
+var quotedAbsPath = regexp.MustCompile(`(?m)^\s*(?:pid_file|store_dir|dir|ca_file|cert_file|key_file)\s*[:=]?\s*"/[^"]*"`)
 
 // options reads the pod's mounted server.conf with ProcessConfigFile, its paths moved into the
 // pod's tree and $SELFNAME the pod's name (the downward-API env the file refers to), then moves
@@ -297,8 +308,9 @@ func (c *natsPods) options(p *natsPod) *server.Options {
 	h.t.Helper()
 	raw, err := os.ReadFile(p.path(p.env["NATS_CONF"]))
 	h.g.Expect(err).NotTo(HaveOccurred())
-	conf := quotedAbsPath.ReplaceAllStringFunc(string(raw), func(q string) string {
-		return `"` + p.path(strings.Trim(q, `"`)) + `"`
+	conf := quotedAbsPath.ReplaceAllStringFunc(string(raw), func(setting string) string {
+		open := strings.IndexByte(setting, '"')
+		return setting[:open] + `"` + p.path(strings.Trim(setting[open:], `"`)) + `"`
 	})
 	file := filepath.Join(p.root, "server.conf")
 	h.g.Expect(os.WriteFile(file, []byte(conf), 0o600)).To(Succeed())
