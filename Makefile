@@ -97,13 +97,33 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 # Every stage of `make test` prints its time (hack/timed.sh).
 TIMED = hack/timed.sh
 
+# The tools `make test` needs; built two at a time (each build is mostly one process).
+TEST_TOOLS = envtest-assets flux-controllers cert-manager-crds olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize
+# Test binaries run at once by the go-test stage (go test -p): the envtest suites spend much of
+# their time waiting on API servers and timers, so more than the 2 cores keeps the CPU busy.
+TEST_PARALLEL ?= 4
+# Link flags of the test binaries: no DWARF (-w), which links them faster; a failing test's stack
+# trace keeps its file:line (that comes from the symbol table, not from DWARF).
+TEST_LDFLAGS ?= -w
+
 .PHONY: test
-test: envtest-assets flux-controllers cert-manager-crds git-cli olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize ## Run every check and test (what CI runs).
+test: git-cli ## Run every check and test (what CI runs).
+	@$(TIMED) tools $(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
-	@$(TIMED) vet $(MAKE) --no-print-directory vet
-	@$(TIMED) lint $(MAKE) --no-print-directory lint
+	@# Two lanes at once: the Go tests, and every other check one after the other.
+	@$(TIMED) lanes $(MAKE) --no-print-directory -j2 --output-sync=line test-go test-checks
+
+# The go-test lane of `make test`.
+.PHONY: test-go
+test-go: envtest-assets flux-controllers cert-manager-crds git-cli
 	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
-		go test -race ./... -count=1 -timeout $(TEST_TIMEOUT)
+		go test -race -p $(TEST_PARALLEL) -ldflags=$(TEST_LDFLAGS) ./... -count=1 -timeout $(TEST_TIMEOUT)
+
+# The other lane of `make test`: lint (its govet runs go vet's analyzers, so there is no separate
+# vet stage), the sub-module tests, the fuzz budget and the OLM and installer checks.
+.PHONY: test-checks
+test-checks: $(filter-out flux-controllers,$(TEST_TOOLS))
+	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
 	@$(TIMED) install $(MAKE) --no-print-directory test-install
 	@$(TIMED) image $(MAKE) --no-print-directory test-image
@@ -358,7 +378,9 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 	@hack/tool.sh govulncheck >/dev/null
 
 .PHONY: tools
-tools: envtest-assets kubectl flux-controllers cert-manager-crds controller-gen kustomize operator-sdk opm olm golangci-lint govulncheck cyclonedx-gomod ## Build every tool.
+tools: ## Build every tool (two at a time; kubectl last, copied from the envtest build).
+	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS) cyclonedx-gomod
+	@$(MAKE) --no-print-directory kubectl
 
 .PHONY: git-cli
 git-cli: ## Make sure the git CLI is installed (the test Git server needs it).

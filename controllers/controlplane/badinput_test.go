@@ -274,6 +274,9 @@ func TestBadInputConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own namespace, manager, fake Controller and counters; most of a
+			// case is waiting (for passes, for a quiet window), so the cases overlap.
+			t.Parallel()
 			h := newHarness(t)
 			g := h.g
 			for name, data := range tc.in.secrets {

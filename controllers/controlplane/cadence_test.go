@@ -17,6 +17,9 @@ import (
 // would otherwise trigger the next pass at once: a hot loop), and no runaway backoff: once the
 // Controller answers again the ControlPlane is ready within 30 s.
 func TestControllerResetsKeepTheRetryCadence(t *testing.T) {
+	// Its own namespace, manager and fake Controller; 45 s of it is a measured outage, which
+	// other parallel tests overlap.
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.api.FailAlways("* /api/v3/*", fake.Failure{Reset: true})
