@@ -16,7 +16,8 @@ filters=" $* "
 # group|module dir|package|-run pattern. A group is what a caller may name on the command line.
 groups='
 app|.|./controllers/app|^(TestUnchangedManifestsMakeNoCommit|TestDeleteKeepsTheAppWhileTheKustomizationIsStuckUntilAbandoned|TestDeleteRetriesGitFailuresUntilTheGitStepIsSkipped|TestDeleteWithUnreachableThenReachableVCluster|TestTenantCloudSpaceMismatchIsRefused|TestSyncedAppInSteadyStateWritesNothing|TestBadInputMatrix|TestFiftyRepositoriesLeaveNoCloneOrQueueBehind|TestVClusterConnectionsClosedWhenUnusedOrGone)$
-controlplane|.|./controllers/controlplane|^(TestBadInputConditions|TestControllerResetsKeepTheRetryCadence|TestOperandRolesReadOnlyTheirSecrets)$
+controlplane|.|./controllers/controlplane|^(TestBadInputConditions|TestControllerResetsKeepTheRetryCadence|TestOperandRolesReadOnlyTheirSecrets|TestNatsReloadsWithoutARollout|TestRealNatsServer)$
+fake|.|./internal/iofog/fake|^TestAddNatsAccountPatchesTheHubBundle$
 manager|.|./controllers|^TestManagerStartsWithoutTenantCRD$
 gitops|.|./internal/gitops|^(TestWriteAfterAPendingReleaseKeepsTheBranch|TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle|TestFetchIsCutOffAtTheSizeLimit|TestSubmit.*)$
 apptest|.|./internal/apptest|^TestExitedSeesAnExitedController$
