@@ -257,18 +257,21 @@ func TestIdleClonesAreEvictedOverTheCacheLimit(t *testing.T) {
 	}
 	change := appChange("web", map[string]string{"blob.bin": string(noise)})
 
+	// Apply returns once its batch is pushed; the eviction runs after the batch, before the
+	// branch's drain goroutine ends: a branch that is idle again has been through it.
 	apply(t, w, repo(1), change)
+	g.Eventually(idle(1)).Should(BeTrue())
 	g.Expect(leftover).NotTo(BeADirectory(), "the earlier process's clone goes first")
 	g.Expect(cloned(1)).To(BeTrue())
-	g.Eventually(idle(1)).Should(BeTrue())
 
 	apply(t, w, repo(2), change)
+	g.Eventually(idle(2)).Should(BeTrue())
 	g.Expect(cloned(1)).To(BeFalse(), "the idle clone used least recently is evicted")
 	g.Expect(cloned(2)).To(BeTrue(), "the clone just used stays")
-	g.Eventually(idle(2)).Should(BeTrue())
 
 	res := apply(t, w, repo(1), appChange("web", map[string]string{"blob.bin": string(noise), "b.yaml": "y"}))
 	g.Expect(res.Changed).To(BeTrue(), "the evicted branch is fetched again and written")
+	g.Eventually(idle(1)).Should(BeTrue())
 	g.Expect(cloned(2)).To(BeFalse())
 	g.Expect(w.Repositories()).To(Equal(2), "eviction keeps the branches' queues")
 }
