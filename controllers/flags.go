@@ -73,6 +73,14 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Accept exported vCluster kubeconfigs with insecure-skip-tls-verify (development only).")
 	fs.Int64Var(&opts.Apps.MaxGitRepositorySize, "app-max-git-repository-size", opts.Apps.MaxGitRepositorySize,
 		"Largest local (shallow) clone of one apps repository branch, in bytes; larger ones are refused with RepositoryTooLarge (0: 256 MiB, negative: no limit).")
+	fs.Int64Var(&opts.Apps.MaxGitInflatedSize, "app-max-git-inflated-size", opts.Apps.MaxGitInflatedSize,
+		"Most bytes the objects of one apps repository branch may inflate to (a fetch's objects, the checked-out files), counted as they are "+
+			"inflated; more is refused with RepositoryTooLarge before it is in memory or on disk (0: 32 MiB, negative: no limit).")
+	fs.IntVar(&opts.Apps.MaxConcurrentGitOperations, "app-max-concurrent-git-operations", opts.Apps.MaxConcurrentGitOperations,
+		"Git batches (fetch, commit and push of one repository branch) running at once over all repositories; the others wait (0: 4, negative: no limit).")
+	fs.Int64Var(&opts.Apps.MaxGitCacheSize, "app-max-git-cache-size", opts.Apps.MaxGitCacheSize,
+		"Most bytes the local Git clones may hold together; beyond it the least recently used idle clones are deleted "+
+			"(0: 1 GiB, negative: no limit). Keep the --git-cache-dir volume larger (config/manager: 3Gi).")
 	fs.StringVar(&opts.Apps.GitPathPrefix, "app-git-path-prefix", opts.Apps.GitPathPrefix,
 		"Folder of the apps repositories every spec.git.path must lie inside; the repository root and dot-folders are always refused (empty: apps).")
 	fs.BoolVar(&opts.Apps.AllowInsecureGitHTTP, "app-allow-insecure-git-http", opts.Apps.AllowInsecureGitHTTP,

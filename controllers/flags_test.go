@@ -47,3 +47,23 @@ func TestFlagsIngressAllowLists(t *testing.T) {
 	g.Expect(opts.Apps.AllowedIngressHosts).To(Equal([]string{"*.apps.example.com", "shop.example.com", "*.{namespace}.tenants.example.com"}))
 	g.Expect(opts.Apps.AllowedClusterIssuers).To(Equal([]string{"letsencrypt-prod", "internal-ca"}))
 }
+
+// The Git bounds reach the App Controller's options; 0 keeps the defaults (set by the reconciler).
+func TestFlagsSetTheGitBounds(t *testing.T) {
+	g := NewWithT(t)
+	opts := DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	BindFlags(fs, &opts)
+	g.Expect(fs.Parse([]string{
+		"--app-max-git-inflated-size=1048576", "--app-max-concurrent-git-operations=2", "--app-max-git-cache-size=-1",
+	})).To(Succeed())
+	g.Expect(opts.Apps.MaxGitInflatedSize).To(Equal(int64(1 << 20)))
+	g.Expect(opts.Apps.MaxConcurrentGitOperations).To(Equal(2))
+	g.Expect(opts.Apps.MaxGitCacheSize).To(Equal(int64(-1)))
+
+	defaults := DefaultOptions()
+	g.Expect(defaults.Apps.MaxGitInflatedSize).To(BeZero())
+	g.Expect(defaults.Apps.MaxConcurrentGitOperations).To(BeZero())
+	g.Expect(defaults.Apps.MaxGitCacheSize).To(BeZero())
+}

@@ -65,6 +65,15 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	if opts.MaxGitRepositorySize > 0 {
 		gitOpts = append(gitOpts, gitops.WithMaxRepositorySize(opts.MaxGitRepositorySize))
 	}
+	if opts.MaxGitInflatedSize > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxInflatedSize(opts.MaxGitInflatedSize))
+	}
+	if opts.MaxConcurrentGitOperations > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxConcurrentOperations(opts.MaxConcurrentGitOperations))
+	}
+	if opts.MaxGitCacheSize > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxCacheSize(opts.MaxGitCacheSize))
+	}
 	gitOpts = append(gitOpts, opts.GitOptions...)
 	return &Reconciler{
 		Client:    mgr.GetClient(),

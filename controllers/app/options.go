@@ -49,6 +49,18 @@ const (
 	// an apps repository holds small YAML files, so 256 MiB is far beyond a real one and still
 	// keeps a huge repository named by mistake (or on purpose) from filling the operator's disk.
 	DefaultMaxGitRepositorySize = 256 << 20
+	// DefaultMaxGitInflatedSize bounds what the objects of one repository branch inflate to (a
+	// fetch's objects, and the files of the checked-out tree): about eight thousand apps of 4 KiB.
+	// go-git holds an object whole in memory while it indexes a fetched pack, so with
+	// DefaultMaxConcurrentGitOperations fetches at once the worst case stays well under the
+	// manager's 512 MiB memory limit (docs/operability.md, "Git cache and memory").
+	DefaultMaxGitInflatedSize = 32 << 20
+	// DefaultMaxConcurrentGitOperations bounds the Git batches (fetch, commit, push of one branch)
+	// running at once over every repository.
+	DefaultMaxConcurrentGitOperations = 4
+	// DefaultMaxGitCacheSize bounds the clones kept on disk; idle ones are evicted beyond it.
+	// config/manager gives the cache volume room for it plus the running batches.
+	DefaultMaxGitCacheSize = 1 << 30
 	// DefaultMaxConcurrentReconciles lets apps of one repository be reconciled together, so
 	// the Git writer can group their changes into one commit and one push.
 	DefaultMaxConcurrentReconciles = 16
@@ -114,6 +126,14 @@ type Options struct {
 	// MaxGitRepositorySize bounds the local clone of one repository branch in bytes
 	// (RepositoryTooLarge beyond it); negative means no limit.
 	MaxGitRepositorySize int64
+	// MaxGitInflatedSize bounds what the objects of one repository branch inflate to, in bytes
+	// (RepositoryTooLarge beyond it); negative means no limit.
+	MaxGitInflatedSize int64
+	// MaxConcurrentGitOperations bounds the Git batches running at once; negative means no
+	// limit.
+	MaxConcurrentGitOperations int
+	// MaxGitCacheSize bounds the clones kept on disk, in bytes; negative means no limit.
+	MaxGitCacheSize int64
 
 	// GitOptions are passed to the Git writer after the reconciler's own (author).
 	GitOptions []gitops.Option
@@ -145,6 +165,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxGitRepositorySize == 0 {
 		o.MaxGitRepositorySize = DefaultMaxGitRepositorySize
+	}
+	if o.MaxGitInflatedSize == 0 {
+		o.MaxGitInflatedSize = DefaultMaxGitInflatedSize
+	}
+	if o.MaxConcurrentGitOperations == 0 {
+		o.MaxConcurrentGitOperations = DefaultMaxConcurrentGitOperations
+	}
+	if o.MaxGitCacheSize == 0 {
+		o.MaxGitCacheSize = DefaultMaxGitCacheSize
 	}
 	if o.GitPathPrefix = strings.Trim(o.GitPathPrefix, "/"); o.GitPathPrefix == "" {
 		o.GitPathPrefix = DefaultGitPathPrefix

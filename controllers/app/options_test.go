@@ -45,6 +45,9 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.VClusterTimeout).To(Equal(15 * time.Second))
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(16))
 	g.Expect(o.MaxGitRepositorySize).To(Equal(int64(256 << 20)))
+	g.Expect(o.MaxGitInflatedSize).To(Equal(int64(32 << 20)))
+	g.Expect(o.MaxConcurrentGitOperations).To(Equal(4))
+	g.Expect(o.MaxGitCacheSize).To(Equal(int64(1 << 30)))
 }
 
 func TestHostAllowed(t *testing.T) {

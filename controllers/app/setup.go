@@ -41,7 +41,7 @@ const cloudSpacePrefix = "cloudspace:"
 // SetupWithManager registers the reconciler, its field indexes and its watches: KubeOperaApps
 // (spec changes, annotation changes other than the placement record as a manual retry, deletion), the metadata of Secrets (the
 // registry, Git and kubeconfig Secrets the apps reference; their data is read on demand and never
-// cached) and, when the Tenant CRD is installed, Tenants.
+// cached) and, when the Tenant CRD is installed, Tenants (the changes tenantChanged passes on).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
@@ -79,7 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if served {
-		b = b.Watches(&tenantv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.appsForTenant))
+		b = b.Watches(&tenantv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.appsForTenant),
+			builder.WithPredicates(tenantChanged))
 		r.tenantAPI.watched.Store(true)
 	} else {
 		mgr.GetLogger().Info("Tenant CRD not installed: Tenants are not watched; apps report TenantAPIUnavailable until it is",

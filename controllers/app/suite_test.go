@@ -69,6 +69,8 @@ var suiteOptions = app.Options{
 	KustomizationDeleteTimeout: 3 * time.Second,
 	// More workers than apps in any test, so a gated push can have every app queued behind it.
 	MaxConcurrentReconciles: 40,
+	// Far above any test's apps, far below TestARepositoryOverTheInflatedLimitFailsOnlyItsApp's file.
+	MaxGitInflatedSize: 4 << 20,
 	// The test Git server is plain HTTP on loopback (TestCredentialsOverPlainHTTPAreRefused
 	// checks the default).
 	AllowInsecureGitHTTP: true,

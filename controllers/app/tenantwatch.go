@@ -33,13 +33,15 @@ import (
 // in the Ingress's status when it serves the app's host, and cert-manager in a Certificate when
 // the Ingress's certificate is issued. Instead of reading them back on a timer, the reconciler
 // watches, per Tenant, the kinds of watchedkinds.go and enqueues the app an object belongs to
-// when one is created, deleted, or its status or generation changes. The watches of a Tenant
-// start when its vCluster client is built, are replaced with the client (a rotated kubeconfig),
-// and stop when the client is dropped or the manager stops. Each kind has a cache of its own, so
-// a kind that cannot be watched (the Flux or cert-manager CRDs are installed after the client
-// was built) does not hold back the others; it is retried with the app's backoff. They share
-// one HTTP transport per Tenant. SyncPollInterval stays as a safety net for the time a watch
-// does not run (e.g. a kubeconfig whose user may get but not watch Kustomizations).
+// when one is created or deleted, or when it changes in a way a pass reads (each kind's
+// eventFilter: for a Kustomization, not the Ready=Unknown that Flux writes at the start of every
+// reconcile, nor the Ready=True that repeats the last outcome). The watches of a Tenant start
+// when its vCluster client is built, are replaced with the client (a rotated kubeconfig), and
+// stop when the client is dropped or the manager stops. Each kind has a cache of its own, so a
+// kind that cannot be watched (the Flux or cert-manager CRDs are installed after the client was
+// built) does not hold back the others; it is retried with the app's backoff. They share one
+// HTTP transport per Tenant. SyncPollInterval stays as a safety net for the time a watch does
+// not run (e.g. a kubeconfig whose user may get but not watch Kustomizations).
 
 // vclusterWatches holds the watches of each Tenant's vCluster. The zero value is unusable; a
 // nil *vclusterWatches does nothing (reconcilers built without SetupWithManager).
@@ -248,16 +250,30 @@ func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName,
 			}
 		}
 	}
+	// A filter per cache: a restarted cache lists every object again, and each is worth a pass.
+	filter := k.filter()
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+		AddFunc: func(obj any) {
+			if o, ok := obj.(client.Object); !ok || filter.added(o) {
+				enqueue(obj)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(client.Object)
 			n, ok2 := newObj.(client.Object)
-			if !ok1 || !ok2 || k.changed(o, n) {
+			if !ok1 || !ok2 || filter.updated(o, n) {
 				enqueue(newObj)
 			}
 		},
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, ok := obj.(client.Object); ok {
+				filter.deleted(o)
+			}
+			enqueue(obj)
+		},
 	}); err != nil {
 		return fmt.Errorf("add the event handler: %w", err)
 	}

@@ -24,9 +24,9 @@ type watchedKind struct {
 	object func() client.Object
 	// selector restricts the cache to these objects; nil: every object of the kind.
 	selector labels.Selector
-	// changed reports whether an update is worth a pass (resyncs and metadata-only updates are
-	// not).
-	changed func(oldObj, newObj client.Object) bool
+	// filter makes the eventFilter of one cache of the kind: which of its events are worth a
+	// pass.
+	filter func() eventFilter
 	// appsOf lists the apps placed in Tenant t that obj belongs to.
 	appsOf func(ctx context.Context, t types.NamespacedName, obj client.Object) []types.NamespacedName
 	// optional: the kind's CRD may never be installed in a vCluster (cert-manager is not
@@ -44,7 +44,7 @@ func (r *Reconciler) watchedKinds() []watchedKind {
 		name:     "Kustomization",
 		object:   func() client.Object { return &kustomizev1.Kustomization{} },
 		selector: managedBy,
-		changed:  statusOrGenerationChanged,
+		filter:   func() eventFilter { return newKustomizationFilter() },
 		appsOf: func(ctx context.Context, t types.NamespacedName, obj client.Object) []types.NamespacedName {
 			return r.appsOf(ctx, t, func(a *kubeoperav1alpha1.KubeOperaApp) bool {
 				return render.FluxNamespace(a) == obj.GetNamespace() && render.FluxName(a) == obj.GetName()
@@ -54,7 +54,7 @@ func (r *Reconciler) watchedKinds() []watchedKind {
 		name:     "Ingress",
 		object:   func() client.Object { return &networkingv1.Ingress{} },
 		selector: managedBy,
-		changed:  statusOrGenerationChanged,
+		filter:   newStatusOrGenerationFilter,
 		appsOf: func(ctx context.Context, t types.NamespacedName, obj client.Object) []types.NamespacedName {
 			return r.appsOf(ctx, t, func(a *kubeoperav1alpha1.KubeOperaApp) bool {
 				ing := render.Ingress(a)
@@ -68,7 +68,7 @@ func (r *Reconciler) watchedKinds() []watchedKind {
 			u.SetGroupVersionKind(certificateGVK)
 			return u
 		},
-		changed: statusOrGenerationChanged,
+		filter: newStatusOrGenerationFilter,
 		appsOf: func(ctx context.Context, t types.NamespacedName, obj client.Object) []types.NamespacedName {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
@@ -103,6 +103,31 @@ func (r *Reconciler) appsOf(ctx context.Context, t types.NamespacedName, match f
 	return out
 }
 
+// eventFilter decides which events of one cache are worth a pass (predicates.go explains why
+// few are). A filter serves one cache only, so it may remember what it passed on.
+type eventFilter interface {
+	// added reports whether a created (or first listed) object is worth a pass.
+	added(obj client.Object) bool
+	// updated reports whether an update is worth a pass.
+	updated(oldObj, newObj client.Object) bool
+	// deleted is told of a deletion, which is always worth a pass.
+	deleted(obj client.Object)
+}
+
+// statusOrGenerationFilter passes on every creation and deletion, and the updates that change the
+// status or the spec (generation): not resyncs and metadata-only updates.
+type statusOrGenerationFilter struct{}
+
+func newStatusOrGenerationFilter() eventFilter { return statusOrGenerationFilter{} }
+
+func (statusOrGenerationFilter) added(client.Object) bool { return true }
+
+func (statusOrGenerationFilter) updated(o, n client.Object) bool {
+	return statusOrGenerationChanged(o, n)
+}
+
+func (statusOrGenerationFilter) deleted(client.Object) {}
+
 // statusOrGenerationChanged: an update worth a pass changes the status or the spec
 // (generation).
 func statusOrGenerationChanged(o, n client.Object) bool {
@@ -110,9 +135,6 @@ func statusOrGenerationChanged(o, n client.Object) bool {
 		return true
 	}
 	switch ov := o.(type) {
-	case *kustomizev1.Kustomization:
-		nv, ok := n.(*kustomizev1.Kustomization)
-		return !ok || !equality.Semantic.DeepEqual(ov.Status, nv.Status)
 	case *networkingv1.Ingress:
 		nv, ok := n.(*networkingv1.Ingress)
 		return !ok || !equality.Semantic.DeepEqual(ov.Status, nv.Status)

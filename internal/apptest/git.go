@@ -38,6 +38,8 @@ type GitServer struct {
 	removed map[string]bool
 	// pushes counts the push requests (git-receive-pack POSTs) per repository.
 	pushes map[string]int
+	// fetches counts the upload-pack ref advertisements (one per fetch) per repository.
+	fetches map[string]int
 }
 
 // StartGitServer starts the server. It needs the git CLI.
@@ -50,9 +52,10 @@ func StartGitServer(user, password string) (*GitServer, error) {
 		return nil, fmt.Errorf("create git server: %w", err)
 	}
 	s := &GitServer{GitServer: srv, User: user, Password: password,
-		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{}, pushes: map[string]int{}}
+		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{},
+		pushes: map[string]int{}, fetches: map[string]int{}}
 	srv.AutoCreate().Auth(user, password)
-	srv.AddHTTPMiddlewares(s.countPushes, s.notFoundWhenRemoved, s.readOnlyUser)
+	srv.AddHTTPMiddlewares(s.countPushes, s.countFetches, s.notFoundWhenRemoved, s.readOnlyUser)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
@@ -88,6 +91,28 @@ func (s *GitServer) Pushes(repo string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pushes[repo]
+}
+
+// Fetches is the number of fetches the server has received for repo, so a test can assert that
+// something cost no Git traffic: every fetch (or clone, or ls-remote) starts with the upload-pack
+// ref advertisement, also the one of a client that finds it has the branch head already and
+// downloads nothing.
+func (s *GitServer) Fetches(repo string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches[repo]
+}
+
+func (s *GitServer) countFetches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+		if ok && rest == "info/refs" && r.URL.Query().Get("service") == "git-upload-pack" {
+			s.mu.Lock()
+			s.fetches[repo]++
+			s.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *GitServer) notFoundWhenRemoved(next http.Handler) http.Handler {

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-logr/logr"
 )
 
@@ -57,27 +60,36 @@ func (w *Writer) openAndSync(ctx context.Context, st *repoState, auth Auth) (*gi
 	return repo, head, nil
 }
 
-// sync fetches the branch into the clone within the size limit and resets
-// the worktree to it (syncBranch). A clone over the limit, or a fetch cut
-// off at it, is deleted: the cache never holds a partial clone.
+// sync fetches the branch into the clone within the size limits and resets the worktree to it
+// (syncBranch). A clone over a limit, or a fetch cut off at one, is deleted: the cache never
+// holds a partial clone.
 func (w *Writer) sync(ctx context.Context, st *repoState, repo *git.Repository, auth Auth) (plumbing.Hash, error) {
 	budget, err := w.fetchBudget(st)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	head, missing, err := syncBranch(ctx, repo, auth, st.branch, budget)
+	inflated := int64(-1)
+	if w.opts.maxInflatedSize > 0 {
+		inflated = w.opts.maxInflatedSize
+	}
+	head, missing, err := syncBranch(ctx, repo, auth, st.branch, fetchLimits{pack: budget, inflated: inflated},
+		func(head plumbing.Hash) error { return w.checkTreeSize(st, repo, head) })
 	st.branchMissing = missing
 	if errors.Is(err, ErrRepositoryTooLarge) {
 		if rmErr := os.RemoveAll(st.dir); rmErr != nil {
 			return plumbing.ZeroHash, fmt.Errorf("remove oversized clone: %w", rmErr)
 		}
-		return plumbing.ZeroHash, fmt.Errorf("branch %s of %s, limit %d bytes: %w",
-			st.branch, redactURL(st.url), w.opts.maxRepoSize, err)
+		st.diskBytes.Store(0)
+		return plumbing.ZeroHash, fmt.Errorf("branch %s of %s, limits %s: %w",
+			st.branch, redactURL(st.url), w.limitsText(), err)
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return head, w.checkSize(st)
+	if err := w.checkSize(st); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return head, nil
 }
 
 // fetchBudget is how many pack bytes the next fetch may bring: the room the
@@ -93,23 +105,48 @@ func (w *Writer) fetchBudget(st *repoState) (int64, error) {
 	return max(w.opts.maxRepoSize-size, 0), nil
 }
 
-// checkSize enforces WithMaxRepositorySize on the clone's object store after
-// a fetch (the fetch itself is bounded by fetchBudget; the pack index and
-// loose objects come on top), and deletes a clone over the limit.
-func (w *Writer) checkSize(st *repoState) error {
-	if w.opts.maxRepoSize <= 0 {
-		return nil
+// limitsText names the size limits in force, for error messages.
+func (w *Writer) limitsText() string {
+	text := func(n int64) string {
+		if n <= 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%d bytes", n)
 	}
+	return fmt.Sprintf("repository %s, inflated %s", text(w.opts.maxRepoSize), text(w.opts.maxInflatedSize))
+}
+
+// checkTreeSize refuses, before it is checked out, a tree whose files are larger together than
+// WithMaxInflatedSize. The sizes come from the objects' headers (no object is inflated for it),
+// and are remembered per commit: a branch head changes far less often than batches run.
+func (w *Writer) checkTreeSize(st *repoState, repo *git.Repository, head plumbing.Hash) error {
+	if st.treeBase != head {
+		size, err := treeFilesSize(repo, head, w.opts.maxInflatedSize)
+		if err != nil {
+			return err
+		}
+		st.treeBytes, st.treeBase = size, head
+	}
+	return nil
+}
+
+// checkSize enforces WithMaxRepositorySize on the clone's object store after a fetch (the fetch
+// itself is bounded by fetchBudget; the pack index and loose objects come on top), deletes a clone
+// over the limit, and records what the clone holds on disk (object store and checked-out files)
+// for evictIdleClones.
+func (w *Writer) checkSize(st *repoState) error {
 	size, err := objectStoreSize(st)
 	if err != nil {
 		return err
 	}
-	if size <= w.opts.maxRepoSize {
+	st.diskBytes.Store(size + st.treeBytes)
+	if w.opts.maxRepoSize <= 0 || size <= w.opts.maxRepoSize {
 		return nil
 	}
 	if err := os.RemoveAll(st.dir); err != nil {
 		return fmt.Errorf("remove oversized clone: %w", err)
 	}
+	st.diskBytes.Store(0)
 	return fmt.Errorf("%w: branch %s of %s needs %d bytes, the limit is %d",
 		ErrRepositoryTooLarge, st.branch, redactURL(st.url), size, w.opts.maxRepoSize)
 }
@@ -145,7 +182,7 @@ func (w *Writer) open(st *repoState) (*git.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open clone: %w", err)
 	}
-	repo, err := git.PlainOpen(st.dir)
+	repo, err := openClone(st.dir)
 	if err != nil {
 		return nil, fmt.Errorf("open clone: %w", err)
 	}
@@ -186,7 +223,37 @@ func initClone(st *repoState) (*git.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init clone: %w", err)
 	}
+	if repo, err = openClone(st.dir); err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
 	return repo, nil
+}
+
+// Memory of go-git per open clone. By default go-git reads every object it is asked for whole
+// into memory and caches up to 96 MiB of objects per opened repository; a clone is opened per
+// batch, and several batches run at once.
+const (
+	// largeObjectThreshold: objects larger than this are streamed from the pack (a checkout
+	// copies the file through a small buffer) instead of being read whole into memory.
+	largeObjectThreshold = 1 << 20
+	// objectCacheSize bounds go-git's object cache of one open clone.
+	objectCacheSize = 8 << 20
+)
+
+// openClone opens the clone in dir with the memory bounds above.
+func openClone(dir string) (*git.Repository, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	wt := osfs.New(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	storage := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize),
+		filesystem.Options{LargeObjectThreshold: largeObjectThreshold})
+	return git.Open(storage, wt)
 }
 
 // fetchRefSpec fetches only the branch, forced: the tracking ref must follow
@@ -205,11 +272,13 @@ func fetchRefSpec(branch string) config.RefSpec {
 // branch is missing from a remote that has other branches (an empty remote
 // is not missing it: its first branch is to come).
 //
-// budget bounds the pack bytes the fetch may bring (negative: no bound); a
-// pack that would exceed it is cut off while it arrives (see limitedStorage)
-// and the fetch fails with ErrRepositoryTooLarge.
-func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, budget int64) (head plumbing.Hash, missing bool, err error) {
-	fetcher, err := fetchRemote(repo, budget)
+// limits bound the pack bytes the fetch may bring and what its objects inflate to (negative: no
+// bound); a pack that would exceed either is cut off while it arrives (see limitedStorage) and the
+// fetch fails with ErrRepositoryTooLarge. check runs on the fetched head before it is checked out;
+// its error ends the sync.
+func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, limits fetchLimits,
+	check func(plumbing.Hash) error) (head plumbing.Hash, missing bool, err error) {
+	fetcher, err := fetchRemote(repo, limits)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
@@ -237,6 +306,9 @@ func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch str
 	ref, err := repo.Reference(tracking, true)
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("read fetched branch %s: %w", branch, err)
+	}
+	if err := check(ref.Hash()); err != nil {
+		return plumbing.ZeroHash, false, err
 	}
 	return ref.Hash(), false, resetTo(repo, branch, ref.Hash())
 }

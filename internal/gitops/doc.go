@@ -74,6 +74,20 @@
 // branches but not this one refuses a change unless it sets CreateBranch
 // (ErrBranchNotFound), and a delete there has nothing to do.
 //
+// # Bounds
+//
+// What tenants put in their repositories must not decide the operator's memory or disk.
+// WithMaxInflatedSize bounds what a branch's objects inflate to: a fetched pack streams through
+// a scanner that inflates each object into a counter as it arrives (inspect.go) and the pack is
+// held incomplete until the scanner accepted it, so go-git, which indexes a complete pack by
+// reading every object whole into memory, never sees one over the bound; the checked-out tree's
+// file sizes are read from the object headers and refused before the checkout. Clones are opened
+// with go-git's large-object threshold (larger objects are streamed) and a small object cache.
+// WithMaxConcurrentOperations bounds the batches running at once over all branches: a branch's
+// goroutine waits for a slot before it takes its batch. WithMaxCacheSize bounds the clones on
+// disk: after each batch, clone directories no branch uses and then the clones of idle branches,
+// least recently used first, are deleted while the clones hold more (evict.go).
+//
 // # Retry policy
 //
 // Pushes never force. When a push fails and the remote branch is no longer
@@ -88,6 +102,6 @@
 //
 // Errors wrap ErrInvalidPath, ErrInvalidChange, ErrInvalidAuth,
 // ErrNotGitCredential, ErrAuthFailed, ErrPushConflict, ErrPathConflict,
-// ErrFolderNotOwned, ErrRepositoryNotFound or ErrRepositoryTooLarge where that is the cause, and never
+// ErrFolderNotOwned, ErrRepositoryNotFound or ErrRepositoryTooLarge (either size bound) where that is the cause, and never
 // contain credentials: known secrets are scrubbed from every message.
 package gitops

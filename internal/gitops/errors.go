@@ -40,9 +40,11 @@ var (
 	ErrRepositoryNotFound = errors.New("git repository not found")
 
 	// ErrRepositoryTooLarge means a (shallow) fetch of the branch would
-	// bring more than the Writer's size limit (WithMaxRepositorySize): the
-	// fetch is cut off while the pack arrives, or the clone measured after it
-	// is over the limit. The clone is deleted again.
+	// bring more than the Writer's size limits (WithMaxRepositorySize: the
+	// compressed pack; WithMaxInflatedSize: what its objects inflate to): the
+	// fetch is cut off while the pack arrives, or the clone measured after it,
+	// or the tree about to be checked out, is over a limit. The clone is
+	// deleted again.
 	ErrRepositoryTooLarge = errors.New("git repository too large")
 
 	// ErrPathConflict means the change's folder equals, contains or lies inside a folder whose

@@ -3,12 +3,14 @@ package gitops
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/util"
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -200,5 +202,43 @@ func unownedContent(base *object.Tree, p string, marked bool) error {
 	default:
 		return fmt.Errorf("%w: folder %q holds content without an ownership marker (%s): it was not written by an app and is not taken over",
 			ErrFolderNotOwned, p, OwnerFile)
+	}
+}
+
+// treeFilesSize adds up the sizes of the files of commit head's tree, read from the objects'
+// headers (no blob is inflated), and fails with ErrRepositoryTooLarge as soon as they exceed limit
+// (no limit when it is not positive). Submodule entries have no content here.
+func treeFilesSize(repo *git.Repository, head plumbing.Hash, limit int64) (int64, error) {
+	c, err := repo.CommitObject(head)
+	if err != nil {
+		return 0, fmt.Errorf("read head commit: %w", err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return 0, fmt.Errorf("read head tree: %w", err)
+	}
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
+	var total int64
+	for {
+		name, entry, err := walker.Next()
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("walk head tree: %w", err)
+		}
+		if !entry.Mode.IsFile() {
+			continue
+		}
+		size, err := repo.Storer.EncodedObjectSize(entry.Hash)
+		if err != nil {
+			return 0, fmt.Errorf("read size of %s: %w", name, err)
+		}
+		total += size
+		if limit > 0 && total > limit {
+			return 0, fmt.Errorf("%w: the files of commit %s are larger than %d bytes (at %s)",
+				ErrRepositoryTooLarge, head, limit, name)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -68,6 +69,13 @@ type options struct {
 	beforePush  func()
 	// maxRepoSize bounds the clone's object store in bytes (0: no limit).
 	maxRepoSize int64
+	// maxInflatedSize bounds the inflated objects of one fetch and the checked-out tree in bytes
+	// (0: no limit).
+	maxInflatedSize int64
+	// maxOperations bounds the batches written at once over all branches (0: no limit).
+	maxOperations int
+	// maxCacheSize bounds the clones kept on disk; idle ones are evicted beyond it (0: no limit).
+	maxCacheSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
 	// batchWindow is how long a batch waits for more changes, per window (0: none; see awaitWindow).
@@ -119,6 +127,36 @@ func WithMaxRepositorySize(bytes int64) Option {
 	return func(o *options) { o.maxRepoSize = bytes }
 }
 
+// WithMaxInflatedSize bounds, in bytes, what the objects of one branch inflate to: the objects of
+// every fetch are counted as they are inflated, and a fetch whose objects would inflate to more is
+// stopped before go-git indexes its pack (which holds each object whole in memory), and the
+// branch's tree, whose file sizes are read from the object headers, is refused before it is
+// checked out when its files together are larger. Either fails with ErrRepositoryTooLarge and
+// deletes the clone. WithMaxRepositorySize counts compressed bytes, so a large file that
+// compresses well passes it; this bound does not let it pass. 0 means no limit.
+func WithMaxInflatedSize(bytes int64) Option {
+	return func(o *options) { o.maxInflatedSize = bytes }
+}
+
+// WithMaxConcurrentOperations bounds how many batches (fetch, checkout, commit and push of one
+// branch) run at once over all branches. The other branches' batches wait for a free slot, their
+// queues still open to new changes, so a restart that finds every application pending does not
+// fetch every repository at once. 0 means no limit.
+func WithMaxConcurrentOperations(n int) Option {
+	return func(o *options) { o.maxOperations = n }
+}
+
+// WithMaxCacheSize bounds, in bytes, the clones the Writer keeps in its cache directory: after
+// every batch, while the clones together are larger, the clone of the branch used least recently
+// that is idle (nothing queued, no batch running, no caller waiting) is deleted, and clone
+// directories no branch of this Writer uses (left by an earlier process) go first. An evicted
+// branch is fetched again on its next change. The running batches may exceed the bound by what
+// they fetch and check out (at most WithMaxRepositorySize plus WithMaxInflatedSize each). 0
+// means no limit.
+func WithMaxCacheSize(bytes int64) Option {
+	return func(o *options) { o.maxCacheSize = bytes }
+}
+
 // WithOnQueued registers a hook called after every Apply joined its
 // repository's queue. Like WithBeforePush it exists for tests, which gate a
 // push until a known number of changes wait behind it.
@@ -144,8 +182,17 @@ type Writer struct {
 	cacheDir string
 	opts     options
 
+	// slots holds a token per running batch when WithMaxConcurrentOperations is set.
+	slots chan struct{}
+	// waiting counts the queues waiting for a slot (tests).
+	waiting atomic.Int32
+
 	mu    sync.Mutex
 	repos map[string]*repoState
+	// orphans are clone directories of the cache that no state uses, by name, with their size
+	// (found by the first eviction pass; guarded by mu).
+	orphans        map[string]int64
+	orphansScanned bool
 }
 
 // NewWriter returns a Writer that keeps its clones under cacheDir (created
@@ -165,7 +212,11 @@ func NewWriter(cacheDir string, opts ...Option) *Writer {
 	}
 	o.maxBatch = max(o.maxBatch, 1)
 	o.backoff.Attempts = max(o.backoff.Attempts, 1)
-	return &Writer{cacheDir: cacheDir, opts: o, repos: map[string]*repoState{}}
+	w := &Writer{cacheDir: cacheDir, opts: o, repos: map[string]*repoState{}}
+	if o.maxOperations > 0 {
+		w.slots = make(chan struct{}, o.maxOperations)
+	}
+	return w
 }
 
 // repoState is the queue and the clone of one (URL, branch).
@@ -202,6 +253,14 @@ type repoState struct {
 	// changes far less often than batches run).
 	owners     owners
 	ownersBase plumbing.Hash
+	// treeBytes is the size of the files of the tree of commit treeBase (guarded by work).
+	treeBytes int64
+	treeBase  plumbing.Hash
+
+	// diskBytes is what the clone holds on disk, as measured by its last sync; lastUsed is when
+	// its last batch ended (Unix nanoseconds). Both are read by evictIdleClones.
+	diskBytes atomic.Int64
+	lastUsed  atomic.Int64
 }
 
 // request is one Apply call waiting for its batch.
@@ -342,6 +401,7 @@ func (w *Writer) Forget(repo Repo) error {
 	if err := os.RemoveAll(st.dir); err != nil {
 		return fmt.Errorf("remove clone of %s: %w", redactURL(st.url), err)
 	}
+	st.diskBytes.Store(0)
 	return nil
 }
 
@@ -355,6 +415,11 @@ func (w *Writer) state(repo Repo) *repoState {
 	if !ok {
 		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name), full: make(chan struct{}, 1)}
 		w.repos[name] = st
+		if size, ok := w.orphans[name]; ok {
+			// A clone an earlier process left: this state uses it from now on.
+			st.diskBytes.Store(size)
+			delete(w.orphans, name)
+		}
 		metrics.SetGitClones(len(w.repos))
 	}
 	st.refs++
@@ -470,16 +535,38 @@ func (w *Writer) enqueue(st *repoState, req *request) {
 func (w *Writer) drain(st *repoState) {
 	for {
 		w.awaitWindow(st)
+		// The batch is taken once a slot is free: changes queued while it waits join it.
+		w.acquireSlot()
 		st.mu.Lock()
 		batch := st.takeBatch(w.opts.maxBatch)
 		if len(batch) == 0 {
 			st.running = false
 			st.mu.Unlock()
+			w.releaseSlot()
 			w.dropReleasedWhenIdle(st)
 			return
 		}
 		st.mu.Unlock()
 		w.process(st, batch)
+		st.lastUsed.Store(time.Now().UnixNano())
+		w.releaseSlot()
+		w.evictIdleClones(batch[0].ctx)
+	}
+}
+
+// acquireSlot waits for one of the WithMaxConcurrentOperations slots.
+func (w *Writer) acquireSlot() {
+	if w.slots == nil {
+		return
+	}
+	w.waiting.Add(1)
+	w.slots <- struct{}{}
+	w.waiting.Add(-1)
+}
+
+func (w *Writer) releaseSlot() {
+	if w.slots != nil {
+		<-w.slots
 	}
 }
 
@@ -598,6 +685,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	auth := batch[0].auth
 	commit, err := w.timedWrite(ctx, st, auth, batch)
 	err = auth.redact(err)
+	w.recordDiskUsage(st, batch)
 	for _, r := range batch {
 		switch {
 		case r.err != nil:
@@ -608,6 +696,27 @@ func (w *Writer) process(st *repoState, batch []*request) {
 		}
 		r.finish()
 	}
+}
+
+// recordDiskUsage records what the clone holds after a batch, for evictIdleClones: its object
+// store, measured, and its files: those of the tree at the last sync plus what the batch wrote
+// (walking the worktree after every batch would cost more than the estimate is off). A clone the
+// batch deleted holds nothing.
+func (w *Writer) recordDiskUsage(st *repoState, batch []*request) {
+	objects, err := objectStoreSize(st)
+	if err != nil {
+		st.diskBytes.Store(0)
+		return
+	}
+	files := st.treeBytes
+	for _, r := range batch {
+		if r.changed {
+			for _, content := range r.change.Files {
+				files += int64(len(content))
+			}
+		}
+	}
+	st.diskBytes.Store(objects + files)
 }
 
 // deepCopy copies the change so a caller that gave up waiting may reuse its
