@@ -19,7 +19,7 @@ app|.|./controllers/app|^(TestUnchangedManifestsMakeNoCommit|TestDeleteKeepsTheA
 controlplane|.|./controllers/controlplane|^(TestBadInputConditions|TestControllerResetsKeepTheRetryCadence|TestOperandRolesReadOnlyTheirSecrets|TestNatsReloadsWithoutARollout|TestRealNatsServer)$
 fake|.|./internal/iofog/fake|^TestAddNatsAccountPatchesTheHubBundle$
 manager|.|./controllers|^TestManagerStartsWithoutTenantCRD$
-gitops|.|./internal/gitops|^(TestWriteAfterAPendingReleaseKeepsTheBranch|TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle|TestFetchIsCutOffAtTheSizeLimit|TestSubmit.*)$
+gitops|.|./internal/gitops|^(TestIdleClonesAreEvictedOverTheCacheLimit|TestWriteAfterAPendingReleaseKeepsTheBranch|TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle|TestFetchIsCutOffAtTheSizeLimit|TestSubmit.*)$
 apptest|.|./internal/apptest|^TestExitedSeesAnExitedController$
 monitoring|test/monitoring|./...|^TestAlertsFireOnARealRun$
 '
