@@ -29,6 +29,8 @@ func TestFlagsAcceptUpstreamAliasesAndControlPlanePacing(t *testing.T) {
 
 	defaults := DefaultOptions()
 	g.Expect(defaults.ControlPlane.MaxConcurrentReconciles).To(BeNumerically(">", 1))
+	g.Expect(defaults.ControlPlane.ControllerVerifyInterval).To(Equal(30*time.Second),
+		"a restarted Controller is noticed within 30 s by default (docs/controlplane.md#controller-restarts)")
 }
 
 // The Ingress allow-lists reach the App Controller's options as lists; empty by default (any).
