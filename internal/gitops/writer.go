@@ -202,6 +202,9 @@ type repoState struct {
 	// changes far less often than batches run).
 	owners     owners
 	ownersBase plumbing.Hash
+
+	// revisions caches what SameFolder read from the clone (its own lock).
+	revisions revisionCache
 }
 
 // request is one Apply call waiting for its batch.
