@@ -37,7 +37,7 @@ func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
 	f.g.Expect(historyOf(a)).To(Equal([]string{fmt.Sprintf("1 %s applied=false", c1)}))
 	files1 := f.files(f.path("h"))
 
-	a = f.fluxApplied("h", c1)
+	f.fluxApplied("h", c1)
 	f.g.Eventually(func() []string { return historyOf(f.get("h")) }).Should(Equal([]string{fmt.Sprintf("1 %s applied=true", c1)}))
 	applied1 := f.get("h").Status.History[0].AppliedAt
 
@@ -67,7 +67,6 @@ func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
 		f.g.Expect(newer.PushedAt.Before(&older.PushedAt)).To(BeFalse(), "entry %d pushed before entry %d", i-1, i)
 		f.g.Expect(newer.AppliedAt.Before(newer.PushedAt.DeepCopy())).To(BeFalse(), "entry %d applied before it was pushed", i-1)
 	}
-
 }
 
 // TestRevisionHistoryKeepsTheLastEntries pushes RevisionHistoryLimit+2 generations after the
