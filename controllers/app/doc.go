@@ -87,8 +87,10 @@
 //     to the old host); credentials gone or refused there leave it (OldFolderLeft Event),
 //     kubeopera.io/skip-git-cleanup leaves it on request, and the new placement is recorded.
 //  7. Read-back: status.appliedRevision is the Kustomization's lastAppliedRevision; Synced is True
-//     when that is <branch>@sha1:<commit> of the app's commit (or of the current head, which
-//     holds the same files) and the Kustomization is Ready for its current generation
+//     when that is <branch>@sha1:<commit> of a commit that holds the app's current folder (the
+//     app's commit, this pass's head, or any commit whose tree of the folder equals the head's:
+//     other apps' pushes to the branch do not unsync it; revisions.go, gitops.Writer.SameFolder)
+//     and the Kustomization is Ready for its current generation
 //     (KustomizationNotReady / RevisionNotApplied otherwise), and, for an app with an Ingress,
 //     the Ingress has a load-balancer address (IngressAddressPending otherwise) and a
 //     cert-manager Certificate of its TLS Secret, if the vCluster has one, is Ready
@@ -96,7 +98,8 @@
 //
 // Ready means the operator's part is done (steps 1 to 6); it does not wait for Flux: Synced
 // does. status.commit is the commit that last changed the app's folder (a later commit of
-// another app in the same repository does not replace it); status.url is set when an Ingress
+// another app in the same repository does not replace it), and status.history the last
+// RevisionHistoryLimit such commits with their generation, pushedAt and appliedAt; status.url is set when an Ingress
 // is rendered. Events are recorded when Ready or Synced change status or reason (the failing
 // step's reason and message are on Ready), and for Committed, TenantSelected, FolderRemoved,
 // TenantGone, GitCleanupSkipped, GitRepositoryGone, KustomizationAbandoned and VClusterNotAllowed. Messages never hold secret values.

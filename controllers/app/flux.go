@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -198,7 +199,16 @@ func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, er
 	if err != nil {
 		return r.failed(ctx, s, vclusterError(kubeoperav1alpha1.ConditionSynced, "read the Ingress", err))
 	}
-	return r.setSynced(s, s.kustomization, available, exp), nil
+	revision := s.kustomization.Status.LastAppliedRevision
+	holds, why, err := r.appliedHoldsFolder(ctx, s, revision)
+	if err != nil {
+		// Rare: the applied revision is not in the Git writer's clone and fetching it failed.
+		s.app.Status.AppliedRevision = revision
+		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonGitFailed,
+			fmt.Sprintf("Not verified: compare the app's folder at the applied revision %s with commit %s: %v", revision, s.head, err))
+		return ctrl.Result{}, err
+	}
+	return r.setSynced(s, s.kustomization, available, exp, holds, why), nil
 }
 
 // availableReplicas reads the available replicas of the app's Deployment in the vCluster (0

@@ -55,8 +55,11 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	s.head = res.Commit
 	// status.commit is the commit that last changed the app's folder: a later commit of
 	// another app in the same repository does not replace it.
-	if res.Changed || s.app.Status.Commit == "" {
+	if prev := s.app.Status.Commit; res.Changed || prev == "" {
 		s.app.Status.Commit = res.Commit
+		if s.app.Status.Commit != prev {
+			recordRevision(s.app, metav1.Now())
+		}
 	}
 	if res.Changed {
 		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile,

@@ -282,28 +282,33 @@ func TestObserveSync(t *testing.T) {
 		wantAfter  time.Duration
 		// wasSynced: the app was Synced before this observation.
 		wasSynced bool
+		// noHead: the pass has no head to compare an other commit's folder with. An applied
+		// commit that is neither the app's nor the head is compared in the Git clone, which
+		// this unit test has none of: TestSyncedHoldsWhileOtherAppsPushToTheBranch (envtest)
+		// and internal/gitops TestSameFolder* cover that comparison.
+		noHead bool
 	}{
 		{"nothing applied yet", kustomizev1.KustomizationStatus{}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false, false},
 		{"pushed commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false},
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false, false},
 		{"later head with the same files applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "refs/heads/main@sha1:" + head, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false},
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, false, false},
 		{"older commit applied", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:3333333333333333333333333333333333333333", Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false, true},
 		{"another branch", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "dev@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false, false},
 		{"spec not observed yet", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionTrue)}, 2,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false, false},
 		{"apply failed", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionFalse)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady, DefaultSyncPollInterval, false, false},
 		// Flux's periodic reconcile (Ready Unknown, Progressing) of the revision it applied.
 		{"synced app, Flux re-applying the same commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionUnknown)}, 1,
-			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, true},
+			metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded, DefaultResyncInterval, true, false},
 		{"new app, Flux still applying the commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit, Conditions: ready(metav1.ConditionUnknown)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, false, false},
 		{"synced app, Flux applying an older commit", kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:3333333333333333333333333333333333333333", Conditions: ready(metav1.ConditionUnknown)}, 1,
-			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, true},
+			metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied, DefaultSyncPollInterval, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,7 +323,11 @@ func TestObserveSync(t *testing.T) {
 			})
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}, Status: tc.status}
 			vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
-			res, err := tr.observeSync(context.Background(), &scope{app: a, head: head, kustomization: ks, vc: vc})
+			h := head
+			if tc.noHead {
+				h = ""
+			}
+			res, err := tr.observeSync(context.Background(), &scope{app: a, head: h, kustomization: ks, vc: vc})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.RequeueAfter).To(Equal(tc.wantAfter))
 			c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)

@@ -69,27 +69,31 @@ func (r *Reconciler) setReady(s *scope) {
 		fmt.Sprintf("Manifests committed at %s and Flux configured in Tenant %s", shortCommit(s.app.Status.Commit), s.tenant.Name))
 }
 
-// setSynced decides Synced from what the vCluster reported: True when Flux applied the pushed
-// commit (or the current head, which holds the same files), the Kustomization is Ready for its
+// setSynced decides Synced from what the vCluster reported: True when the revision Flux applied
+// holds the app's current folder (holds, see appliedHoldsFolder: the pushed commit, or a commit
+// of other apps of the branch that left the folder as it is), the Kustomization is Ready for its
 // current generation (with wait: true, the applied objects are healthy) and, for an app with an
 // Ingress, the Ingress has a load-balancer address and the cert-manager Certificate of its TLS
 // Secret, when there is one, is Ready. False otherwise, with the reason of the first thing
 // missing: KustomizationNotReady when Flux says it is not Ready, RevisionNotApplied while it has
-// not applied the commit, then IngressAddressPending, then CertificateNotReady. It records the
-// applied revision, the available replicas and the URL, and returns the requeue: every
-// ResyncInterval once Synced, every SyncPollInterval until then (the watches of the vCluster's
-// Kustomizations, Ingresses and Certificates bring the app back sooner).
-func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32, exp exposure) ctrl.Result {
+// not applied the app's folder (why adds a reason the revision could not be compared), then
+// IngressAddressPending, then CertificateNotReady. It records the applied revision, the
+// available replicas, the URL and, in status.history, when Flux applied the app's commits, and
+// returns the requeue: every ResyncInterval once Synced, every SyncPollInterval until then (the
+// watches of the vCluster's Kustomizations, Ingresses and Certificates bring the app back
+// sooner).
+func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32, exp exposure, holds bool, why string) ctrl.Result {
 	const cond = kubeoperav1alpha1.ConditionSynced
 	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
 	s.app.Status.AvailableReplicas = available
 	s.app.Status.URL = render.URL(s.app)
 
 	branch := render.Branch(s.app)
-	applied := appliedCommit(ks.Status.LastAppliedRevision, branch)
+	// lastAppliedRevision is what Flux applied and found healthy, whatever its Ready says now.
+	markApplied(s.app, appliedCommit(ks.Status.LastAppliedRevision, branch), holds, metav1.Now())
 	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 	current := ks.Status.ObservedGeneration == ks.Generation
-	matches := applied != "" && (applied == s.app.Status.Commit || applied == s.head)
+	matches := holds
 	// kustomize-controller marks Ready Unknown (Progressing) at the start of every reconcile,
 	// the periodic one at spec.flux.interval included, and True again when it is done. While
 	// it re-applies the revision it last applied, an app whose Synced was decided after Flux
@@ -110,7 +114,7 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 			applied = "nothing yet"
 		}
 		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied,
-			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s)", branch, s.app.Status.Commit, applied))
+			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s%s)", branch, s.app.Status.Commit, applied, why))
 	}
 	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
 }

@@ -82,7 +82,10 @@ func TestSyncedAppInSteadyStateWritesNothing(t *testing.T) {
 	name := f.ns + "-quiet"
 	setKustomizationStatus(f, name, "main@sha1:"+a.Status.Commit, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied")
 	f.poke("quiet")
-	f.waitCondition("quiet", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	a = f.waitCondition("quiet", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	// The history is in the status the passes below leave alone.
+	f.g.Expect(a.Status.History).To(HaveLen(1))
+	f.g.Expect(a.Status.History[0].AppliedAt).NotTo(BeNil())
 	commits := len(f.commits())
 
 	ksPath := "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/" + name

@@ -88,6 +88,16 @@
 // disk: after each batch, clone directories no branch uses and then the clones of idle branches,
 // least recently used first, are deleted while the clones hold more (evict.go).
 //
+// # Comparing folders across commits
+//
+// SameFolder tells whether an application's folder holds the same content
+// (Git tree hash) at two commits, so that a revision another application's
+// push produced counts as holding this one's folder. It reads the local
+// clone (cached per branch by commit and folder); a commit the clone lacks
+// is fetched for once (the branch's last RevisionFetchDepth commits, within
+// the size limit) and, when still missing, fails with ErrRevisionNotFound
+// without another fetch.
+//
 // # Retry policy
 //
 // Pushes never force. When a push fails and the remote branch is no longer

@@ -261,6 +261,9 @@ type repoState struct {
 	// its last batch ended (Unix nanoseconds). Both are read by evictIdleClones.
 	diskBytes atomic.Int64
 	lastUsed  atomic.Int64
+
+	// revisions caches what SameFolder read from the clone (its own lock).
+	revisions revisionCache
 }
 
 // request is one Apply call waiting for its batch.

@@ -48,8 +48,9 @@ const (
 	ConditionManifestsCommitted = "ManifestsCommitted"
 	// ConditionFluxConfigured: the GitRepository and Kustomization exist in the vCluster.
 	ConditionFluxConfigured = "FluxConfigured"
-	// ConditionSynced: Flux applied the pushed commit and the Kustomization is Ready, which
-	// (wait: true) means every applied object is healthy.
+	// ConditionSynced: Flux applied a revision of the branch that holds the app's current
+	// folder (the pushed commit, or a later commit of other apps that left the folder as it is)
+	// and the Kustomization is Ready, which (wait: true) means every applied object is healthy.
 	ConditionSynced = "Synced"
 	// ConditionReconciling (kstatus): True while the app's generation is still being worked on:
 	// a step failed and is retried, the operator waits for something outside it (a Tenant, Flux

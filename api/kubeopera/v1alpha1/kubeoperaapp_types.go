@@ -312,8 +312,8 @@ type KubeOperaAppStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (the operator's part is done), TenantResolved, ManifestsCommitted,
-	// FluxConfigured and Synced (Flux applied the pushed commit and the applied objects are
-	// healthy); Reconciling and Stalled (kstatus) say whether more is to come.
+	// FluxConfigured and Synced (Flux applied a revision holding the app's current folder and
+	// the applied objects are healthy); Reconciling and Stalled (kstatus) say whether more is to come.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -361,6 +361,42 @@ type KubeOperaAppStatus struct {
 	// URL of the app when an Ingress exists.
 	// +optional
 	URL string `json:"url,omitempty"`
+
+	// History holds the last RevisionHistoryLimit commits that changed the app's folder,
+	// newest first: which generation produced which commit, when it was pushed and when Flux
+	// applied it. A rollback is a new generation with an older spec, so it is a new entry with
+	// a new commit (docs/app-controller.md, "Revision history and rollback").
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	History []AppRevision `json:"history,omitempty"`
+}
+
+// RevisionHistoryLimit is how many entries status.history keeps (the MaxItems of the field).
+const RevisionHistoryLimit = 10
+
+// AppRevision is one commit the operator pushed for the app.
+type AppRevision struct {
+	// Generation of the app whose spec the commit holds.
+	// +required
+	Generation int64 `json:"generation"`
+
+	// Commit is the SHA of the commit that changed the app's folder.
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	Commit string `json:"commit"`
+
+	// PushedAt is when the operator recorded the commit as pushed (for a folder the branch
+	// already held, when it found it there).
+	// +required
+	PushedAt metav1.Time `json:"pushedAt"`
+
+	// AppliedAt is when the operator first read back from the vCluster that Flux applied this
+	// commit, or, for the newest entry, a later revision of the branch whose folder of the app
+	// holds the same content (another app's commit on top of it). Unset while Flux has not: an
+	// entry replaced by a newer one before Flux applied it never gets it.
+	// +optional
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 }
 
 // KubeOperaApp is one tenant application. The operator renders it to a Deployment, Service and

@@ -1,0 +1,93 @@
+package app_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// historyOf returns the app's status.history as (generation, commit, applied) triples, newest
+// first.
+func historyOf(a *kubeoperav1alpha1.KubeOperaApp) []string {
+	var out []string
+	for _, e := range a.Status.History {
+		out = append(out, fmt.Sprintf("%d %s applied=%v", e.Generation, e.Commit, e.AppliedAt != nil))
+	}
+	return out
+}
+
+// TestRevisionHistoryRollsBackAndForth plays the KubeOpera API rolling an app back and forth
+// (spec v1, v2, v1 again, v2 again: a rollback is a new generation with an older spec) and reads
+// status.history: one entry per pushed commit, newest first, each with its generation, distinct
+// commits, appliedAt once Flux applied the entry's commit and never moved after. (That a pass
+// finding everything as it is writes nothing, history included, is
+// TestSyncedAppInSteadyStateWritesNothing: its app has a history with appliedAt set.)
+func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	const v1, v2 = "ghcr.io/example/h:1.0.0", "ghcr.io/example/h:2.0.0"
+	f.create(f.newApp("h", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = v1 }))
+	a := f.waitReady("h")
+	c1 := a.Status.Commit
+	f.g.Expect(historyOf(a)).To(Equal([]string{fmt.Sprintf("1 %s applied=false", c1)}))
+	files1 := f.files(f.path("h"))
+
+	f.fluxApplied("h", c1)
+	f.g.Eventually(func() []string { return historyOf(f.get("h")) }).Should(Equal([]string{fmt.Sprintf("1 %s applied=true", c1)}))
+	applied1 := f.get("h").Status.History[0].AppliedAt
+
+	c2 := f.setImage("h", v2)
+	a = f.get("h")
+	f.g.Expect(historyOf(a)).To(Equal([]string{fmt.Sprintf("2 %s applied=false", c2), fmt.Sprintf("1 %s applied=true", c1)}))
+	f.fluxApplied("h", c2)
+	f.g.Eventually(func() []string { return historyOf(f.get("h")) }).Should(Equal([]string{
+		fmt.Sprintf("2 %s applied=true", c2), fmt.Sprintf("1 %s applied=true", c1)}))
+
+	// Rollback: v1's spec again. Its files are v1's, in a new commit.
+	c3 := f.setImage("h", v1)
+	f.g.Expect(f.files(f.path("h"))).To(Equal(files1))
+	f.fluxApplied("h", c3)
+	// And forward again.
+	c4 := f.setImage("h", v2)
+	f.fluxApplied("h", c4)
+	f.waitCondition("h", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	f.g.Eventually(func() []string { return historyOf(f.get("h")) }).Should(Equal([]string{
+		fmt.Sprintf("4 %s applied=true", c4), fmt.Sprintf("3 %s applied=true", c3),
+		fmt.Sprintf("2 %s applied=true", c2), fmt.Sprintf("1 %s applied=true", c1)}))
+	a = f.get("h")
+	f.g.Expect(map[string]bool{c1: true, c2: true, c3: true, c4: true}).To(HaveLen(4), "commits are distinct")
+	f.g.Expect(a.Status.History[3].AppliedAt).To(Equal(applied1), "an appliedAt is set once")
+	for i := 1; i < len(a.Status.History); i++ {
+		newer, older := a.Status.History[i-1], a.Status.History[i]
+		f.g.Expect(newer.PushedAt.Before(&older.PushedAt)).To(BeFalse(), "entry %d pushed before entry %d", i-1, i)
+		f.g.Expect(newer.AppliedAt.Before(newer.PushedAt.DeepCopy())).To(BeFalse(), "entry %d applied before it was pushed", i-1)
+	}
+}
+
+// TestRevisionHistoryKeepsTheLastEntries pushes RevisionHistoryLimit+2 generations after the
+// first: status.history holds the newest RevisionHistoryLimit, newest first.
+func TestRevisionHistoryKeepsTheLastEntries(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("many", "t1"))
+	a := f.waitReady("many")
+	commits := []string{a.Status.Commit}
+	const pushes = kubeoperav1alpha1.RevisionHistoryLimit + 2
+	for i := range pushes {
+		commits = append(commits, f.setImage("many", fmt.Sprintf("ghcr.io/example/many:1.%d.0", i+1)))
+	}
+	a = f.get("many")
+	f.g.Expect(a.Status.History).To(HaveLen(kubeoperav1alpha1.RevisionHistoryLimit))
+	var want []string
+	for i := range kubeoperav1alpha1.RevisionHistoryLimit {
+		n := len(commits) - 1 - i
+		want = append(want, fmt.Sprintf("%d %s applied=false", n+1, commits[n]))
+	}
+	f.g.Expect(historyOf(a)).To(Equal(want))
+	f.g.Expect(a.Generation).To(Equal(int64(pushes + 1)))
+}

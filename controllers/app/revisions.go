@@ -1,0 +1,85 @@
+package app
+
+// What Flux applied, compared with what the app holds in Git (appliedHoldsFolder), and the
+// app's revision history (status.history: recordRevision when a commit changes the app's
+// folder, markApplied when Flux applied it). docs/app-controller.md, "Read-back" and
+// "Revision history and rollback".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
+)
+
+// appliedHoldsFolder reports whether the revision Flux applied (the Kustomization's
+// lastAppliedRevision, "<branch>@sha1:<commit>") holds the app's current folder: it is the
+// app's commit or this pass's head, or the folder's tree there equals its tree at this pass's
+// head (other apps pushed to the branch since, or before, and left the folder as it is). The
+// comparison reads the Git writer's clone (gitops.Writer.SameFolder: no fetch for a commit
+// the clone holds, one bounded fetch for one it does not). why explains, for the
+// RevisionNotApplied message, a revision that cannot be compared ("" otherwise); err is a
+// failure to compare (the fetch failed).
+func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision string) (holds bool, why string, err error) {
+	commit := appliedCommit(revision, render.Branch(s.app))
+	switch {
+	case commit == "":
+		return false, "", nil
+	case commit == s.app.Status.Commit || commit == s.head:
+		return true, "", nil
+	case s.head == "":
+		return false, "", nil
+	}
+	here := specLocation(s.app)
+	repo, err := r.gitRepo(ctx, s, here)
+	if err != nil {
+		return false, "", err
+	}
+	same, err := r.writer.SameFolder(ctx, repo, here.path, commit, s.head)
+	switch {
+	case errors.Is(err, gitops.ErrRevisionNotFound):
+		return false, fmt.Sprintf("; %s is not among the last %d commits of the branch", shortCommit(commit), gitops.RevisionFetchDepth), nil
+	case errors.Is(err, gitops.ErrInvalidChange):
+		// Not a SHA-1 commit (a sha256 repository): only the exact commits above match.
+		return false, "", nil
+	case err != nil:
+		return false, "", err
+	}
+	return same, "", nil
+}
+
+// recordRevision adds the app's new commit (status.commit) to status.history, newest first,
+// keeping RevisionHistoryLimit entries. Called when status.commit changed, so the history is
+// written only with a new commit.
+func recordRevision(app *kubeoperav1alpha1.KubeOperaApp, now metav1.Time) {
+	if len(app.Status.History) > 0 && app.Status.History[0].Commit == app.Status.Commit {
+		return
+	}
+	entry := kubeoperav1alpha1.AppRevision{Generation: app.Generation, Commit: app.Status.Commit, PushedAt: now}
+	history := append([]kubeoperav1alpha1.AppRevision{entry}, app.Status.History...)
+	if len(history) > kubeoperav1alpha1.RevisionHistoryLimit {
+		history = history[:kubeoperav1alpha1.RevisionHistoryLimit]
+	}
+	app.Status.History = history
+}
+
+// markApplied sets appliedAt, once, on the history entries Flux applied: the entry of the
+// commit Flux applied, and the newest entry (the app's current commit) when the applied
+// revision holds its folder (holds, see appliedHoldsFolder). Nothing changes once set, so a
+// steady state writes nothing.
+func markApplied(app *kubeoperav1alpha1.KubeOperaApp, appliedCommit string, holds bool, now metav1.Time) {
+	for i := range app.Status.History {
+		e := &app.Status.History[i]
+		if e.AppliedAt != nil {
+			continue
+		}
+		if (appliedCommit != "" && e.Commit == appliedCommit) || (i == 0 && holds && e.Commit == app.Status.Commit) {
+			e.AppliedAt = &now
+		}
+	}
+}
