@@ -112,7 +112,8 @@ TEST_LDFLAGS ?= -w
 test: git-cli ## Run every check and test (what CI runs).
 	@$(TIMED) tools $(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
-	@$(MAKE) --no-print-directory test-checks-lint
+	@# golangci-lint's govet runs go vet's analyzers, so there is no separate vet stage.
+	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory test-checks
 
@@ -121,12 +122,6 @@ test: git-cli ## Run every check and test (what CI runs).
 test-go: envtest-assets flux-controllers cert-manager-crds git-cli
 	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) ./... -count=1 -timeout $(TEST_TIMEOUT)
-
-# golangci-lint, first in `make test` (its govet runs go vet's analyzers, so there is no separate
-# vet stage).
-.PHONY: test-checks-lint
-test-checks-lint: golangci-lint
-	@$(TIMED) lint $(MAKE) --no-print-directory lint
 
 # The checks after the Go tests: the sub-module tests, the fuzz budget and the OLM and installer
 # checks, one after the other.

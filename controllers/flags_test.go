@@ -13,14 +13,10 @@ import (
 // make the process exit 2; the ControlPlane pacing flags reach the reconciler's options.
 func TestFlagsAcceptUpstreamAliasesAndControlPlanePacing(t *testing.T) {
 	g := NewWithT(t)
-	opts := DefaultOptions()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	BindFlags(fs, &opts)
-	g.Expect(fs.Parse([]string{
+	opts := parseFlags(g,
 		"--metrics-addr=:9090", "--enable-leader-election",
 		"--controlplane-max-concurrent-reconciles=7", "--controlplane-pass-timeout=30s", "--controller-verify-interval=1m",
-	})).To(Succeed())
+	)
 	g.Expect(opts.MetricsBindAddress).To(Equal(":9090"))
 	g.Expect(opts.LeaderElect).To(BeTrue())
 	g.Expect(opts.ControlPlane.MaxConcurrentReconciles).To(Equal(7))
@@ -36,16 +32,13 @@ func TestFlagsAcceptUpstreamAliasesAndControlPlanePacing(t *testing.T) {
 // The Ingress allow-lists reach the App Controller's options as lists; empty by default (any).
 func TestFlagsIngressAllowLists(t *testing.T) {
 	g := NewWithT(t)
-	opts := DefaultOptions()
-	g.Expect(opts.Apps.AllowedIngressHosts).To(BeEmpty())
-	g.Expect(opts.Apps.AllowedClusterIssuers).To(BeEmpty())
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	BindFlags(fs, &opts)
-	g.Expect(fs.Parse([]string{
+	defaults := DefaultOptions()
+	g.Expect(defaults.Apps.AllowedIngressHosts).To(BeEmpty())
+	g.Expect(defaults.Apps.AllowedClusterIssuers).To(BeEmpty())
+	opts := parseFlags(g,
 		"--app-allowed-ingress-hosts=*.apps.example.com, shop.example.com,*.{namespace}.tenants.example.com",
 		"--app-allowed-cluster-issuers=letsencrypt-prod,internal-ca",
-	})).To(Succeed())
+	)
 	g.Expect(opts.Apps.AllowedIngressHosts).To(Equal([]string{"*.apps.example.com", "shop.example.com", "*.{namespace}.tenants.example.com"}))
 	g.Expect(opts.Apps.AllowedClusterIssuers).To(Equal([]string{"letsencrypt-prod", "internal-ca"}))
 }
@@ -53,13 +46,9 @@ func TestFlagsIngressAllowLists(t *testing.T) {
 // The Git bounds reach the App Controller's options; 0 keeps the defaults (set by the reconciler).
 func TestFlagsSetTheGitBounds(t *testing.T) {
 	g := NewWithT(t)
-	opts := DefaultOptions()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	BindFlags(fs, &opts)
-	g.Expect(fs.Parse([]string{
+	opts := parseFlags(g,
 		"--app-max-git-inflated-size=1048576", "--app-max-concurrent-git-operations=2", "--app-max-git-cache-size=-1",
-	})).To(Succeed())
+	)
 	g.Expect(opts.Apps.MaxGitInflatedSize).To(Equal(int64(1 << 20)))
 	g.Expect(opts.Apps.MaxConcurrentGitOperations).To(Equal(2))
 	g.Expect(opts.Apps.MaxGitCacheSize).To(Equal(int64(-1)))
@@ -68,4 +57,14 @@ func TestFlagsSetTheGitBounds(t *testing.T) {
 	g.Expect(defaults.Apps.MaxGitInflatedSize).To(BeZero())
 	g.Expect(defaults.Apps.MaxConcurrentGitOperations).To(BeZero())
 	g.Expect(defaults.Apps.MaxGitCacheSize).To(BeZero())
+}
+
+// parseFlags binds the manager's flags to the default options and parses args.
+func parseFlags(g Gomega, args ...string) Options {
+	opts := DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	BindFlags(fs, &opts)
+	g.Expect(fs.Parse(args)).To(Succeed())
+	return opts
 }
