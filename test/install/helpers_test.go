@@ -170,7 +170,7 @@ func runManager(t *testing.T, env *testenv.Env, dep *appsv1.Deployment) *manager
 
 	sa := dep.Spec.Template.Spec.ServiceAccountName
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", dep.Namespace, sa)
-	u, err := env.Env.AddUser(envtest.User{Name: user, Groups: []string{
+	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{
 		"system:serviceaccounts", "system:serviceaccounts:" + dep.Namespace, testenv.ManagerGroup,
 	}}, env.Config)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -130,7 +130,7 @@ func (e *Env) ManagerConfig(ctx context.Context, name string, namespaces ...stri
 			return nil, fmt.Errorf("create %T %s: %w", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
-	u, err := e.Env.AddUser(envtest.User{Name: name, Groups: []string{ManagerGroup}}, e.Config)
+	u, err := e.AddUser(envtest.User{Name: name, Groups: []string{ManagerGroup}}, e.Config)
 	if err != nil {
 		return nil, fmt.Errorf("add user %q: %w", name, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,6 +80,8 @@ type Env struct {
 	// empty when Options.APIServerFlags configure an audit log of their own.
 	AuditLog string
 	auditDir string
+	// usersMu serialises AddUser.
+	usersMu sync.Mutex
 }
 
 // Options select what is installed.
@@ -222,10 +225,18 @@ func (e *Env) StartAPIServer() error {
 	return e.Env.ControlPlane.Start()
 }
 
+// AddUser is envtest's AddUser, safe for parallel tests: envtest's certificate authority counts
+// its serial numbers without a lock, so the users are added one at a time.
+func (e *Env) AddUser(user envtest.User, base *rest.Config) (*envtest.AuthenticatedUser, error) {
+	e.usersMu.Lock()
+	defer e.usersMu.Unlock()
+	return e.Env.AddUser(user, base)
+}
+
 // Kubeconfig returns a kubeconfig of a new cluster-admin user with inline credentials, as a
 // vcluster exports it.
 func (e *Env) Kubeconfig(user string) ([]byte, error) {
-	u, err := e.Env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	u, err := e.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("add user: %w", err)
 	}
