@@ -193,6 +193,10 @@ type Writer struct {
 	// (found by the first eviction pass; guarded by mu).
 	orphans        map[string]int64
 	orphansScanned bool
+
+	// expected are the announced changes not yet submitted, by app (expect.go).
+	expectMu sync.Mutex
+	expected map[string]expectation
 }
 
 // NewWriter returns a Writer that keeps its clones under cacheDir (created
@@ -389,6 +393,7 @@ func (w *Writer) submit(ctx context.Context, repo Repo, change Change, notify fu
 	}
 	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), notify: notify}
 	st := w.state(repo)
+	w.Unexpect(change.AppKey)
 	w.enqueue(st, req)
 	return &Pending{req: req}, st, nil
 }
@@ -589,10 +594,11 @@ const maxWindowsPerBatch = 5
 
 // awaitWindow waits out the batching window of the next batch: one window, extended by another
 // window as long as changes keep arriving (a window in which none was queued ends the wait), up
-// to maxWindowsPerBatch windows, or until the queue holds a full batch. It returns at once
-// without a window or with an empty or full queue. The changes queued while a push was in flight
-// wait a window as well: when they keep arriving, as during a burst of reconciles, the next
-// batch gathers more of them.
+// to maxWindowsPerBatch windows, or until the queue holds a full batch. While changes to the
+// branch are announced (Expect) and not yet submitted, a quiet window does not end the wait:
+// it goes on up to maxExpectedWindows windows. It returns at once without a window or with an
+// empty or full queue. The changes queued while a push was in flight wait a window as well: when
+// they keep arriving, as during a burst of reconciles, the next batch gathers more of them.
 func (w *Writer) awaitWindow(st *repoState) {
 	if w.opts.batchWindow <= 0 {
 		return
@@ -604,7 +610,7 @@ func (w *Writer) awaitWindow(st *repoState) {
 	default:
 	}
 	st.mu.Unlock()
-	for windows := 0; windows < maxWindowsPerBatch; windows++ {
+	for windows := 1; ; windows++ {
 		st.mu.Lock()
 		if len(st.pending) == 0 || len(st.pending) >= w.opts.maxBatch {
 			st.mu.Unlock()
@@ -617,10 +623,16 @@ func (w *Writer) awaitWindow(st *repoState) {
 		case <-st.full:
 			return
 		}
+		if windows >= maxExpectedWindows {
+			return
+		}
+		if w.expecting(st) {
+			continue
+		}
 		st.mu.Lock()
 		quiet := st.arrivals == seen
 		st.mu.Unlock()
-		if quiet {
+		if quiet || windows >= maxWindowsPerBatch {
 			return
 		}
 	}
