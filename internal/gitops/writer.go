@@ -47,7 +47,8 @@ type Backoff struct {
 	Attempts int
 }
 
-// Clock gives commit timestamps. k8s.io/utils/clock.PassiveClock satisfies it.
+// Clock gives commit timestamps and the age of announced changes (Expect).
+// k8s.io/utils/clock.PassiveClock satisfies it.
 type Clock interface {
 	Now() time.Time
 }
@@ -78,6 +79,9 @@ type options struct {
 	maxCacheSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
+	// onExpect and onUnexpect run on every Expect and Unexpect (tests).
+	onExpect   func(app string, repo Repo)
+	onUnexpect func(app string)
 	// batchWindow is how long a batch waits for more changes, per window (0: none; see awaitWindow).
 	batchWindow time.Duration
 	// after starts the window's timer; time.After unless a test gates it.
@@ -89,7 +93,7 @@ func WithAuthor(name, email string) Option {
 	return func(o *options) { o.authorName, o.authorEmail = name, email }
 }
 
-// WithClock sets the clock used for commit timestamps.
+// WithClock sets the clock used for commit timestamps and to age announced changes.
 func WithClock(c Clock) Option {
 	return func(o *options) { o.clock = c }
 }
@@ -164,12 +168,22 @@ func WithOnQueued(f func()) Option {
 	return func(o *options) { o.onQueued = f }
 }
 
+// WithOnExpect registers hooks called on every Expect (with the announced branch) and every
+// Unexpect (Submit's included), with or without a batching window. Like WithOnQueued they exist
+// for tests, which check what a caller announces and withdraws; production code has no use for
+// them.
+func WithOnExpect(expect func(app string, repo Repo), unexpect func(app string)) Option {
+	return func(o *options) { o.onExpect, o.onUnexpect = expect, unexpect }
+}
+
 // WithBatchWindow makes a batch wait d before it is written, and d again
 // while changes keep arriving (at most maxWindowsPerBatch windows), so that
 // changes arriving one after the other (reconciles of many apps of one
 // repository) share one commit and one push. A window in which no change
-// arrived ends the wait; a full batch (WithMaxBatch) starts at once. 0, the
-// default, adds no wait: only the changes queued during a push are grouped.
+// arrived ends the wait, unless changes to the branch announced with Expect
+// are outstanding (then at most maxExpectedWindows windows); a full batch
+// (WithMaxBatch) starts at once. 0, the default, adds no wait: only the
+// changes queued during a push are grouped.
 func WithBatchWindow(d time.Duration) Option {
 	return func(o *options) { o.batchWindow = max(d, 0) }
 }

@@ -441,7 +441,7 @@ type gitRun struct {
 	missing, extra  int
 }
 
-// gitThroughput is P4: n apps created at once (16 writers) in ns, spread over repos
+// gitThroughput is P4: n apps created at once (parallel writers) in ns, spread over repos
 // repositories; wall time until every repository holds every app's files; pushes, commits, lost
 // and stray files; and the floor: the API work every app needs before its first push, done by a
 // bare client with the app controller's concurrency (apiFloorWork), then one raw commit+push per
@@ -465,7 +465,7 @@ func gitThroughput(ctx context.Context, h *cluster, g *gitSide, ns, label string
 		}
 	}
 	start := time.Now()
-	if err := parallel(16, n, func(i int) error { return h.Client.Create(ctx, apps[i]) }); err != nil {
+	if err := parallel(n, func(i int) error { return h.Client.Create(ctx, apps[i]) }); err != nil {
 		return run, err
 	}
 	last, err := waitPushed(ctx, g, want, start, pushedTimeout)
@@ -497,7 +497,7 @@ func gitThroughput(ctx context.Context, h *cluster, g *gitSide, ns, label string
 		}
 	}
 	astart := time.Now()
-	if err := parallel(16, n, func(i int) error { return apiFloorWork(ctx, h.Client, apps[i]) }); err != nil {
+	if err := parallel(n, func(i int) error { return apiFloorWork(ctx, h.Client, apps[i]) }); err != nil {
 		return run, fmt.Errorf("floor API work: %w", err)
 	}
 	run.apiFloor = time.Since(astart)
