@@ -59,7 +59,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"KubeOperaApps reconciled at once; apps of one repository reconciled together share one commit and push (0: 16).")
 	fs.DurationVar(&opts.GitBatchWindow, "git-batch-window", opts.GitBatchWindow,
 		"How long the Git writer waits for other changes to the same repository branch before it commits, "+
-			"so that they share one commit and one push; extended while changes keep arriving, up to five windows "+
+			"so that they share one commit and one push; extended while changes keep arriving, up to five windows, "+
+			"and while changes of apps being reconciled are announced, up to 50 "+
 			"(0: no wait, only changes queued during a push are grouped).")
 	fs.DurationVar(&opts.Apps.SyncPollInterval, "app-sync-poll-interval", opts.Apps.SyncPollInterval,
 		"Safety-net poll of an app's Flux Kustomization until it applied the pushed commit; the vCluster's Kustomizations are watched, so a change is seen at once (0: 2m).")

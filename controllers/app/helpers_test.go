@@ -276,6 +276,8 @@ func (f *fixture) waitGone(name string) {
 func (f *fixture) deleteAllApps() {
 	beforePush.Store(nil)
 	onQueued.Store(nil)
+	onExpect.Store(nil)
+	onUnexpect.Store(nil)
 	statusPatchHook.Store(nil)
 	g := NewWithT(f.t)
 	list := &kubeoperav1alpha1.KubeOperaAppList{}

@@ -123,6 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if r.Options.OnPass != nil {
 		defer r.Options.OnPass(req.NamespacedName)
 	}
+	// A change announced for this app (announceChange) was submitted by this pass or is not
+	// coming: it no longer holds the writer's batching window.
+	defer r.writer.Unexpect(req.String())
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pushes.forget(req.NamespacedName)

@@ -11,9 +11,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
 // A pass does not wait for its push. commitManifests submits the app's folder to the Git writer
@@ -136,4 +141,26 @@ func (l pendingAwareLimiter) Forget(item reconcile.Request) {
 		return
 	}
 	l.TypedRateLimiter.Forget(item)
+}
+
+// announceChange is the last predicate of the app watch; it passes every event the others
+// passed. An app that is created or whose spec changed is about to submit a change to its
+// branch: it is announced to the Git writer (gitops.Writer.Expect), whose batching window for
+// that branch then waits for it, so a burst of apps over many repositories (a restart, a bulk
+// apply) shares one push per repository even when one repository's changes reach the writer
+// further apart than a window. The pass withdraws the announcement when it ends (Reconcile),
+// and submitting settles it.
+func (r *Reconciler) announceChange() predicate.Funcs {
+	announce := func(o client.Object) bool {
+		app, ok := o.(*kubeoperav1alpha1.KubeOperaApp)
+		if ok && app.DeletionTimestamp.IsZero() {
+			r.writer.Expect(gitops.Repo{URL: app.Spec.Git.URL, Branch: render.Branch(app)},
+				types.NamespacedName{Namespace: app.Namespace, Name: app.Name}.String())
+		}
+		return true
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return announce(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return announce(e.ObjectNew) },
+	}
 }

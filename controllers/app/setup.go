@@ -57,7 +57,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kubeoperav1alpha1.KubeOperaApp{}, builder.WithPredicates(
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, userAnnotationChanged))).
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, userAnnotationChanged),
+			r.announceChange())).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,

@@ -44,6 +44,10 @@ var (
 	beforePush atomic.Pointer[func()]
 	// onQueued, when set, runs after every change joined a Git writer queue.
 	onQueued atomic.Pointer[func()]
+	// onExpect and onUnexpect, when set, run on every announcement of a change to the Git writer
+	// and every withdrawal (gitops.WithOnExpect).
+	onExpect   atomic.Pointer[func(app string, repo gitops.Repo)]
+	onUnexpect atomic.Pointer[func(app string)]
 	// statusPatchHook, when set, runs before every status write of the manager's client; an
 	// error it returns is the write's result (the API server is never asked).
 	statusPatchHook atomic.Pointer[func(client.Object) error]
@@ -214,6 +218,15 @@ func startManager(ctx context.Context) (<-chan error, error) {
 		gitops.WithOnQueued(func() {
 			if f := onQueued.Load(); f != nil {
 				(*f)()
+			}
+		}),
+		gitops.WithOnExpect(func(app string, repo gitops.Repo) {
+			if f := onExpect.Load(); f != nil {
+				(*f)(app, repo)
+			}
+		}, func(app string) {
+			if f := onUnexpect.Load(); f != nil {
+				(*f)(app)
 			}
 		}),
 	}

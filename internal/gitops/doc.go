@@ -54,8 +54,14 @@
 // quiet window), after at most five windows however steadily changes keep
 // arriving, or when it is full, so changes arriving one after the other also
 // share a push. One app's change waits one window; a burst of reconciles is
-// gathered for up to five. Without the option no delay is added. Every caller in a batch receives the commit that
-// contains its change.
+// gathered for up to five. A caller that is about to submit a change announces
+// it with Expect (the app controller does when an app is created or its spec
+// changes) and withdraws it with Unexpect when none comes; submitting settles
+// it. While a branch has announced changes outstanding, a quiet window does not
+// end its wait (at most 50 windows): a burst over many repositories, whose
+// changes to one branch arrive further apart than a window, still shares one
+// push per branch. Without the option no delay is added. Every caller in a
+// batch receives the commit that contains its change.
 //
 // # Freshness and determinism
 //

@@ -47,7 +47,8 @@ type Backoff struct {
 	Attempts int
 }
 
-// Clock gives commit timestamps. k8s.io/utils/clock.PassiveClock satisfies it.
+// Clock gives commit timestamps and the age of announced changes (Expect).
+// k8s.io/utils/clock.PassiveClock satisfies it.
 type Clock interface {
 	Now() time.Time
 }
@@ -78,6 +79,9 @@ type options struct {
 	maxCacheSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
 	onQueued func()
+	// onExpect and onUnexpect run on every Expect and Unexpect (tests).
+	onExpect   func(app string, repo Repo)
+	onUnexpect func(app string)
 	// batchWindow is how long a batch waits for more changes, per window (0: none; see awaitWindow).
 	batchWindow time.Duration
 	// after starts the window's timer; time.After unless a test gates it.
@@ -89,7 +93,7 @@ func WithAuthor(name, email string) Option {
 	return func(o *options) { o.authorName, o.authorEmail = name, email }
 }
 
-// WithClock sets the clock used for commit timestamps.
+// WithClock sets the clock used for commit timestamps and to age announced changes.
 func WithClock(c Clock) Option {
 	return func(o *options) { o.clock = c }
 }
@@ -164,12 +168,22 @@ func WithOnQueued(f func()) Option {
 	return func(o *options) { o.onQueued = f }
 }
 
+// WithOnExpect registers hooks called on every Expect (with the announced branch) and every
+// Unexpect (Submit's included), with or without a batching window. Like WithOnQueued they exist
+// for tests, which check what a caller announces and withdraws; production code has no use for
+// them.
+func WithOnExpect(expect func(app string, repo Repo), unexpect func(app string)) Option {
+	return func(o *options) { o.onExpect, o.onUnexpect = expect, unexpect }
+}
+
 // WithBatchWindow makes a batch wait d before it is written, and d again
 // while changes keep arriving (at most maxWindowsPerBatch windows), so that
 // changes arriving one after the other (reconciles of many apps of one
 // repository) share one commit and one push. A window in which no change
-// arrived ends the wait; a full batch (WithMaxBatch) starts at once. 0, the
-// default, adds no wait: only the changes queued during a push are grouped.
+// arrived ends the wait, unless changes to the branch announced with Expect
+// are outstanding (then at most maxExpectedWindows windows); a full batch
+// (WithMaxBatch) starts at once. 0, the default, adds no wait: only the
+// changes queued during a push are grouped.
 func WithBatchWindow(d time.Duration) Option {
 	return func(o *options) { o.batchWindow = max(d, 0) }
 }
@@ -193,6 +207,10 @@ type Writer struct {
 	// (found by the first eviction pass; guarded by mu).
 	orphans        map[string]int64
 	orphansScanned bool
+
+	// expected are the announced changes not yet submitted, by app (expect.go).
+	expectMu sync.Mutex
+	expected map[string]expectation
 }
 
 // NewWriter returns a Writer that keeps its clones under cacheDir (created
@@ -389,6 +407,7 @@ func (w *Writer) submit(ctx context.Context, repo Repo, change Change, notify fu
 	}
 	req := &request{ctx: ctx, auth: repo.Auth, change: change, done: make(chan struct{}), notify: notify}
 	st := w.state(repo)
+	w.Unexpect(change.AppKey)
 	w.enqueue(st, req)
 	return &Pending{req: req}, st, nil
 }
@@ -589,10 +608,11 @@ const maxWindowsPerBatch = 5
 
 // awaitWindow waits out the batching window of the next batch: one window, extended by another
 // window as long as changes keep arriving (a window in which none was queued ends the wait), up
-// to maxWindowsPerBatch windows, or until the queue holds a full batch. It returns at once
-// without a window or with an empty or full queue. The changes queued while a push was in flight
-// wait a window as well: when they keep arriving, as during a burst of reconciles, the next
-// batch gathers more of them.
+// to maxWindowsPerBatch windows, or until the queue holds a full batch. While changes to the
+// branch are announced (Expect) and not yet submitted, a quiet window does not end the wait:
+// it goes on up to maxExpectedWindows windows. It returns at once without a window or with an
+// empty or full queue. The changes queued while a push was in flight wait a window as well: when
+// they keep arriving, as during a burst of reconciles, the next batch gathers more of them.
 func (w *Writer) awaitWindow(st *repoState) {
 	if w.opts.batchWindow <= 0 {
 		return
@@ -604,7 +624,7 @@ func (w *Writer) awaitWindow(st *repoState) {
 	default:
 	}
 	st.mu.Unlock()
-	for windows := 0; windows < maxWindowsPerBatch; windows++ {
+	for windows := 1; ; windows++ {
 		st.mu.Lock()
 		if len(st.pending) == 0 || len(st.pending) >= w.opts.maxBatch {
 			st.mu.Unlock()
@@ -617,10 +637,16 @@ func (w *Writer) awaitWindow(st *repoState) {
 		case <-st.full:
 			return
 		}
+		if windows >= maxExpectedWindows {
+			return
+		}
+		if w.expecting(st) {
+			continue
+		}
 		st.mu.Lock()
 		quiet := st.arrivals == seen
 		st.mu.Unlock()
-		if quiet {
+		if quiet || windows >= maxWindowsPerBatch {
 			return
 		}
 	}

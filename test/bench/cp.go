@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
@@ -120,7 +121,7 @@ func readinessLatency(ctx context.Context, h *cluster, cl *cloud, runs int) (lat
 	return lat, nil
 }
 
-// scaleRun creates n ControlPlanes in n namespaces at once (16 writers) and waits for all to be
+// scaleRun creates n ControlPlanes in n namespaces at once (parallel writers) and waits for all to be
 // ready; it returns the wall time from the first create to the last Ready.
 func scaleRun(ctx context.Context, h *cluster, cl *cloud, prefix string, n int) (time.Duration, error) {
 	names := make([]string, n)
@@ -132,7 +133,7 @@ func scaleRun(ctx context.Context, h *cluster, cl *cloud, prefix string, n int) 
 		cl.net.controller(names[i])
 	}
 	start := time.Now()
-	if err := parallel(16, n, func(i int) error { return h.Client.Create(ctx, controlPlane(names[i])) }); err != nil {
+	if err := parallel(n, func(i int) error { return h.Client.Create(ctx, controlPlane(names[i])) }); err != nil {
 		return 0, err
 	}
 	var last time.Time
@@ -316,7 +317,7 @@ func unrelatedObjects(ctx context.Context, c client.Client, n int) error {
 	}
 	data := make([]byte, 1024)
 	_, _ = rand.Read(data)
-	return parallel(16, n, func(i int) error {
+	return parallel(n, func(i int) error {
 		ns := fmt.Sprintf("unrelated-%03d", i%spaces)
 		meta := metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("unrelated-%05d", i), Labels: map[string]string{"app": "unrelated"}}
 		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"blob": data}}); err != nil {
@@ -326,15 +327,20 @@ func unrelatedObjects(ctx context.Context, c client.Client, n int) error {
 	})
 }
 
-// parallel runs f(0..n-1) on workers goroutines and returns the first error.
-func parallel(workers, n int, f func(int) error) error {
+// writers is the number of goroutines parallel runs: the app controller's default workers (the
+// bench runs the operator with the default), so that the P4 floor's API work has the controller's
+// concurrency; the harness's own bulk creates use as many.
+const writers = app.DefaultMaxConcurrentReconciles
+
+// parallel runs f(0..n-1) on writers goroutines and returns the first error.
+func parallel(n int, f func(int) error) error {
 	var (
 		mu    sync.Mutex
 		first error
 		next  int
 	)
 	var wg sync.WaitGroup
-	for range workers {
+	for range writers {
 		wg.Go(func() {
 			for {
 				mu.Lock()

@@ -231,8 +231,16 @@ const methodText = `
   P3 — a bare client creating the same ControlPlanes and every object the operator created for them
   (as stored), with the ControlPlane controller's concurrency (one worker), plus generating the RSA
   keys found in them, one after the other. P3 memory — the same operator's RSS in the same cluster
-  without the unrelated objects. P4 — one raw go-git commit+push per repository of the same files
-  (all repositories at once).
+  without the unrelated objects. P4 — what each app needs before its first push, done by a bare
+  client (direct reads, no cache) with the app controller's concurrency (16 workers): read its
+  Tenant, the Tenant's kubeconfig Secret and the Git Secret and record its placement (one create);
+  then one commit+push per repository of the same files, all repositories at once, the fastest way
+  go-git allows: blobs, trees and the commit built directly in an in-memory store and pushed (no
+  worktree; test/bench apps.go rawPush). Committing 200 app folders (600 files) without the push
+  took 5 ms that way, 1.6 s with one ` + "`AddWithOptions{All: true}`" + ` on a worktree and 35 s
+  with one ` + "`Worktree.Add`" + ` per file, as the floor did before 2026-12-05
+  (` + "`go test -run '^$' -bench FloorCommit ./test/bench`" + `, go-git v5.19.3, load average 16).
+  The P1 app floor is the same raw push of one app's files.
 
 ## Cache scope
 
@@ -263,16 +271,13 @@ without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130
 `
 
 // p4Measured is what the last measurement of P4 after the change showed.
-const p4Measured = "Full-size git phase of 2026-12-01 15:54, after the reconciler change and before the " +
-	"window extension: 200 apps in one repository 34 pushes (39 before), 25.9 s against a 14.9 s floor; 200 " +
-	"apps over 20 repositories 193 pushes (168 before), 7.2 s against 2.45 s. The window is now extended while " +
-	"changes keep arriving (a quiet window ends it, at most five windows, internal/gitops awaitWindow): in the " +
-	"runs of 16:20 and 16:42, 200 apps in one repository took 3 pushes in 5.6 and 6.9 s (0.25x and 0.30x " +
-	"their floors). Over 20 repositories " +
-	"the changes of one repository still arrive further apart than a 200 ms window: the 200 reconciles share " +
-	"2 cores with both API servers, the Git server, Flux and the harness, each pass reads its Tenant and " +
-	"Secrets and records its placement before it submits, and round-robin placement leaves about one change " +
-	"per repository per second, so most changes still get a push of their own (162 and 186 pushes; wall 23.6 " +
-	"and 8.1 s, a spread between two runs of the same code that was not analysed). Grouping those would need " +
-	"a window of seconds, which every single app's first push would wait too (P1.app.pushed), or reconciles " +
-	"that reach the writer faster."
+const p4Measured = "Since 2026-12-05 an app created or changed is announced to the Git writer before its " +
+	"reconcile runs (controllers/app announceChange, gitops.Writer.Expect), and a repository's window stays " +
+	"open while announced changes to it are outstanding (at most 50 windows). Full-size git phase of " +
+	"2026-12-05 10:21 (-only git, load average 2.7 at the start, 4.6 at the end) with it and the honest " +
+	"floor (objects built directly, plus each app's API work by a bare client): 50 apps 1 push, 2.72 s " +
+	"against 0.39 s; 200 apps in one repository 2 pushes, 6.70 s against 1.80 s (3.72x); 200 apps over 20 " +
+	"repositories 23 pushes (186 before), 7.84 s against 3.54 s (2.21x). The push counts meet their goals; " +
+	"the wall times do not: the operator's passes before the submit (finalizer, placement annotation and " +
+	"status patches, each awaited in the cache) cost about 30 ms of wall time per app at 16 workers, where the " +
+	"bare client's three reads and one create cost 7 ms. Not profiled yet."
