@@ -132,10 +132,10 @@ func startAPIProxy(name string, upstream *rest.Config, ca *benchCA, scope []stri
 			return context.WithValue(ctx, proxyConnKey{}, c)
 		},
 		ConnState: func(c net.Conn, s http.ConnState) {
-			switch s { //nolint:exhaustive // only the start and the end of a connection count
-			case http.StateNew:
+			// Only the start and the end of a connection count.
+			if s == http.StateNew {
 				p.stats.connOpened(c)
-			case http.StateClosed, http.StateHijacked:
+			} else if s == http.StateClosed || s == http.StateHijacked {
 				p.stats.connClosed(c)
 			}
 		},

@@ -260,7 +260,7 @@ func (b *bench) tenantScale(ctx context.Context) error {
 	what := fmt.Sprintf("%d tenants × %d apps over %d repositories", sz.tenants, sz.apps, sz.repos)
 	syncedFig := Figure{ID: "P5.synced", What: what + ": wall time until all Synced", Unit: "s", Value: wall.Seconds(), Goal: goalRatio, Limit: 2}
 	progress("  floor")
-	floor, floorWhat, ferr := b.tenantFloor(ctx, host, vcs, hostProxy, proxies, tenantKCs, opKC, apps, player)
+	floor, floorWhat, ferr := b.tenantFloor(ctx, vcs, tenantKCs, opKC, apps, player)
 	if ferr != nil {
 		syncedFig.Err = fmt.Sprintf("wall time %.1f s, but the floor failed: %v", wall.Seconds(), ferr)
 	} else {
@@ -284,13 +284,15 @@ const (
 	kubeoperaSyncPoll = 2 * time.Minute
 )
 
-func p5Namespace(i int) string   { return fmt.Sprintf("t%03d", i) }
-func p5AppName(i, j int) string  { return fmt.Sprintf("t%03d-app-%02d", i, j) }
-func p5Repo(r int) string        { return fmt.Sprintf("p5-%02d", r) }
+func p5Namespace(i int) string    { return fmt.Sprintf("t%03d", i) }
+func p5AppName(i, j int) string   { return fmt.Sprintf("t%03d-app-%02d", i, j) }
+func p5Repo(r int) string         { return fmt.Sprintf("p5-%02d", r) }
 func p5FloorRepo(r string) string { return "floor-" + r }
 
 // p5SyncedTimeout bounds the wait for all apps: generous, the figure is the time taken.
-func p5SyncedTimeout(n int) time.Duration { return 3*time.Minute + time.Duration(n)*300*time.Millisecond }
+func p5SyncedTimeout(n int) time.Duration {
+	return 3*time.Minute + time.Duration(n)*300*time.Millisecond
+}
 
 // waitAllSynced waits until every app was seen Synced (appWatch) and returns the latest time.
 func waitAllSynced(ctx context.Context, w *appWatch, apps []*kubeoperav1alpha1.KubeOperaApp, since time.Time, timeout time.Duration) (time.Time, error) {
@@ -439,8 +441,7 @@ func minus(a, b apiCounts) apiCounts {
 // of every object the operator created in the vClusters (as stored, in namespaces prefixed
 // "f-", pointing at the floor repositories), 16 at once; until the Flux player reports every
 // copied Kustomization applied at its floor repository's head.
-func (b *bench) tenantFloor(ctx context.Context, host, vcs *cluster, hostProxy *apiProxy, proxies []*apiProxy, tenantKCs [][]byte,
-	hostKC []byte, apps []*kubeoperav1alpha1.KubeOperaApp, player *fluxPlayer) (time.Duration, string, error) {
+func (b *bench) tenantFloor(ctx context.Context, vcs *cluster, tenantKCs [][]byte, hostKC []byte, apps []*kubeoperav1alpha1.KubeOperaApp, player *fluxPlayer) (time.Duration, string, error) {
 	contents := map[string]map[string]string{}
 	for _, a := range apps {
 		repo := repoOf(a.Spec.Git.URL)
