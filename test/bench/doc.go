@@ -190,6 +190,21 @@ func knownCause(id string) string {
 		return "0 files were lost; the one stray file per app of the run of 2026-12-01 13:21 is the Git writer's " +
 			"ownership marker (gitops.OwnerFile), which the harness's expected set did not list; it does now " +
 			"(test/bench apps.go expectedFiles), and the floor pushes the same files. Awaits the next full run."
+	case id == "P5.host-writes", id == "P5.host-per-app":
+		return "In the small P5 runs of 2026-12-05 (5 vClusters × 2 apps, a Flux minute played in 2 s, " +
+			"the operator's resync scaled to 20 s) every write of the window was a `patch secrets` of a Tenant " +
+			"namespace's Git Secret (host audit log), with one host read per write (20 and 20 for 10 apps over one " +
+			"resync interval; why two passes per app fell in the window was not analysed). Each app pass, the " +
+			"periodic resync (--app-resync-interval, 10 min) included, reads its push Secret from the API server " +
+			"(controllers/app credentials.go readGitSecret, the uncached reader) and holds the " +
+			"kubeopera.io/git-credentials-in-use finalizer on it (secretguard.go holdPushSecret) unless the " +
+			"cached metadata of the Secret already carries it; the metadata cache keeps no finalizers " +
+			"(controllers/cache.go trimSecretMetadata keeps name, namespace, UID, resourceVersion, generation, " +
+			"owner references and the deletion timestamp), so every pass sends the patch again, a no-op that " +
+			"the API server still handles as a write. So the resync alone costs two host requests per app " +
+			"every 10 Flux intervals, 0.2 per app per interval, twice the goal. Not changed here (a benchmark-" +
+			"only change): keeping Finalizers in trimSecretMetadata removes the write; a cached read of the " +
+			"push Secret (or a hash of it) the read."
 	case strings.HasPrefix(id, "P3.cp"):
 		return "The floor is a bare client creating the same objects with the controller's concurrency plus the " +
 			"RSA keys a first install generates; the operator adds its passes, the Controller API registration " +
@@ -253,7 +268,9 @@ const methodText = `
   two played intervals after the last app turned Synced. Sizes: ` + "`-p5-tenants`" + `,
   ` + "`-p5-apps`" + `, ` + "`-p5-repos`" + ` (` + "`go run ./test/bench -only tenants -p5-tenants 5 -p5-apps 2 -p5-repos 2 -p5-flux-interval 2s`" + `
   is a quick check). RSS is VmHWM at the end of the window; goroutines are sampled every second
-  from the operator's pprof endpoint (loopback).
+  from the operator's pprof endpoint (loopback). The P5 rows marked "small run" come from
+  ` + "`go run ./test/bench -quick -only tenants`" + ` (5 vClusters × 2 apps over 2 repositories, 2 s per
+  played minute), merged into the stored full run; the 100 × 10 run has not been made yet.
 - **Floors:** P1 ControlPlane — patch a Service status with one client and see it in another
   client's informer. P1 app — a raw go-git commit+push of the same files into a new repository;
   push → Synced — Flux's own apply (the Kustomization reports the pushed revision). P2 — zero.
