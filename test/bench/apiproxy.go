@@ -133,10 +133,12 @@ func startAPIProxy(name string, upstream *rest.Config, ca *benchCA, scope []stri
 		},
 		ConnState: func(c net.Conn, s http.ConnState) {
 			// Only the start and the end of a connection count.
-			if s == http.StateNew {
+			switch s {
+			case http.StateNew:
 				p.stats.connOpened(c)
-			} else if s == http.StateClosed || s == http.StateHijacked {
+			case http.StateClosed, http.StateHijacked:
 				p.stats.connClosed(c)
+			default:
 			}
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -55,8 +55,6 @@ type fluxPlayer struct {
 	repos map[string]*git.Repository // repository name → the server's repository
 	// applied records when each Kustomization first reported each revision applied.
 	applied map[string]time.Time // "<ns>/<name>@<revision>"
-	// reconciles counts the played reconciles.
-	reconciles int
 }
 
 func startFluxPlayer(ctx context.Context, cfg *rest.Config, g *gitSide, interval time.Duration) (*fluxPlayer, error) {
@@ -221,9 +219,6 @@ func (p *fluxPlayer) reconcile(ctx context.Context, key types.NamespacedName) er
 	if !k.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	p.mu.Lock()
-	p.reconciles++
-	p.mu.Unlock()
 	// Start of a reconcile: Reconciling, Ready=Unknown.
 	before := k.DeepCopy()
 	apimeta.SetStatusCondition(&k.Status.Conditions, metav1.Condition{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue,
@@ -280,10 +275,4 @@ func (p *fluxPlayer) appliedAt(key types.NamespacedName, revision string) (time.
 	defer p.mu.Unlock()
 	t, ok := p.applied[key.String()+"@"+revision]
 	return t, ok
-}
-
-func (p *fluxPlayer) reconcileCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reconciles
 }

@@ -326,11 +326,11 @@ func waitAllSynced(ctx context.Context, w *appWatch, apps []*kubeoperav1alpha1.K
 
 // steadyReading is what P5's steady-state window measured.
 type steadyReading struct {
-	window                       time.Duration
-	host, tenant                 apiCounts // requests in the window
-	hostWrites, tenantWrites     int       // audit log
-	hostDiff, tenantDiff         map[string]int
-	fetches, pushes, playerTurns int
+	window                   time.Duration
+	host, tenant             apiCounts // requests in the window
+	hostWrites, tenantWrites int       // audit log
+	hostDiff, tenantDiff     map[string]int
+	fetches, pushes          int
 }
 
 func (b *bench) tenantSteadyState(ctx context.Context, host, vcs *cluster, hostProxy *apiProxy, proxies []*apiProxy, sz tenantSizes) (steadyReading, error) {
