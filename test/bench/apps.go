@@ -465,7 +465,7 @@ func gitThroughput(ctx context.Context, h *cluster, g *gitSide, ns, label string
 		}
 	}
 	start := time.Now()
-	if err := parallel(n, func(i int) error { return h.Client.Create(ctx, apps[i]) }); err != nil {
+	if err := parallel(writers, n, func(i int) error { return h.Client.Create(ctx, apps[i]) }); err != nil {
 		return run, err
 	}
 	last, err := waitPushed(ctx, g, want, start, pushedTimeout)
@@ -497,7 +497,7 @@ func gitThroughput(ctx context.Context, h *cluster, g *gitSide, ns, label string
 		}
 	}
 	astart := time.Now()
-	if err := parallel(n, func(i int) error { return apiFloorWork(ctx, h.Client, apps[i]) }); err != nil {
+	if err := parallel(writers, n, func(i int) error { return apiFloorWork(ctx, h.Client, apps[i]) }); err != nil {
 		return run, fmt.Errorf("floor API work: %w", err)
 	}
 	run.apiFloor = time.Since(astart)

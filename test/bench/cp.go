@@ -133,7 +133,7 @@ func scaleRun(ctx context.Context, h *cluster, cl *cloud, prefix string, n int) 
 		cl.net.controller(names[i])
 	}
 	start := time.Now()
-	if err := parallel(n, func(i int) error { return h.Client.Create(ctx, controlPlane(names[i])) }); err != nil {
+	if err := parallel(writers, n, func(i int) error { return h.Client.Create(ctx, controlPlane(names[i])) }); err != nil {
 		return 0, err
 	}
 	var last time.Time
@@ -317,7 +317,7 @@ func unrelatedObjects(ctx context.Context, c client.Client, n int) error {
 	}
 	data := make([]byte, 1024)
 	_, _ = rand.Read(data)
-	return parallel(n, func(i int) error {
+	return parallel(writers, n, func(i int) error {
 		ns := fmt.Sprintf("unrelated-%03d", i%spaces)
 		meta := metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("unrelated-%05d", i), Labels: map[string]string{"app": "unrelated"}}
 		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"blob": data}}); err != nil {
@@ -327,20 +327,20 @@ func unrelatedObjects(ctx context.Context, c client.Client, n int) error {
 	})
 }
 
-// writers is the number of goroutines parallel runs: the app controller's default workers (the
-// bench runs the operator with the default), so that the P4 floor's API work has the controller's
-// concurrency; the harness's own bulk creates use as many.
+// writers is the app controller's default workers (the bench runs the operator with the default):
+// the P4 floor's API work runs on as many goroutines, so it has the controller's concurrency; the
+// harness's own bulk creates use as many.
 const writers = app.DefaultMaxConcurrentReconciles
 
-// parallel runs f(0..n-1) on writers goroutines and returns the first error.
-func parallel(n int, f func(int) error) error {
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(workers, n int, f func(int) error) error {
 	var (
 		mu    sync.Mutex
 		first error
 		next  int
 	)
 	var wg sync.WaitGroup
-	for range writers {
+	for range workers {
 		wg.Go(func() {
 			for {
 				mu.Lock()

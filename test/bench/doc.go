@@ -90,7 +90,7 @@ it after merging; `+"`make bench-check`"+` compares docs/benchmarks.json with th
 make bench          # full run (< 15 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
 make bench-quick    # small sizes, a few minutes; writes bin/benchmarks-quick.md
 make bench-check    # exit 1 when a figure of docs/benchmarks.json misses its goal
-go run ./test/bench -quick -only latency   # one phase: latency, scale, memory or git
+go run ./test/bench -quick -only latency   # one phase: latency, scale, memory, git or tenants
 go run ./test/bench -render docs/benchmarks.json   # rewrite the .md of a stored run with the current explanations
 `+"```"+`
 
@@ -190,6 +190,21 @@ func knownCause(id string) string {
 		return "0 files were lost; the one stray file per app of the run of 2026-12-01 13:21 is the Git writer's " +
 			"ownership marker (gitops.OwnerFile), which the harness's expected set did not list; it does now " +
 			"(test/bench apps.go expectedFiles), and the floor pushes the same files. Awaits the next full run."
+	case id == "P5.host-writes", id == "P5.host-per-app":
+		return "In the small P5 runs of 2026-12-05 (5 vClusters × 2 apps, a Flux minute played in 2 s, " +
+			"the operator's resync scaled to 20 s) every write of the window was a `patch secrets` of a Tenant " +
+			"namespace's Git Secret (host audit log), with one host read per write (20 and 20 for 10 apps over one " +
+			"resync interval; why two passes per app fell in the window was not analysed). Each app pass, the " +
+			"periodic resync (--app-resync-interval, 10 min) included, reads its push Secret from the API server " +
+			"(controllers/app credentials.go readGitSecret, the uncached reader) and holds the " +
+			"kubeopera.io/git-credentials-in-use finalizer on it (secretguard.go holdPushSecret) unless the " +
+			"cached metadata of the Secret already carries it; the metadata cache keeps no finalizers " +
+			"(controllers/cache.go trimSecretMetadata keeps name, namespace, UID, resourceVersion, generation, " +
+			"owner references and the deletion timestamp), so every pass sends the patch again, a no-op that " +
+			"the API server still handles as a write. So the resync alone costs two host requests per app " +
+			"every 10 Flux intervals, 0.2 per app per interval, twice the goal. Not changed here (a benchmark-" +
+			"only change): keeping Finalizers in trimSecretMetadata removes the write; a cached read of the " +
+			"push Secret (or a hash of it) the read."
 	case strings.HasPrefix(id, "P3.cp"):
 		return "The floor is a bare client creating the same objects with the controller's concurrency plus the " +
 			"RSA keys a first install generates; the operator adds its passes, the Controller API registration " +
@@ -225,6 +240,37 @@ const methodText = `
   once": after each push the harness annotates the app's GitRepository with
   ` + "`reconcile.fluxcd.io/requestedAt`" + `, as Flux's notification-controller Receiver does on a
   push webhook.
+- **Tenant scale (P5):** 100 vClusters share one envtest API server (with the Flux CRDs): each
+  is a TLS reverse proxy on its own loopback port (test/bench apiproxy.go), with its own server
+  URL, certificate and bearer token, so the operator gets a distinct kubeconfig per Tenant (one
+  host namespace and Tenant each). A proxy forwards each request unchanged but for the credentials
+  (upstream it authenticates as ` + "`vcluster-operator`" + `, so the audit log still attributes
+  writes) and, for the operator's label-selected lists and watches (managed-by), an extra
+  ` + "`app.kubernetes.io/name in (…)`" + ` term with its own apps' names, so a Tenant's watch holds only its
+  own objects, as in a vCluster of its own. It counts requests (reads, watches, writes), open
+  connections and the connections that carry a running watch (HTTP/2 multiplexes a client
+  transport's requests on one). The operator reaches the host through one more such proxy, which
+  counts its host requests. Apps are named t<NNN>-app-<MM> (target namespaces cannot clash) and
+  spread round-robin over 10 repositories, so every repository holds apps of many Tenants.
+  Flux is played (fluxplayer.go), since 100 Flux installations do not fit two cores: for each
+  Kustomization it writes the status kustomize-controller writes, in its order: Reconciling and
+  ` + "`Ready=Unknown`" + ` (Progressing) at the start of every reconcile, then the branch head read from
+  the Git server's repository on disk (source-controller's fetch, not a request the Git proxy
+  counts) and Ready=True, Healthy=True, lastAppliedRevision and observedGeneration, or
+  Ready=False (BuildFailed) while the app's folder is not in the branch yet. It applies no
+  manifests. It reconciles a Kustomization on creation, after each push of the operator to its
+  repository (as the Receiver of P1) and every played interval. **Time is compressed:** one
+  minute of Flux (` + "`spec.flux.interval`" + `'s default) is played in 12 s (2 s in quick mode,
+  ` + "`-p5-flux-interval`" + `), and the operator's own clock by the same factor
+  (` + "`--app-resync-interval`" + ` 10 min and ` + "`--app-sync-poll-interval`" + ` 2 min scaled, its only
+  other flags those of every phase plus ` + "`--pprof-bind-address`" + ` for the goroutine count), so a
+  steady-state window of 10 played intervals stands for 10 minutes of both. The window starts
+  two played intervals after the last app turned Synced. Sizes: ` + "`-p5-tenants`" + `,
+  ` + "`-p5-apps`" + `, ` + "`-p5-repos`" + ` (` + "`go run ./test/bench -only tenants -p5-tenants 5 -p5-apps 2 -p5-repos 2 -p5-flux-interval 2s`" + `
+  is a quick check). RSS is VmHWM at the end of the window; goroutines are sampled every second
+  from the operator's pprof endpoint (loopback). The P5 rows marked "small run" come from
+  ` + "`go run ./test/bench -quick -only tenants`" + ` (5 vClusters × 2 apps over 2 repositories, 2 s per
+  played minute), merged into the stored full run; the 100 × 10 run has not been made yet.
 - **Floors:** P1 ControlPlane — patch a Service status with one client and see it in another
   client's informer. P1 app — a raw go-git commit+push of the same files into a new repository;
   push → Synced — Flux's own apply (the Kustomization reports the pushed revision). P2 — zero.
@@ -241,6 +287,13 @@ const methodText = `
   with one ` + "`Worktree.Add`" + ` per file, as the floor did before 2026-12-05
   (` + "`go test -run '^$' -bench FloorCommit ./test/bench`" + `, go-git v5.19.3, load average 16).
   The P1 app floor is the same raw push of one app's files.
+  P5 all Synced — bare clients doing the same work one step after the
+  other: a raw go-git commit+push per repository of the files the operator pushed (all at once);
+  per app, through the host proxy, the reads a pass needs (Tenant, kubeconfig and Git Secrets)
+  and one status write, 16 at once; through each Tenant's proxy, a copy of every object the
+  operator created in the vClusters (as stored, in namespaces prefixed ` + "`f-`" + `, pointing at the
+  floor repositories), 16 at once; until the Flux player reports every copied Kustomization
+  applied. P5 goroutines — the operator before any app; P5 steady state — zero.
 
 ## Cache scope
 

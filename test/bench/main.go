@@ -1,6 +1,6 @@
 // Command bench is the benchmark harness of `make bench`: it measures what a platform team
 // cares about — ControlPlane and app readiness latency, steady-state writes, scale and memory,
-// Git throughput — against real envtest API servers (with audit logs), the operator built from
+// Git throughput, tenant scale (100 vClusters, 1,000 apps) — against real envtest API servers (with audit logs), the operator built from
 // main.go running as its own process, fake Controllers (internal/iofog/fake), the test Git
 // server and the real Flux controllers, and prints one table in which every figure stands beside
 // a floor measured in the same run. A full run rewrites docs/benchmarks.md and
@@ -37,11 +37,12 @@ type sizes struct {
 	apps        [2]int        // P4 sizes, one repository
 	spreadApps  int           // P4 apps over spreadRepos repositories
 	spreadRepos int
+	tenants     tenantSizes // P5
 }
 
 var (
-	full  = sizes{"full", 20, 60 * time.Second, [2]int{25, 100}, 10000, [2]int{50, 200}, 200, 20}
-	quick = sizes{"quick", 5, 10 * time.Second, [2]int{5, 20}, 2000, [2]int{10, 40}, 40, 4}
+	full  = sizes{"full", 20, 60 * time.Second, [2]int{25, 100}, 10000, [2]int{50, 200}, 200, 20, tenantSizes{100, 10, 10, 12 * time.Second}}
+	quick = sizes{"quick", 5, 10 * time.Second, [2]int{5, 20}, 2000, [2]int{10, 40}, 40, 4, tenantSizes{5, 2, 2, 2 * time.Second}}
 )
 
 func main() {
@@ -50,9 +51,13 @@ func main() {
 	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
 	renderFile := flag.String("render", "", "rewrite the .md beside a stored run (a .json written by this command) with the current explanations, without measuring")
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
-	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git")
+	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git, tenants")
+	p5Tenants := flag.Int("p5-tenants", 0, "P5 (tenants): number of vClusters (0: the mode's, 100 full, 5 quick)")
+	p5Apps := flag.Int("p5-apps", 0, "P5: apps per vCluster (0: the mode's, 10 full, 2 quick)")
+	p5Repos := flag.Int("p5-repos", 0, "P5: Git repositories the apps are spread over (0: the mode's, 10 full, 2 quick)")
+	p5Interval := flag.Duration("p5-flux-interval", 0, "P5: the played Flux interval, standing for 1 min (0: the mode's, 12s full, 2s quick)")
 	flag.BoolVar(&keepWork, "keep", false, "keep the work directory (each phase's operator.log) instead of deleting it")
-	flag.StringVar(&heapProfileDir, "heap-profile", "", "serve the operator's pprof on loopback and write its heap profile at the end of each P3 scale run into this directory (go tool pprof)")
+	flag.StringVar(&heapProfileDir, "heap-profile", "", "serve the operator's pprof on loopback and write its heap profile at the end of each P3 scale run and of P5's steady state into this directory (go tool pprof)")
 	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
 	flag.Parse()
 
@@ -86,6 +91,7 @@ func main() {
 	if *quickMode {
 		m, dest = quick, *outQuick
 	}
+	m.tenants = m.tenants.with(*p5Tenants, *p5Apps, *p5Repos, *p5Interval)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := run(ctx, m, *only)

@@ -33,6 +33,12 @@ type operator struct {
 // addresses and the Git cache directory, and waits for /readyz. proxy is the HTTP proxy the
 // process reaches the Controller APIs through (see controllerNet).
 func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, extraEnv ...string) (*operator, error) {
+	return startOperatorWith(ctx, bin, kubeconfig, workDir, proxy, nil, extraEnv...)
+}
+
+// startOperatorWith is startOperator with extra command-line flags (P5 scales the operator's
+// resync and sync poll with its played Flux interval and reads goroutines from pprof).
+func startOperatorWith(ctx context.Context, bin, kubeconfig, workDir, proxy string, extraArgs []string, extraEnv ...string) (*operator, error) {
 	probe, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -55,6 +61,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, workDir, proxy string, 
 		}
 		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
+	args = append(args, extraArgs...)
 	p, err := testenv.StartProcess(bin, args, filepath.Join(workDir, "operator.log"), testenv.ProcessOptions{
 		Env: append(env, extraEnv...), Context: ctx, WaitDelay: 15 * time.Second,
 	})

@@ -77,6 +77,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 		{"scale", b.scale},
 		{"memory", b.memory},
 		{"git", b.gitThroughput},
+		{"tenants", b.tenantScale},
 	}
 	for _, p := range phases {
 		if only != "" && !slices.Contains(strings.Split(only, ","), p.name) {
