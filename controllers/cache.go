@@ -61,9 +61,12 @@ func mainCacheByObject() map[client.Object]cache.ByObject {
 	}
 }
 
-// trimSecretMetadata keeps what the Secret event handlers and the kubeconfig client cache read
-// of a Secret's metadata: name, namespace, UID, resourceVersion, generation, owner references and
-// deletion timestamp (no labels, annotations or managed fields: every Secret of the cluster is in
+// trimSecretMetadata keeps what the Secret event handlers, the kubeconfig client cache and the
+// push-Secret guard read of a Secret's metadata: name, namespace, UID, resourceVersion,
+// generation, owner references, finalizers and deletion timestamp. The App Controller holds its
+// finalizer on a push Secret only when the cached metadata lacks it, and its guard watches the
+// Secrets that carry it: without the finalizers here, every app pass patched the Secret again
+// (found by make bench P5). No labels, annotations or managed fields: every Secret of the cluster is in
 // this informer). Full Secrets are not transformed (none should reach this cache: secretReads
 // sends them elsewhere; if one does, it stays usable for server-side-apply extraction, which
 // needs managedFields).
@@ -80,6 +83,7 @@ func trimSecretMetadata(in any) (any, error) {
 		Generation:        m.Generation,
 		DeletionTimestamp: m.DeletionTimestamp,
 		OwnerReferences:   m.OwnerReferences,
+		Finalizers:        m.Finalizers,
 	}
 	return m, nil
 }

@@ -50,6 +50,7 @@ func TestTrimSecretMetadata(t *testing.T) {
 		Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
 		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m"}},
 		OwnerReferences: []metav1.OwnerReference{{Name: "iofog", UID: "o"}},
+		Finalizers:      []string{"kubeopera.io/git-credentials-in-use"},
 	}}
 	out, err := trimSecretMetadata(in)
 	if err != nil {
@@ -59,7 +60,8 @@ func TestTrimSecretMetadata(t *testing.T) {
 	if !ok {
 		t.Fatalf("%T", out)
 	}
-	if m.Name != "s" || m.Namespace != "ns" || m.UID != "u" || m.ResourceVersion != "7" || len(m.OwnerReferences) != 1 {
+	if m.Name != "s" || m.Namespace != "ns" || m.UID != "u" || m.ResourceVersion != "7" || len(m.OwnerReferences) != 1 ||
+		len(m.Finalizers) != 1 { // the App Controller's push-Secret guard reads the finalizers
 		t.Fatalf("kept too little: %+v", m.ObjectMeta)
 	}
 	if m.Labels != nil || m.Annotations != nil || m.ManagedFields != nil {
