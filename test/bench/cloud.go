@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // cloud plays the parts of a real cluster that envtest lacks, writing exactly what they write:
@@ -55,11 +54,7 @@ func startTenantWorkloads(ctx context.Context, cfg *rest.Config) (*cloud, error)
 }
 
 func runCloud(ctx context.Context, cfg *rest.Config, net *controllerNet, host bool) (*cloud, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	ca, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+	c, ca, err := clientAndCache(cfg)
 	if err != nil {
 		return nil, err
 	}

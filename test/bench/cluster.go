@@ -7,6 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -64,6 +70,34 @@ func (c *cluster) kubeconfigFile(dir, user string) (string, []byte, error) {
 	}
 	path := filepath.Join(dir, c.name+"-"+user+".kubeconfig")
 	return path, kc, os.WriteFile(path, kc, 0o600)
+}
+
+// adminConfig is the REST config of a new cluster-admin user (no file written).
+func (c *cluster) adminConfig(user string) (*rest.Config, error) {
+	kc, err := c.Kubeconfig(user)
+	if err != nil {
+		return nil, err
+	}
+	return clientcmd.RESTConfigFromKubeConfig(kc)
+}
+
+// kubeconfigClient is a client (the operator's scheme) of the kubeconfig kc.
+func kubeconfigClient(kc []byte) (client.Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
+}
+
+// clientAndCache are a client and an informer cache (not started) of cfg, the operator's scheme.
+func clientAndCache(cfg *rest.Config) (client.Client, cache.Cache, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+	return c, ca, err
 }
 
 type auditEvent struct {

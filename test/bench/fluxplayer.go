@@ -23,8 +23,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // fluxPlayer plays source-controller and kustomize-controller for P5, where 100 vClusters' Flux
@@ -58,11 +56,7 @@ type fluxPlayer struct {
 }
 
 func startFluxPlayer(ctx context.Context, cfg *rest.Config, g *gitSide, interval time.Duration) (*fluxPlayer, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	ca, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+	c, ca, err := clientAndCache(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -20,14 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
-	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -90,11 +88,7 @@ func (b *bench) tenantScale(ctx context.Context) error {
 	}
 
 	// The host through a proxy too: it counts the operator's host API requests.
-	_, hostKC, err := host.kubeconfigFile(dir, operatorUser)
-	if err != nil {
-		return err
-	}
-	hostUp, err := clientcmd.RESTConfigFromKubeConfig(hostKC)
+	hostUp, err := host.adminConfig(operatorUser)
 	if err != nil {
 		return err
 	}
@@ -113,11 +107,7 @@ func (b *bench) tenantScale(ctx context.Context) error {
 	}
 
 	// The vClusters.
-	_, vcKC, err := vcs.kubeconfigFile(dir, vclusterUser)
-	if err != nil {
-		return err
-	}
-	vcUp, err := clientcmd.RESTConfigFromKubeConfig(vcKC)
+	vcUp, err := vcs.adminConfig(vclusterUser)
 	if err != nil {
 		return err
 	}
@@ -458,21 +448,13 @@ func (b *bench) tenantFloor(ctx context.Context, vcs *cluster, tenantKCs [][]byt
 	if err != nil {
 		return 0, "", err
 	}
-	hostCfg, err := clientcmd.RESTConfigFromKubeConfig(hostKC)
-	if err != nil {
-		return 0, "", err
-	}
-	hostC, err := client.New(hostCfg, client.Options{Scheme: scheme.New()})
+	hostC, err := kubeconfigClient(hostKC)
 	if err != nil {
 		return 0, "", err
 	}
 	clients := make([]client.Client, len(tenantKCs))
 	for i, kc := range tenantKCs {
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-		if err != nil {
-			return 0, "", err
-		}
-		if clients[i], err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		if clients[i], err = kubeconfigClient(kc); err != nil {
 			return 0, "", err
 		}
 	}
