@@ -31,7 +31,9 @@ import (
 //     ControlPlane.
 //   - The data of the Secrets the operator creates is read from a second, label-selected cache
 //     (ownedCache), and the data of any other Secret straight from the API server (the few
-//     user-referenced Secrets, read once per pass), never cached.
+//     user-referenced Secrets, read once per pass), never cached by an informer. The App
+//     Controller keeps the data of the Git Secrets it read, under the UID and resourceVersion
+//     the metadata informer shows, and reads again when they change (controllers/app/secretdata.go).
 
 // ownedCache returns a cache of the objects the operator creates (the operand label), in the
 // watched namespaces, started with the manager.

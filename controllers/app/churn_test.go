@@ -136,6 +136,40 @@ func (f *fixture) expectOneReconcile(name string, start costs) {
 	end := f.costsOf(name)
 	f.g.Expect(end.passes).To(Equal(start.passes+2), "passes for one real change")
 	f.g.Expect(end.fetches).To(Equal(start.fetches+1), "Git fetches for one real change")
+	f.g.Expect(end.secretReads).To(Equal(start.secretReads), "the Git Secrets did not change, yet were read again")
+}
+
+// The Git Secrets' data is read once and kept while the Secret's resourceVersion stays
+// (secretdata.go): passes cost no Secret read, a changed Secret is read at once and used.
+func TestGitSecretsAreReadAgainOnlyWhenTheyChange(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("creds", "t1"))
+	a := f.waitReady("creds")
+	f.settle("creds")
+	start := f.costsOf("creds")
+	f.g.Expect(start.secretReads).To(BeNumerically(">", 0), "the first passes read the Git Secrets")
+
+	// A pass for something else (Flux failed to apply) reads no Secret: expectOneReconcile.
+	fluxReconcile(f, f.ns+"-creds", "main@sha1:"+a.Status.Commit, metav1.ConditionFalse, "HealthCheckFailed", "Deployment/creds not ready")
+	f.waitCondition("creds", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady)
+	f.expectOneReconcile("creds", start)
+
+	setPassword := func(password string) {
+		f.g.Eventually(func() error {
+			secret := &corev1.Secret{}
+			f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: gitSecret}, secret)).To(Succeed())
+			secret.Data["password"] = []byte(password)
+			return host.Client.Update(f.ctx, secret)
+		}).Should(Succeed())
+	}
+	// A changed password is read and used by the pass the change brings.
+	before := f.costsOf("creds").secretReads
+	setPassword("not-" + gitServer.Password)
+	f.waitCondition("creds", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitAuthFailed)
+	f.g.Expect(f.costsOf("creds").secretReads).To(BeNumerically(">", before))
+	setPassword(gitServer.Password)
+	f.waitCondition("creds", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
 
 func TestTenantStatusChurnDoesNotEnqueueItsApps(t *testing.T) {

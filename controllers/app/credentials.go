@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,8 +83,8 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 		return nil, nil
 	}
 	key := types.NamespacedName{Namespace: app.Namespace, Name: ref.Name}
-	secret := &corev1.Secret{}
-	if err := r.apiReader.Get(ctx, key, secret); err != nil {
+	secret, err := r.gitSecret(ctx, key)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %q in namespace %q", errGitSecretNotFound, key.Name, key.Namespace)
 		}
@@ -105,6 +106,28 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 		return map[string][]byte{}, nil
 	}
 	return secret.Data, nil
+}
+
+// gitSecret returns the Secret's type and data: kept from an earlier pass while the metadata
+// cache shows the same UID and resourceVersion, read from the API server otherwise
+// (secretdata.go).
+func (r *Reconciler) gitSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	switch err := r.Get(ctx, key, meta); {
+	case err == nil:
+		if e, ok := r.secretData.get(key, meta.UID, meta.ResourceVersion); ok {
+			return &corev1.Secret{Type: e.secretType, Data: e.data}, nil
+		}
+	case apierrors.IsNotFound(err):
+		r.secretData.forget(key)
+	}
+	secret := &corev1.Secret{}
+	if err := r.apiReader.Get(ctx, key, secret); err != nil {
+		return nil, err
+	}
+	r.secretData.put(secret)
+	return secret, nil
 }
 
 // gitAuth turns credentials data into the auth for repoURL, refusing credentials over plain

@@ -127,7 +127,9 @@
 //
 // Changes arrive as events, not by polling: the app itself (spec changes; an annotation change
 // is a manual retry), the metadata of Secrets (the registry, Git and kubeconfig Secrets the apps
-// reference; Secret data is read on demand and never cached) and Tenants. When the Tenant CRD is
+// reference; Secret data is not cached by the manager: the Git Secrets' data is kept per
+// UID and resourceVersion between passes (secretdata.go), the others are read on demand) and
+// Tenants. When the Tenant CRD is
 // missing at start, the manager still starts without the Tenant watch; each pass checks again
 // and reads Tenants uncached once the CRD exists.
 //

@@ -33,7 +33,8 @@ type Reconciler struct {
 	Options Options
 
 	// apiReader reads Secrets (their data is not cached: the manager only caches Secret
-	// metadata) and Tenants when the Tenant API was absent at start.
+	// metadata; Git Secrets' data is kept in secretData) and Tenants when the Tenant API was
+	// absent at start.
 	apiReader client.Reader
 	recorder  recorder.EventRecorder
 	writer    *gitops.Writer
@@ -42,6 +43,8 @@ type Reconciler struct {
 	repoUsers *repoUsers
 	// pushes are the apps' submitted Git writes (pushes.go).
 	pushes *pushes
+	// secretData keeps the data of the Git credentials Secrets between passes (secretdata.go).
+	secretData *gitSecretData
 	// vclusterWatches watches the Kustomizations, Ingresses and Certificates in each vCluster
 	// (tenantwatch.go).
 	vclusterWatches *vclusterWatches
@@ -76,15 +79,16 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	}
 	gitOpts = append(gitOpts, opts.GitOptions...)
 	return &Reconciler{
-		Client:    mgr.GetClient(),
-		Options:   opts,
-		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorder(Name),
-		writer:    gitops.NewWriter(opts.GitCacheDir, gitOpts...),
-		clients:   tenant.NewClients(newClient),
-		tenantAPI: newTenantAPI(mgr.GetRESTMapper()),
-		repoUsers: newRepoUsers(),
-		pushes:    newPushes(),
+		Client:     mgr.GetClient(),
+		Options:    opts,
+		apiReader:  mgr.GetAPIReader(),
+		recorder:   mgr.GetEventRecorder(Name),
+		writer:     gitops.NewWriter(opts.GitCacheDir, gitOpts...),
+		clients:    tenant.NewClients(newClient),
+		tenantAPI:  newTenantAPI(mgr.GetRESTMapper()),
+		repoUsers:  newRepoUsers(),
+		pushes:     newPushes(),
+		secretData: newGitSecretData(defaultGitSecretEntries),
 	}, nil
 }
 
