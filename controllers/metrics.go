@@ -3,13 +3,13 @@ package controllers
 import (
 	"crypto/tls"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // The metrics endpoint (docs/operability.md). Served over HTTPS by default: every scrape is
 // authenticated with a TokenReview and authorized with a SubjectAccessReview for GET /metrics
-// (ClusterRole metrics-reader), which is what the RBAC below allows the manager to ask for.
+// (ClusterRole metrics-reader), which is what the RBAC below allows the manager to ask for
+// (metricsauth.go).
 //
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -38,7 +38,7 @@ func metricsServerOptions(opts Options) metricsserver.Options {
 		return o
 	}
 	o.SecureServing = true
-	o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	o.FilterProvider = metricsAuthFilter
 	o.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
 		c.NextProtos = []string{"http/1.1"}
 		c.MinVersion = tls.VersionTLS12
