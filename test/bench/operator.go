@@ -89,20 +89,31 @@ func (o *operator) pid() int { return o.Pid() }
 // heapProfile writes the operator's heap profile (after a collection) to path; nothing when
 // its pprof endpoint is off.
 func (o *operator) heapProfile(ctx context.Context, path string) error {
+	return o.profile(ctx, "heap?gc=1", path)
+}
+
+// cpuProfile writes the operator's CPU profile of the next d to path; nothing when its pprof
+// endpoint is off.
+func (o *operator) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+	return o.profile(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// profile writes the pprof endpoint's answer to query (under /debug/pprof/) to path.
+func (o *operator) profile(ctx context.Context, query, path string) error {
 	if o.pprof == "" {
 		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+o.pprof+"/debug/pprof/heap?gc=1", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+o.pprof+"/debug/pprof/"+query, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("heap profile: %w", err)
+		return fmt.Errorf("profile %s: %w", query, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile: %s", resp.Status)
+		return fmt.Errorf("profile %s: %s", query, resp.Status)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
@@ -120,29 +131,44 @@ func (o *operator) heapProfile(ctx context.Context, path string) error {
 
 // memory returns the current and the peak resident set size of the process, in MiB.
 func (o *operator) memory() (rss, peak float64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", o.pid()))
+	st, err := procStatus(o.pid())
 	if err != nil {
 		return 0, 0, err
 	}
+	return st["VmRSS"], st["VmHWM"], nil
+}
+
+// rssParts returns the current resident set's anonymous memory (the Go runtime's heap, stacks
+// and metadata) and its file-backed pages (the binary's code and read-only data), in MiB.
+func (o *operator) rssParts() (anon, file float64, err error) {
+	st, err := procStatus(o.pid())
+	if err != nil {
+		return 0, 0, err
+	}
+	return st["RssAnon"], st["RssFile"], nil
+}
+
+// procStatus returns the kB fields of /proc/<pid>/status, in MiB, by name without the colon.
+func procStatus(pid int) (map[string]float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
 	defer func() { _ = f.Close() }()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
+		if len(fields) != 3 || fields[2] != "kB" {
 			continue
 		}
 		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
+		out[strings.TrimSuffix(fields[0], ":")] = kb / 1024
 	}
-	if rss == 0 {
-		return 0, 0, errors.New("no VmRSS in /proc status")
+	if out["VmRSS"] == 0 {
+		return nil, errors.New("no VmRSS in /proc status")
 	}
-	return rss, peak, sc.Err()
+	return out, sc.Err()
 }
 
 // settledRSS waits until the resident set stops changing (within 0.5 MiB over 3 s, at most 30 s)

@@ -66,3 +66,13 @@ func TestCheckReportsMissedGoals(t *testing.T) {
 		t.Fatalf("table does not flag the missed goal:\n%s", md)
 	}
 }
+
+func TestManagerMemoryRequestIsTheShippedOne(t *testing.T) {
+	got, err := managerMemoryRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 128 {
+		t.Fatalf("memory request %v MiB, want the 128 Mi of config/manager/manager.yaml", got)
+	}
+}
