@@ -191,7 +191,7 @@ func (r *Reconciler) checkGitInputs(ctx context.Context, s *scope) error {
 // pushSecretUsers are the apps of namespace ns whose spec.git.secretRef is Secret name.
 func (r *Reconciler) pushSecretUsers(ctx context.Context, ns, name string) ([]string, error) {
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.InNamespace(ns), client.MatchingFields{indexGitSecretRef: name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(ns), client.MatchingFields{indexGitSecretRef: name}, readOnlyList); err != nil {
 		return nil, fmt.Errorf("list the apps that push with Secret %q: %w", name, err)
 	}
 	var out []string

@@ -203,7 +203,7 @@ func registrySecretNames(app *kubeoperav1alpha1.KubeOperaApp) []string {
 // operator and Flux put there.
 func (r *Reconciler) deleteRegistryCopy(ctx context.Context, s *scope, vc client.Client, name string) error {
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace)); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), readOnlyList); err != nil {
 		return fmt.Errorf("list apps: %w", err)
 	}
 	for i := range apps.Items {
@@ -275,7 +275,7 @@ func (r *Reconciler) forgetUnusedTenantClient(ctx context.Context, s *scope) {
 		return
 	}
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), client.MatchingFields{indexTenant: ref.Name}); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), client.MatchingFields{indexTenant: ref.Name}, readOnlyList); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant")
 		return
 	}

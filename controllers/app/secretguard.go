@@ -102,7 +102,8 @@ func (g *secretGuard) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := g.List(ctx, apps, client.InNamespace(req.Namespace), client.MatchingFields{indexGitSecretRef: req.Name}); err != nil {
+	if err := g.List(ctx, apps, client.InNamespace(req.Namespace), client.MatchingFields{indexGitSecretRef: req.Name},
+		client.Limit(1), readOnlyList); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list the apps that push with Secret %s: %w", req.Name, err)
 	}
 	if len(apps.Items) > 0 {

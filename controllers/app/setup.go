@@ -35,6 +35,12 @@ const (
 	indexTenant = "kubeopera.io/tenant"
 )
 
+// readOnlyList lists apps from the cache without copying them. Every list of apps by an index
+// only reads the apps it finds (their names, Tenant, Secrets) and never changes them; copying
+// each was most of the CPU the push-Secret guard and the event mappers spent when 200 apps of
+// one namespace share a push Secret (make bench P4 CPU profile, 2026-12-05: 0.67 s of 5.2 s).
+var readOnlyList = client.UnsafeDisableDeepCopy
+
 // cloudSpacePrefix marks CloudSpace keys in indexTenant; Tenant names cannot contain ':'.
 const cloudSpacePrefix = "cloudspace:"
 
@@ -162,7 +168,7 @@ func (r *Reconciler) appsByIndex(ctx context.Context, ns, index string, values .
 	var reqs []reconcile.Request
 	for _, v := range values {
 		apps := &kubeoperav1alpha1.KubeOperaAppList{}
-		if err := r.List(ctx, apps, client.InNamespace(ns), client.MatchingFields{index: v}); err != nil {
+		if err := r.List(ctx, apps, client.InNamespace(ns), client.MatchingFields{index: v}, readOnlyList); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "List apps by index", "index", index)
 			continue
 		}

@@ -90,7 +90,7 @@ func (r *Reconciler) watchedKinds() []watchedKind {
 // stale one.
 func (r *Reconciler) appsOf(ctx context.Context, t types.NamespacedName, match func(*kubeoperav1alpha1.KubeOperaApp) bool) []types.NamespacedName {
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, apps, client.InNamespace(t.Namespace), client.MatchingFields{indexTenant: t.Name}); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(t.Namespace), client.MatchingFields{indexTenant: t.Name}, readOnlyList); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant for a vCluster event")
 		return nil
 	}

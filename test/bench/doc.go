@@ -327,11 +327,17 @@ without and 169 MiB with the 10,000 unrelated Secrets and 10,000 ConfigMaps (130
 // p4Measured is what the last measurement of P4 after the change showed.
 const p4Measured = "Since 2026-12-05 an app created or changed is announced to the Git writer before its " +
 	"reconcile runs (controllers/app announceChange, gitops.Writer.Expect), and a repository's window stays " +
-	"open while announced changes to it are outstanding (at most 50 windows). Full-size git phase of " +
-	"2026-12-05 10:21 (-only git, load average 2.7 at the start, 4.6 at the end) with it and the honest " +
-	"floor (objects built directly, plus each app's API work by a bare client): 50 apps 1 push, 2.72 s " +
-	"against 0.39 s; 200 apps in one repository 2 pushes, 6.70 s against 1.80 s (3.72x); 200 apps over 20 " +
-	"repositories 23 pushes (186 before), 7.84 s against 3.54 s (2.21x). The push counts meet their goals; " +
-	"the wall times do not: the operator's passes before the submit (finalizer, placement annotation and " +
-	"status patches, each awaited in the cache) cost about 30 ms of wall time per app at 16 workers, where the " +
-	"bare client's three reads and one create cost 7 ms. Not profiled yet."
+	"open while announced changes to it are outstanding (at most 50 windows), so the push counts meet their " +
+	"goals (200 apps over 20 repositories: 20 pushes, 186 before). The wall times do not. CPU profiles of " +
+	"the operator over each case's first 10 s (`-only git -heap-profile DIR`, cpu-git-*.pb.gz, 2026-12-05 " +
+	"20:25, P4.200 9.0 s against 2.8 s): the operator used 4.6 s of CPU in 10 s, under half a core, so it " +
+	"waits rather than computes. Of that CPU, 1.6 s was the Git writer's commit (go-git's Worktree.AddWithOptions " +
+	"writes each file as a loose object through a temporary file: a third of all samples are syscalls) and " +
+	"1.0 s the app passes. Before the change to read-only lists of apps (controllers/app readOnlyList) the " +
+	"push-Secret guard and the event mappers spent 0.67 s copying every app of the namespace at each event; " +
+	"the wall time did not move with it (9.30 s, then 9.04 s). What the apps wait for is the host API server " +
+	"shared by the whole run on two cores: the floor's bare client needed 2.3 s for 200 × 4 requests at 16 " +
+	"workers (about 350 requests/s), and each app's passes before its push make more than the floor's four " +
+	"requests (the finalizer and placement patches, each awaited in the cache, the push Secret's finalizer, " +
+	"the Tenant event, the vCluster namespace read). Meeting 2x needs fewer requests per app before the " +
+	"push or a floor that makes the same ones; neither is done."
