@@ -40,11 +40,15 @@ import (
 // The tenant the apps go to: a Ready Tenant with its exported kubeconfig (the tenant API server,
 // user vcluster-operator), as the tenant-controller leaves it.
 const (
-	tenantName     = "tenant-a"
-	cloudSpace     = "cs-bench"
-	vclusterUser   = "vcluster-operator"
-	operatorUser   = "kubeopera-operator"
-	gitSecretName  = "git"
+	tenantName    = "tenant-a"
+	cloudSpace    = "cs-bench"
+	vclusterUser  = "vcluster-operator"
+	operatorUser  = "kubeopera-operator"
+	gitSecretName = "git"
+	// fluxSecretName holds the Git server's read-only credentials: what Flux fetches with
+	// (spec.git.fluxSecretRef) where real Flux runs (P1, P2). The operator never gives Flux the
+	// push credentials, and the test Git server refuses anonymous fetches.
+	fluxSecretName = "git-read"
 	syncedTimeout  = 3 * time.Minute
 	pushedTimeout  = 5 * time.Minute
 	defaultBranch  = "main"
@@ -143,7 +147,7 @@ func (w *appWatch) appliedAt(app *kubeoperav1alpha1.KubeOperaApp, commit string)
 }
 
 // setupTenantNamespace creates a host namespace holding the Tenant, its kubeconfig Secret and the
-// Git credentials.
+// Git credentials (push and read-only).
 func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKubeconfig []byte, g *gitSide) error {
 	if err := createNamespace(ctx, h.Client, ns); err != nil {
 		return err
@@ -154,8 +158,13 @@ func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKube
 	if err := h.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-"+tenantName, tenantKubeconfig)); err != nil {
 		return err
 	}
-	return h.Client.Create(ctx, &corev1.Secret{
+	if err := h.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gitSecretName}, Data: g.srv.SecretData(),
+	}); err != nil {
+		return err
+	}
+	return h.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecretName}, Data: g.srv.ReadOnlySecretData(),
 	})
 }
 
@@ -374,6 +383,7 @@ func appLatency(ctx context.Context, h *cluster, tenant client.Client, g *gitSid
 	for i := range runs {
 		repo := fmt.Sprintf("p1-app-%02d", i)
 		app := benchApp(ns, fmt.Sprintf("lat-%02d", i), g.proxy.repoURL(repo))
+		app.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: fluxSecretName}
 		want, err := expectedFiles(app)
 		if err != nil {
 			return nil, nil, nil, nil, err
