@@ -46,7 +46,7 @@ func TestMetricsAuthReviewsEachScrapeAndKeepsOnlyAllowedDecisions(t *testing.T) 
 	h, err := a.filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
 	g.Expect(err).NotTo(HaveOccurred())
 	scrape := func(path, auth string) int {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, path, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -175,23 +176,34 @@ func (w *vclusterWatches) run(ctx context.Context, t types.NamespacedName, tw *t
 		return
 	}
 	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
+	// One REST mapper for the vCluster's watches. controller-runtime's dynamic mapper asks the
+	// vCluster's discovery again for a kind it does not know, so a CRD installed later is still
+	// found when its watch starts again; a mapper per watch held the vCluster's whole discovery
+	// once per kind (make bench P5 heap profile of 2026-12-05, 30 vClusters: 21 MB of a 42 MB live
+	// heap were discovery REST mappers).
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		log.Error(err, "Cannot watch the vCluster: build the REST mapper; Synced is polled")
+		return
+	}
 	var wg sync.WaitGroup
 	for _, k := range w.kinds {
-		wg.Go(func() { w.runKind(ctx, t, tw, cfg, hc, k) })
+		wg.Go(func() { w.runKind(ctx, t, tw, cfg, hc, mapper, k) })
 	}
 	wg.Wait()
 }
 
 // runKind watches one kind until ctx ends. A watch that cannot start (its CRD is not installed
 // in the vCluster yet, the vCluster does not answer) or that ends before ctx is started again
-// with the app's backoff (retryBase, doubling up to retryMax), with a fresh cache and REST mapper
-// each time, so that CRDs installed later are found; the poll covers the time in between. A kind
+// with the app's backoff (retryBase, doubling up to retryMax), with a fresh cache each time (the
+// vCluster's REST mapper looks a kind it does not know up again), so that CRDs installed later
+// are found; the poll covers the time in between. A kind
 // that is optional (cert-manager need not be installed) and not served is logged at V(1) only.
-func (w *vclusterWatches) runKind(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config, hc *http.Client, k watchedKind) {
+func (w *vclusterWatches) runKind(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper, k watchedKind) {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubeoperaapp", "tenant", t.String(), "kind", k.name)
 	delay := w.retryBase
 	for {
-		err := w.watchOnce(ctx, t, cfg, hc, k, func() { tw.started.Store(k.name, true) })
+		err := w.watchOnce(ctx, t, cfg, hc, mapper, k, func() { tw.started.Store(k.name, true) })
 		tw.started.Delete(k.name)
 		if ctx.Err() != nil {
 			return
@@ -215,7 +227,7 @@ func (w *vclusterWatches) runKind(ctx context.Context, t types.NamespacedName, t
 // watchOnce starts a cache of one kind in the Tenant's vCluster and feeds its events to the
 // controller until ctx ends (nil) or the cache fails (its error). started is called once the
 // informer is registered.
-func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config, hc *http.Client, k watchedKind, started func()) error {
+func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper, k watchedKind, started func()) error {
 	byObject := cache.ByObject{}
 	if k.selector != nil {
 		byObject.Label = k.selector
@@ -223,6 +235,7 @@ func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName,
 	c, err := cache.New(cfg, cache.Options{
 		HTTPClient: hc,
 		Scheme:     w.scheme,
+		Mapper:     mapper,
 		ByObject:   map[client.Object]cache.ByObject{k.object(): byObject},
 	})
 	if err != nil {
