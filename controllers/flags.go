@@ -3,6 +3,7 @@ package controllers
 import (
 	"flag"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -20,6 +21,13 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", opts.PprofBindAddress,
 		`Address of an unauthenticated net/http/pprof endpoint, for profiling ("" or "0": off, the default; bind it to loopback).`)
+	fs.Func("kube-api-qps", "Requests per second to the Kubernetes API server, client-side (0: 50).", func(v string) error {
+		q, err := strconv.ParseFloat(v, 32)
+		opts.KubeAPIQPS = float32(q)
+		return err
+	})
+	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst,
+		"Burst of requests to the Kubernetes API server above --kube-api-qps (0: 100).")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", opts.LeaderElect,
 		"Enable leader election, so only one replica reconciles at a time.")
 	// The upstream iofog-operator's names, so an upstream Deployment's args keep working.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	. "github.com/onsi/gomega"
 )
 
@@ -67,4 +69,21 @@ func parseFlags(g Gomega, args ...string) Options {
 	BindFlags(fs, &opts)
 	g.Expect(fs.Parse(args)).To(Succeed())
 	return opts
+}
+
+// The host API rate limits: 50/100 unless --kube-api-qps and --kube-api-burst say otherwise,
+// whatever the loaded kubeconfig carried (controller-runtime's GetConfig sets 20/30).
+func TestFlagsSetTheHostAPIRateLimits(t *testing.T) {
+	g := NewWithT(t)
+	loaded := &rest.Config{Host: "https://example.invalid", QPS: 20, Burst: 30}
+	cfg := hostConfig(loaded, DefaultOptions())
+	g.Expect(cfg.QPS).To(BeEquivalentTo(DefaultKubeAPIQPS))
+	g.Expect(cfg.Burst).To(Equal(DefaultKubeAPIBurst))
+	g.Expect(cfg.DisableCompression).To(BeTrue())
+	g.Expect(loaded.QPS).To(BeEquivalentTo(20), "the caller's config is not changed")
+
+	opts := parseFlags(g, "--kube-api-qps=7.5", "--kube-api-burst=9")
+	cfg = hostConfig(loaded, opts)
+	g.Expect(cfg.QPS).To(BeEquivalentTo(7.5))
+	g.Expect(cfg.Burst).To(Equal(9))
 }

@@ -277,8 +277,8 @@ const methodText = `
   with one ` + "`Worktree.Add`" + ` per file, as the floor did before 2026-12-05
   (` + "`go test -run '^$' -bench FloorCommit ./test/bench`" + `, go-git v5.19.3, load average 16).
   The P1 app floor is the same raw push of one app's files.
-  P5 all Synced — bare clients doing the same work one step after the
-  other: a raw go-git commit+push per repository of the files the operator pushed (all at once);
+  P5 all Synced — bare clients without a client-side rate limit doing the same work one step
+  after the other: a raw go-git commit+push per repository of the files the operator pushed (all at once);
   per app, through the host proxy, the reads a pass needs (Tenant, kubeconfig and Git Secrets)
   and one status write, 16 at once; through each Tenant's proxy, a copy of every object the
   operator created in the vClusters (as stored, in namespaces prefixed ` + "`f-`" + `, pointing at the
