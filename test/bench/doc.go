@@ -87,7 +87,7 @@ it after merging; `+"`make bench-check`"+` compares docs/benchmarks.json with th
 ## Reproduce
 
 `+"```"+`sh
-make bench          # full run (about 25 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
+make bench          # full run (about 16 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
 make bench-quick    # small sizes, a few minutes; writes bin/benchmarks-quick.md
 make bench-check    # exit 1 when a figure of docs/benchmarks.json misses its goal
 go run ./test/bench -quick -only latency   # one phase: latency, scale, memory, git or tenants
@@ -180,9 +180,17 @@ func knownCause(id string) string {
 			"the Git Secrets' reads from the API server on every pass, the periodic resync included; their data " +
 			"is now kept per UID and resourceVersion of the metadata cache (controllers/app secretdata.go, " +
 			"TestGitSecretsAreReadAgainOnlyWhenTheyChange): 0 host requests in the small run of 19:53."
+	case id == "P5.synced":
+		return "Until 2026-12-05 21:46 the floor's bare clients ran at client-go's default rate limit (5 requests/s): " +
+			"399 s of host reads made the floor 438 s and the ratio 0.71. Without a limit the floor is 56 s and " +
+			"the operator 4.87 times slower. Part of it was the operator's own limit on the host API server, " +
+			"controller-runtime's 20 requests/s: with 50/100 (controllers.DefaultKubeAPIQPS, --kube-api-qps) all " +
+			"1,000 apps were Synced in 273 s instead of 309 s. The rest is not profiled yet: each app's first " +
+			"passes (finalizer, placement, push, then the vCluster objects and Flux) run at 16 workers against one " +
+			"API server that serves the host and all 100 vClusters."
 	case id == "P5.rss":
 		return "The operator's memory grows with the vClusters, not the apps: 150 MiB at 30 vClusters × 10 apps, 372 " +
-			"MiB at 100 (2026-12-05 runs), about 3.2 MiB per vCluster. A heap profile at the end of the steady " +
+			"MiB at 100 (2026-12-05 20:32; 310 MiB at 21:46), about 2.3 to 3.2 MiB per vCluster. A heap profile at the end of the steady " +
 			"state of 30 vClusters (`-only tenants -p5-tenants 30 -p5-apps 10 -p5-repos 10 -heap-profile DIR`) " +
 			"held 42 MB live, half of it (21 MB) discovery REST mappers: controller-runtime's dynamic mapper " +
 			"rebuilds and keeps a mapper of every group the vCluster serves, and the operator had four per vCluster " +
@@ -256,8 +264,8 @@ const methodText = `
   two played intervals after the last app turned Synced. Sizes: ` + "`-p5-tenants`" + `,
   ` + "`-p5-apps`" + `, ` + "`-p5-repos`" + ` (` + "`go run ./test/bench -only tenants -p5-tenants 5 -p5-apps 2 -p5-repos 2 -p5-flux-interval 2s`" + `
   is a quick check). RSS is VmHWM at the end of the window; goroutines are sampled every second
-  from the operator's pprof endpoint (loopback). A full run takes about 17 minutes of the
-  bench's 25 (1,000 apps to Synced, 2 minutes of steady state, then the floor).
+  from the operator's pprof endpoint (loopback). A full run takes about 9 minutes of the
+  bench's 16 (1,000 apps to Synced, 2 minutes of steady state, then the floor; run of 2026-12-05 21:46).
 - **Merged rows:** rows whose text starts with a bracket come from a later run of one phase,
   merged by hand into the stored full run (the bracket says which run); the others are from the
   run in the header.
@@ -355,4 +363,7 @@ const p4Measured = "Since 2026-12-05 an app created or changed is announced to t
 	"workers (about 350 requests/s), and each app's passes before its push make more than the floor's four " +
 	"requests (the finalizer and placement patches, each awaited in the cache, the push Secret's finalizer, " +
 	"the Tenant event, the vCluster namespace read). Meeting 2x needs fewer requests per app before the " +
-	"push or a floor that makes the same ones; neither is done."
+	"push or a floor that makes the same ones; neither is done. The walls also vary widely between runs on " +
+	"this shared 2-core machine: P4.200 took 7.7 s (full run 20:32), 13.0 s (full run 21:46), then 33.1 s and " +
+	"15.4 s in two -only git runs at 22:03 with the host rate limit at controller-runtime's 20/30 and at the " +
+	"new default 50/100, against floors of 2.2 to 2.8 s."
