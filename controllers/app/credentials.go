@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,8 +111,7 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 // cache shows the same UID and resourceVersion, read from the API server otherwise
 // (secretdata.go).
 func (r *Reconciler) gitSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	meta := secretMetadata(key)
 	switch err := r.Get(ctx, key, meta); {
 	case err == nil:
 		if e, ok := r.secretData.get(key, meta.UID, meta.ResourceVersion); ok {

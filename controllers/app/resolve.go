@@ -119,8 +119,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenant) (client.Client, error) {
 	name, key := tenant.KubeconfigSecret(t)
 	secretKey := types.NamespacedName{Namespace: t.Namespace, Name: name}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	meta := secretMetadata(secretKey)
 	if err := r.Get(ctx, secretKey, meta); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: Secret %s not found", tenant.ErrKubeconfigInvalid, secretKey)
