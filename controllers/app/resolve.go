@@ -157,7 +157,9 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		return cfg, nil
 	})
 	if err == nil && built != nil {
-		r.vclusterWatches.watch(tenantKey, version, built)
+		if mapper, ok := r.clients.RESTMapper(tenantKey, version); ok {
+			r.vclusterWatches.watch(tenantKey, version, built, mapper)
+		}
 	}
 	return vc, err
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -204,9 +205,9 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
 	scheme := mgr.GetScheme()
-	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper) (client.Client, error) {
 		hc.Transport = vclusterRequests.wrap(hc.Transport)
-		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
+		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
 	}
 	opts.OnPass = passes.add
 	opts.GitOptions = []gitops.Option{
