@@ -14,6 +14,7 @@ import (
 // (two container ports of one key, which server-side apply refuses on every pass) and JetStream
 // sizes server.conf cannot carry. A size it can carry is admitted.
 func TestAdmissionMatchesTheRenderer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	wildcardIngress := testfixture.WithControllerIngress(datasancev3.ControllerIngress{Host: "*.example.com"})

@@ -23,6 +23,7 @@ import (
 
 // Embedded login with the password from passwordSecretRef (it wins over the inline one).
 func TestEmbeddedLoginWithPasswordSecret(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.createSecret("bootstrap", map[string]string{"password": fake.DefaultPassword})
@@ -41,6 +42,7 @@ func TestEmbeddedLoginWithPasswordSecret(t *testing.T) {
 
 // External mode: OIDC discovery, then the client-credentials grant; the token is the bearer.
 func TestExternalLogin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane(func(cp *datasancev3.ControlPlane) {
@@ -77,6 +79,7 @@ func TestExternalLogin(t *testing.T) {
 // CA, the discovery document and the token endpoint verify, and the ControlPlane becomes ready
 // with the provider's token.
 func TestExternalIdentityProviderTrustedThroughAuthCASecret(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	idp, caPEM := h.startIdentityProvider()
@@ -137,6 +140,7 @@ func (h *harness) startIdentityProvider() (*fake.IdentityProvider, []byte) {
 // LoginFailed with a Warning Event, without an error (no backoff retries), and requeues for the
 // one slow retry.
 func TestWrongCredentials(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithBootstrap(fake.DefaultUsername, "wrong-password")))
@@ -164,6 +168,7 @@ func TestWrongCredentials(t *testing.T) {
 // run (watch events); after that the failure is terminal until the credentials change. The
 // account never locks, and fixing the Secret brings the ControlPlane to ready with one login.
 func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.createSecret("bootstrap", map[string]string{"password": "wrong-password"})
@@ -219,6 +224,7 @@ func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 // terminal (the Secret watch brings the ControlPlane back; no backoff retries meanwhile); creating
 // the Secret fixes it. A missing key of an optional reference falls back to the inline password.
 func TestPasswordSecretMissing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithBootstrapPasswordFrom("bootstrap", "password")))

@@ -25,6 +25,7 @@ import (
 // TestBadInputConditions. TestAdmissionMatchesTheRenderer holds the cases where admission and
 // the renderer must agree (console port, JetStream sizes, wildcard hosts).
 func TestBadInputAdmission(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	type mod = func(*datasancev3.ControlPlane)
 	external := func(cp *datasancev3.ControlPlane) {
@@ -193,6 +194,7 @@ func secretRef(name, key string) *corev1.SecretKeySelector {
 // written. The Controller's credential Secrets and Deployment are never written half-resolved.
 // A creation of the missing Secret (an event, not a timer) brings the ControlPlane to ready.
 func TestBadInputConditions(t *testing.T) {
+	t.Parallel()
 	type fixture struct {
 		secrets map[string]map[string]string // Secrets to create before the ControlPlane
 		mod     func(*datasancev3.ControlPlane)

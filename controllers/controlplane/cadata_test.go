@@ -32,6 +32,7 @@ const agentCertificate = "router-site-server-agent-1"
 // filesystem and the same claim; the router, the CAs and what they signed are still there, and
 // the operator, which sees a new Controller process, reads the registration back and writes nothing.
 func TestSQLiteDatabaseSurvivesAControllerRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	claim := t.TempDir()
@@ -97,6 +98,7 @@ func (h *harness) controllerDataDir(claimDir, podDir string) string {
 // issues its leaves under the CAs the Controller holds and has signed its agents' certificates
 // with. Nothing is imported again.
 func TestRecreatedControlPlaneRunsOnTheControllersCAs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -126,6 +128,7 @@ func TestRecreatedControlPlaneRunsOnTheControllersCAs(t *testing.T) {
 // restored from the Controller's copy, which answers certificate and key: the same CA, so the
 // leaves under it stay as they are, and nothing is imported or deleted in the Controller.
 func TestLostCASecretIsRestoredFromTheController(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -158,6 +161,7 @@ func TestLostCASecretIsRestoredFromTheController(t *testing.T) {
 // does not hold: CARestoreFailed, terminal, one Warning Event, no Secret and no leaf. Bringing
 // the Secret fixes it.
 func TestUnusableControllerCopyOfAMissingCAIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	g.Expect(h.api.ImportCA("router-site-ca")).To(Succeed()) // an ECDSA CA
@@ -184,6 +188,7 @@ func TestUnusableControllerCopyOfAMissingCAIsRefused(t *testing.T) {
 // nothing is signed under either, CAConflict, one Warning Event. Deleting the Secret restores the
 // Controller's CA, and the ControlPlane becomes ready on it.
 func TestCASecretConflictingWithTheControllerIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	theirs, err := pki.GenerateCA("router-site-ca", time.Now(), 0, pki.WithKeyGenerator(testKeyGenerator))
@@ -220,6 +225,7 @@ func TestCASecretConflictingWithTheControllerIsRefused(t *testing.T) {
 // Controller's CA. Once the certificates the old CA signed are deleted in the Controller, the
 // next pass replaces the Controller's copy, issues the leaf under the new CA and is ready.
 func TestCARotationWaitsForTheController(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -271,6 +277,7 @@ func TestCARotationWaitsForTheController(t *testing.T) {
 // CA Secrets an earlier operator version created with an owner reference are released on the
 // next pass, one patch each, so that deleting the ControlPlane keeps them.
 func TestOwnedCASecretsAreReleased(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

@@ -24,6 +24,7 @@ import (
 // spec. A new router address renews both server certificates in place, under the same CAs, and
 // rolls the router pods; the CAs are not written.
 func TestRouterCertificatesWithBYOCA(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	byo := h.createTLSSecret("router-site-ca")
@@ -90,6 +91,7 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 // Invalid PEM in a BYO CA is reason InvalidCertificate, a Warning Event and a terminal error (no
 // crash, no retry loop); fixing the Secret lets the next pass go on.
 func TestInvalidBYOCA(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	bad := &corev1.Secret{}
@@ -127,6 +129,7 @@ func parseCert(g Gomega, data []byte) *x509.Certificate {
 // A stale read (the cache has not seen a certificate Secret yet) never overwrites it: the pass
 // requeues shortly and the Secret keeps its content.
 func TestStaleCacheNeverOverwritesCertificates(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

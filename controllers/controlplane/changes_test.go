@@ -16,6 +16,7 @@ import (
 // Deployment's env follows, the Controller API is called again, and an unrelated spec change of
 // the credentials rolls the pods through the hash.
 func TestSpecChangeUpdatesThenReady(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -55,6 +56,7 @@ func TestSpecChangeUpdatesThenReady(t *testing.T) {
 // Editing the referenced bootstrap password Secret (no spec change) updates the auth Secret and
 // rolls the Controller pods, without calling the Controller API (nothing registered changed).
 func TestPasswordSecretChangeRollsPods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	secret := h.createSecret("bootstrap", map[string]string{"password": fake.DefaultPassword})
@@ -76,6 +78,7 @@ func TestPasswordSecretChangeRollsPods(t *testing.T) {
 // While ready, a changed registration (the router got a new address) is registered again without
 // a spec change; nothing else is called.
 func TestReadyReRegistersChangedRouterAddress(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

@@ -18,6 +18,7 @@ import (
 // --controller-ca-file is given: the ControlPlane trusts the ca.crt of its own TLS Secret, and
 // both the in-cluster endpoint and the LoadBalancer address verify.
 func TestHTTPSTrustsTheTLSSecretCA(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
@@ -30,6 +31,7 @@ func TestHTTPSTrustsTheTLSSecretCA(t *testing.T) {
 // the name and the certificate's names, a Warning Event, an error (backoff, not a 3 s loop), and
 // no request ever passes the handshake.
 func TestHTTPSCertificateForAnotherName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTLSControllerNames("controller.elsewhere.svc"))
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
@@ -51,6 +53,7 @@ func TestHTTPSCertificateForAnotherName(t *testing.T) {
 // spec.controller.caSecretRef names a CA Secret and the ControlPlane becomes ready. A CA Secret
 // holding no PEM is InvalidCertificate, terminal; a missing one is SecretNotFound.
 func TestHTTPSExplicitCAReference(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", true)
@@ -86,6 +89,7 @@ func TestHTTPSExplicitCAReference(t *testing.T) {
 // accepted for it, one for the public name (and the in-cluster endpoint) is, though it does not
 // name the LoadBalancer address.
 func TestHTTPSExternalCheckVerifiesThePublicName(t *testing.T) {
+	t.Parallel()
 	withPublicURL := []testfixture.Mod{testfixture.WithHTTPS("controller-tls"), testfixture.WithPublicURL("https://controller.example.com:51121")}
 	t.Run("certificate without the public name", func(t *testing.T) {
 		h := newHarness(t, withTLSController())
@@ -117,6 +121,7 @@ func TestHTTPSExternalCheckVerifiesThePublicName(t *testing.T) {
 // Service and accepts it for the public host, the external check verifies the public host, and
 // the ControlPlane becomes ready (docs/controlplane.md#https-certificates).
 func TestHTTPSCertificateForThePublicHostOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTLSControllerNames("controller.example.com"))
 	h.createControllerTLSSecret("controller-tls", false)
 	h.bringUp(h.controlPlane(testfixture.WithHTTPS("controller-tls"), testfixture.WithPublicURL("https://controller.example.com:51121")))

@@ -22,6 +22,7 @@ import (
 // right one), and no value appears in the pod template, the ControlPlane (spec, status) or an
 // Event.
 func TestCredentialReferences(t *testing.T) {
+	t.Parallel()
 	type want struct{ secret, key, value string }
 	cases := []struct {
 		name    string
@@ -105,6 +106,7 @@ func TestCredentialReferences(t *testing.T) {
 // Secret watch starts a pass, the credential Secret takes the new value and the pod template's
 // keyed hash changes. Neither value is written anywhere else.
 func TestCredentialReferenceChangeRollsTheController(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.startManager()

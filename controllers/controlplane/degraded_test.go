@@ -19,6 +19,7 @@ import (
 // ready. A pass that succeeds makes it ready again and clears the record
 // (docs/controlplane.md#failing-while-ready).
 func TestFailingReadyControlPlaneLeavesReady(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

@@ -28,6 +28,7 @@ func (h *harness) pdb(name string) *policyv1.PodDisruptionBudget {
 // Controller has both only while it runs more than one replica. Scaling the Controller to one
 // deletes its budget, disabling NATS deletes NATS's (docs/controlplane.md#disruption-and-spread).
 func TestDisruptionBudgetsFollowReplicas(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Controller = 2 }))

@@ -17,6 +17,7 @@ import (
 // The Controller API down, answering 500 or garbage: a requeue with the spec's delay and a
 // reason, never a panic; once it recovers the ControlPlane becomes ready.
 func TestControllerAPIFailures(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		breakAPI func(*fake.Server)
@@ -64,6 +65,7 @@ func TestControllerAPIFailures(t *testing.T) {
 
 // A Controller that is not there at all (connection refused) is the same: requeue 3 s.
 func TestControllerAPIDown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.create(h.controlPlane())
 	h.driveToAPI()
@@ -75,6 +77,7 @@ func TestControllerAPIDown(t *testing.T) {
 // A refused registration that no retry can fix (400) is an error with a reason, retried with
 // backoff rather than at a fixed delay; it is not terminal.
 func TestRegistrationRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane())

@@ -22,6 +22,7 @@ import (
 // First install with LoadBalancer exposure; the load balancers get their addresses late. Every
 // requeue delay is asserted as a value, and the Controller API calls with their bodies.
 func TestFirstInstallLoadBalancer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane())
@@ -105,6 +106,7 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 
 // A pass over an unchanged ready ControlPlane writes nothing and calls nothing.
 func TestReadyPassWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.bringUp(h.controlPlane())
 	g := h.g
@@ -122,6 +124,7 @@ func TestReadyPassWritesNothing(t *testing.T) {
 // ClusterIP + Ingress exposure: https URL from the Ingress TLS Secret, TRUST_PROXY, the router on
 // an ingress address with default ports, and readiness once the Ingress has an address.
 func TestIngressExposure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithControllerIngress(datasancev3.ControllerIngress{
@@ -180,6 +183,7 @@ func TestIngressExposure(t *testing.T) {
 // An explicit publicUrl is used as is and never waits for the controller LoadBalancer to build
 // the Deployment; the external check still needs the address.
 func TestExplicitPublicURL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithPublicURL("https://iofog.example.com")))

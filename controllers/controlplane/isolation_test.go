@@ -22,6 +22,7 @@ import (
 // another namespace: with the default worker count and pass deadline, the healthy ControlPlane
 // reaches ready within twice the time it takes alone.
 func TestHangingControllerDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
 	alone := timeToReady(t, false)
 	beside := timeToReady(t, true)
 	t.Logf("ready alone in %s, beside a hanging Controller in %s", alone.Round(100*time.Millisecond), beside.Round(100*time.Millisecond))

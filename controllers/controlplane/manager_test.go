@@ -28,6 +28,7 @@ import (
 // ready: a deleted Deployment or Secret comes back, an edited Service field is restored, and an
 // edit of the referenced password Secret rolls the Controller pods.
 func TestWatchesRestoreOwnedObjects(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.startManager()

@@ -28,6 +28,7 @@ func (h *harness) updateAndRollOut(mutate func(*datasancev3.ControlPlane)) {
 // server.conf and the renewed certificates (docs/controlplane.md#nats-reloads), the new pod
 // starts with them.
 func TestNatsScaleUp(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -58,6 +59,7 @@ func TestNatsScaleUp(t *testing.T) {
 // Scale-down 3→2 stamps restartedAt from the reconciler's clock; later passes carry it over
 // instead of restarting again.
 func TestNatsScaleDown(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(3)))
@@ -82,6 +84,7 @@ func TestNatsScaleDown(t *testing.T) {
 
 // Routes the Controller added to server.conf survive every rewrite; stale ordinal routes go.
 func TestNatsControllerRoutesKept(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -107,6 +110,7 @@ func TestNatsControllerRoutesKept(t *testing.T) {
 // (terminal, with a Warning Event) until the spec is reverted. TestNatsStorageFollowsTheVolumes
 // grows the volumes instead.
 func TestNatsStorageImmutable(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -134,6 +138,7 @@ func TestNatsStorageImmutable(t *testing.T) {
 
 // An existing JetStream key is reused as is; an empty one is filled in once.
 func TestNatsJetStreamKeyReused(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	const key = "cHJlLWV4aXN0aW5nLWtleS1wcmUtZXhpc3Rpbmcta2V5IQ=="

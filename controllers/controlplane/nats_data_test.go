@@ -20,6 +20,7 @@ import (
 // ControlPlane leaves it (with the application accounts the Controller added), and the
 // ControlPlane created again never writes it.
 func TestNatsJWTBundleKeptOnDeletion(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.controllerWritesToKubernetes()
@@ -47,6 +48,7 @@ func TestNatsJWTBundleKeptOnDeletion(t *testing.T) {
 // A JWT bundle an earlier operator version created with an owner reference is released on the
 // next pass, with one patch that changes nothing else, so that a deletion no longer collects it.
 func TestNatsOwnedJWTBundleIsReleased(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -69,6 +71,7 @@ func TestNatsOwnedJWTBundleIsReleased(t *testing.T) {
 // A lost JWT bundle is rebuilt from the Controller's account list with every account it held
 // (a bundle with the system account only would make the image purge the application's streams).
 func TestNatsJWTBundleRebuiltFromTheController(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.controllerWritesToKubernetes()
@@ -96,6 +99,7 @@ func TestNatsJWTBundleRebuiltFromTheController(t *testing.T) {
 // while NATS runs: no bundle, the StatefulSet is not rolled (not even for a new image), and the
 // reason says why; the next pass that reads the list rebuilds it and rolls the pods.
 func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.controllerWritesToKubernetes()
@@ -129,6 +133,7 @@ func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 // On a first install (no StatefulSet, no JetStream PVC) a Controller that cannot list its
 // accounts is no reason to wait: the bundle holds the system account, nothing can be lost.
 func TestNatsJWTBundleFirstInstallWithoutAccountList(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	h.api.FailAlways("GET /api/v3/nats/accounts", fake.Failure{Status: 404, Name: "NotFoundError", Message: "Cannot GET /api/v3/nats/accounts"})
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -141,6 +146,7 @@ func TestNatsJWTBundleFirstInstallWithoutAccountList(t *testing.T) {
 // server.conf keeps the key in force. A restored Secret ends it; without PVCs there is nothing
 // to read and a new key is made.
 func TestNatsJetStreamKeyNotRegeneratedWhileDataExists(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -202,6 +208,7 @@ func TestNatsJetStreamKeyNotRegeneratedWhileDataExists(t *testing.T) {
 // The documented way to grow — expand the PVCs, recreate the StatefulSet with the new template —
 // ends ready with the new limit.
 func TestNatsStorageFollowsTheVolumes(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	class := h.expandableStorageClass()

@@ -25,6 +25,7 @@ var natsObjects = map[string][]string{
 
 // NATS disabled from the start: nothing NATS is created or called; the Controller is told.
 func TestNatsDisabled(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane()) // the harness's base ControlPlane has spec.nats.enabled: false
@@ -57,6 +58,7 @@ func TestNatsDisabled(t *testing.T) {
 // owns, and keeps state and identity: PVCs, the JetStream key, the CAs, certificates, bootstrap
 // Secrets and ConfigMaps. Enabling it again resumes with the same key and CAs.
 func TestNatsDisableAfterEnable(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -108,6 +110,7 @@ func TestNatsDisableAfterEnable(t *testing.T) {
 
 // Objects of the NATS names that the ControlPlane does not control are never deleted.
 func TestNatsDisabledKeepsForeignObjects(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	foreign := &corev1.Service{

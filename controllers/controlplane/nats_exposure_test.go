@@ -15,6 +15,7 @@ import (
 // SANs, leafnodes.advertise (with the ingress leaf port) and the hub registration, whose zero
 // ports default.
 func TestNatsIngressAddress(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP(), testfixture.WithNATSIngress(datasancev3.NatsIngress{
@@ -46,6 +47,7 @@ func TestNatsIngressAddress(t *testing.T) {
 // Neither a LoadBalancer nor an ingress address: in-cluster SANs only, no leaf advertise, and the
 // hub registration is skipped (docs/controlplane.md#hub-registration-without-an-address) while the NATS CAs are still imported.
 func TestNatsNoExternalAddress(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP()))
@@ -62,6 +64,7 @@ func TestNatsNoExternalAddress(t *testing.T) {
 
 // Service type and traffic policy follow spec.services.nats / natsServer, with annotations.
 func TestNatsServiceSettings(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), func(cp *datasancev3.ControlPlane) {

@@ -24,6 +24,7 @@ const bootstrapRoute = "GET /api/v3/nats/bootstrap"
 // its NATS Secrets are missing, 500) is waited for: requeue with NatsBootstrapFailed, nothing
 // NATS written; once it answers, the install completes.
 func TestNatsBootstrapFailures(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		fail   func(*fake.Server)
@@ -88,6 +89,7 @@ func TestNatsBootstrapFailures(t *testing.T) {
 
 // The Controller not answering at all is ControllerUnavailable, requeued after 3 s.
 func TestNatsControllerDown(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.api.FailAlways("GET /api/v3/status", fake.Failure{Status: http.StatusServiceUnavailable})
@@ -106,6 +108,7 @@ func TestNatsControllerDown(t *testing.T) {
 
 // A failed hub upsert is retried after 10 s (docs/controlplane.md#controller-reconcile-steps 5b) and then succeeds.
 func TestNatsHubUpsertFailure(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.api.FailNext("PUT /api/v3/nats/hub", fake.Failure{Status: http.StatusInternalServerError})
@@ -132,6 +135,7 @@ func TestNatsHubUpsertFailure(t *testing.T) {
 // A brought CA signs the server certificate and is never changed; an invalid one is
 // InvalidCertificate, terminal, with a Warning Event.
 func TestNatsBringYourOwnCA(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	ca, err := pki.GenerateCA("my-nats-site-ca", natsClock, 0)
@@ -167,6 +171,7 @@ func TestNatsBringYourOwnCA(t *testing.T) {
 // Each TLS Secret is checked on its own: a deleted server Secret is regenerated while the other
 // is kept; a brought server certificate (no replica annotation) survives a replica change.
 func TestNatsServerSecretsIndependent(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))

@@ -141,12 +141,16 @@ func (h *harness) service(name string) *corev1.Service {
 }
 
 // serverConf reads server.conf of ConfigMap iofog-nats-config with the NATS server's own
-// parser; $SELFNAME resolves from the environment, as in the pod.
+// parser, as pod nats-0 would: $SELFNAME, which the pod's environment resolves, is defined as
+// "nats-0" at the top of the file instead (the parser looks a variable up in the file before the
+// environment), so that parallel tests need no process environment. The definition is not part of
+// the returned map.
 func (h *harness) serverConf() map[string]any {
 	h.t.Helper()
-	h.t.Setenv("SELFNAME", "nats-0")
-	m, err := conf.Parse(h.configMap("iofog-nats-config").Data["server.conf"])
+	m, err := conf.Parse("SELFNAME: \"nats-0\"\n" + h.configMap("iofog-nats-config").Data["server.conf"])
 	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(m).To(HaveKeyWithValue("server_name", "nats-0"), "$SELFNAME resolved")
+	delete(m, "SELFNAME")
 	return m
 }
 

@@ -20,6 +20,7 @@ import (
 // comes late: the exact Controller API call sequence, and what the operator stored, read back
 // with the NATS libraries and the NATS server's configuration parser.
 func TestNatsFirstInstall(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithNATS()))
@@ -193,6 +194,7 @@ func servicePorts(svc *corev1.Service) map[string]int32 {
 // A pass over a ready ControlPlane with NATS writes nothing and calls nothing: the bootstrap
 // stored earlier is reused, and every NATS object compares equal.
 func TestNatsReadyPassWritesNothing(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
 	g := h.g
@@ -212,6 +214,7 @@ func TestNatsReadyPassWritesNothing(t *testing.T) {
 // While ready, a deleted bootstrap Secret is restored: the stored material is incomplete, so the
 // Controller is asked again (and only the bootstrap is called).
 func TestNatsReadyRestoresBootstrapSecret(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))

@@ -21,6 +21,7 @@ import (
 // Secrets; neither may get another Secret of the namespace (the operator's credential Secrets,
 // a user's Secret) nor list or watch Secrets. An edited Role is restored at the next pass.
 func TestOperandRolesReadOnlyTheirSecrets(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.createSecret("users-own", map[string]string{"k": "v"})
@@ -89,6 +90,7 @@ var natsAPIObjects = map[string][]string{
 // ServiceAccount getting a CA it imports — shows the reviews can answer yes. An earlier version's
 // Role nats (every ConfigMap and Secret, bound to nats) is emptied by the next pass, once.
 func TestNatsServiceAccountReadsNothing(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.createSecret("users-own", map[string]string{"k": "v"})

@@ -24,6 +24,7 @@ const verifyWithin = 30 * time.Second
 // registration back (GET /router: 404) and registers the router, the NATS hub and every CA again,
 // each CA imported exactly once. The pass after that only asks GET /status again.
 func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	g.Expect(controlplane.DefaultControllerVerifyInterval).To(BeNumerically("<=", verifyWithin))
@@ -73,6 +74,7 @@ func TestControllerLostItsStateIsRegisteredAgain(t *testing.T) {
 // nothing is registered again (one login, GET /router); a process on an empty database is
 // registered again in that same pass.
 func TestControllerAnsweringAgainIsReadBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		database func(h *harness, dir string) error
@@ -123,6 +125,7 @@ func TestControllerAnsweringAgainIsReadBack(t *testing.T) {
 // the registration, then one restarted pod), never registering anything again and writing
 // nothing.
 func TestSteadyStateWithSeveralControllerPodsIsOneStatusCallPer30s(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	now := time.Now()

@@ -22,6 +22,7 @@ import (
 // collector leaves them; a ControlPlane of the same name created again runs on the same
 // database, with the same CAs, and reads the same streams.
 func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))
@@ -56,6 +57,7 @@ func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 // Data stores an earlier operator version created with an owner reference are released on the
 // next pass, once, so that a later deletion no longer collects them.
 func TestOwnedDataStoresAreReleased(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite()))

@@ -12,6 +12,7 @@ import (
 // owned Secret: a reader of the Deployment and the ControlPlane cannot recompute it from the
 // inline values to guess the one credential that is not in the CR.
 func TestCredentialsHashIsKeyed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

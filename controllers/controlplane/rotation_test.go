@@ -39,6 +39,7 @@ var (
 // of their lifetime has passed too), the router and NATS pods roll, the expiry metric moves, and
 // the Controller is not registered again.
 func TestCertificatesRenewAtTwoThirds(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
@@ -115,6 +116,7 @@ func TestCertificatesRenewAtTwoThirds(t *testing.T) {
 // content; the router, the NATS hub and the other CAs are not registered again. (A CA the
 // Controller has used: TestCARotationWaitsForTheController.)
 func TestRotatedCAIsReimportedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	byo := h.createTLSSecret("router-site-ca")
@@ -155,6 +157,7 @@ func TestRotatedCAIsReimportedOnce(t *testing.T) {
 // Warning Event however many passes fail on it; fixing the Secret lets the ControlPlane become
 // ready.
 func TestBadBroughtCertificates(t *testing.T) {
+	t.Parallel()
 	foreignCA, err := pki.GenerateCA("someone-else", time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)

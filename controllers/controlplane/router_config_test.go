@@ -12,6 +12,7 @@ import (
 // equal config version the document is left alone (no write); with an older one the operator's
 // entries are restored and the others kept.
 func TestRouterConfigMerge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -46,6 +47,7 @@ func TestRouterConfigMerge(t *testing.T) {
 
 // An unreadable skrouterd.json is reported (InvalidConfiguration), not overwritten.
 func TestRouterConfigInvalid(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())

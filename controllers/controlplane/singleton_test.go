@@ -81,6 +81,7 @@ func (h *harness) collectGarbageOf(owner types.UID) {
 // first keeps running untouched. When the first is deleted, the delete watch queues the second,
 // which then deploys.
 func TestSecondControlPlaneInANamespaceIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
@@ -135,6 +136,7 @@ func TestSecondControlPlaneInANamespaceIsRefused(t *testing.T) {
 // sorts first) deploys, whichever is reconciled first; the other is refused before it writes
 // anything else.
 func TestSecondControlPlaneRefusedBeforeTheFirstReconciled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane())

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	// -short (make test-unit) runs the pure tests only; without -short, missing envtest
 	// binaries fail the suite (testenv.MaySkipMissingTools).
 	flag.Parse()
+	setDefaultParallel(suiteParallel)
 	if !testing.Short() {
 		// Every test leaves its Services behind (envtest runs no namespace controller): the
 		// suite needs more cluster IPs than envtest's default /24 holds.
@@ -46,6 +47,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "stop envtest:", err)
 	}
 	os.Exit(code)
+}
+
+// suiteParallel is how many of the package's tests run at once unless -parallel is given. Every
+// envtest test calls t.Parallel: each has its own namespace, manager and fake Controller, and most
+// of a test is waiting (for passes, for a quiet window, for a retry), so four at once fill the
+// time one spends waiting, where Go's default (GOMAXPROCS: 2 on the 2-core machines this runs on)
+// left the package's 48 s retry-cadence window and its bad-input cases waiting for a slot at the
+// end. The tests that run real NATS servers in this process (they set $SELFNAME for the server's
+// configuration parser) are not parallel.
+const suiteParallel = 4
+
+// setDefaultParallel sets -test.parallel to n when the command line did not set it.
+func setDefaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", fmt.Sprint(n))
+	}
 }
 
 // testKeys hands out a few pre-generated RSA keys in turn, so that the suite does not spend

@@ -68,6 +68,7 @@ func (h *harness) takeover(k *kubeControllers, restartAt int, check func(pass in
 // operator restart in the middle changes nothing; the PVCs, the CAs (never imported again), the
 // JetStream key, the bootstrap and credential Secrets are the Datasance operator's, kept.
 func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
+	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
 	cp := h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite())
@@ -149,6 +150,7 @@ func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
 // the Datasance operator's Ingress (pot-controller, routing the host to a port name Service
 // controller no longer has) is deleted. NATS off: its StatefulSet is not looked at.
 func TestTakeOverTheControllerWithAnExternalDatabase(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	cp := h.controlPlane(testfixture.WithControllerIngress(datasancev3.ControllerIngress{Host: "controller.example.com"}),
@@ -178,6 +180,7 @@ func TestTakeOverTheControllerWithAnExternalDatabase(t *testing.T) {
 // ForeignWorkload naming it, one Warning Event, and passes that write nothing, until it goes
 // (its deletion is mapped back to the ControlPlane).
 func TestForeignWorkloadIsRefused(t *testing.T) {
+	t.Parallel()
 	userLabels := map[string]string{"app": "mine"}
 	for _, tc := range []struct {
 		name     string
@@ -256,6 +259,7 @@ func TestForeignWorkloadIsRefused(t *testing.T) {
 
 // The workload watch maps only workloads of an operand's name that no ControlPlane controls.
 func TestWorkloadWatchMapsOnlyForeignOperandNames(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.create(h.controlPlane())
@@ -294,6 +298,7 @@ func foreignDeployment(ns, name string, sel map[string]string, controller *metav
 // Where the Datasance operator never ran, taking over costs nothing: a first install and a
 // ready pass list no pods and no ReplicaSets (they are read uncached, so each would be a request).
 func TestFreshInstallListsNoPods(t *testing.T) {
+	t.Parallel()
 	h, _ := newNatsHarness(t)
 	var lists atomic.Int64
 	h.r.Client = interceptor.NewClient(noWatch{h.r.Client}, interceptor.Funcs{

@@ -21,6 +21,7 @@ const sqliteDir = "/var/lib/controller/sqlite"
 // SQLite (empty database host): PVC controller-sqlite, Recreate, one replica, the volume mounted.
 // External database: no PVC, RollingUpdate, the requested replicas, DB env from the Secret.
 func TestDatabaseModes(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		h := newHarness(t)
 		g := h.g
@@ -79,6 +80,7 @@ func TestDatabaseModes(t *testing.T) {
 // HTTPS Controller: the in-cluster calls use https and verify the certificate; the pod mounts the
 // TLS Secret, has the TLS env and the curl readiness probe.
 func TestHTTPSController(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withTLSController())
 	g := h.g
 	h.createControllerTLSSecret("controller-tls", false)
@@ -117,6 +119,7 @@ func TestHTTPSController(t *testing.T) {
 // capabilities; both Deployments and the Services carry labels and the owner reference, the
 // Secrets too except the CAs, which carry the labels only.
 func TestOperandSecurityAndOwnership(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	g := h.g
 	h.bringUp(h.controlPlane())
