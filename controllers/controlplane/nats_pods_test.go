@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -47,6 +48,46 @@ type natsPod struct {
 	opts  *server.Options
 	// env is the container's literal environment (paths as the image reads them).
 	env map[string]string
+}
+
+// natsServerLog keeps the warnings and errors a nats-server logs.
+type natsServerLog struct {
+	pod  string
+	mu   sync.Mutex
+	kept []string
+}
+
+func (l *natsServerLog) add(level, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kept = append(l.kept, l.pod+" "+level+" "+fmt.Sprintf(format, v...))
+}
+
+func (l *natsServerLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.kept...)
+}
+
+func (l *natsServerLog) Noticef(string, ...any)         {}
+func (l *natsServerLog) Debugf(string, ...any)          {}
+func (l *natsServerLog) Tracef(string, ...any)          {}
+func (l *natsServerLog) Warnf(format string, v ...any)  { l.add("[WRN]", format, v...) }
+func (l *natsServerLog) Errorf(format string, v ...any) { l.add("[ERR]", format, v...) }
+func (l *natsServerLog) Fatalf(format string, v ...any) { l.add("[FTL]", format, v...) }
+
+// jetStreamAccount waits until every pod's server has account a with JetStream enabled: a
+// server enables JetStream for an account when the account's JWT reaches it, and a stream the
+// cluster places on a server that has not done so yet cannot create its store.
+func (c *natsPods) jetStreamAccount(a appAccount) {
+	c.h.t.Helper()
+	c.h.g.Eventually(func(g Gomega) {
+		for _, p := range c.pods {
+			acc, err := p.srv.LookupAccount(a.pub)
+			g.Expect(err).NotTo(HaveOccurred(), "%s knows account %s", p.name, a.name)
+			g.Expect(acc.JetStreamEnabled()).To(BeTrue(), "%s: JetStream enabled for account %s", p.name, a.name)
+		}
+	}).WithTimeout(15 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 }
 
 // natsPodPorts are the loopback ports standing in for a pod's five container ports.
@@ -147,6 +188,18 @@ func (c *natsPods) start() []string {
 		h.g.Expect(err).NotTo(HaveOccurred(), "%s: the rendered server.conf", p.name)
 		if os.Getenv("CP_TEST_LOG") != "" {
 			srv.ConfigureLogger()
+		} else {
+			// The server's warnings and errors, shown when the test fails: the JetStream API
+			// answers a failed stream creation with a generic error and logs the cause only.
+			log := &natsServerLog{pod: p.name}
+			srv.SetLoggerV2(log, false, false, false)
+			h.t.Cleanup(func() {
+				if h.t.Failed() {
+					for _, l := range log.lines() {
+						h.t.Log(l)
+					}
+				}
+			})
 		}
 		p.srv = srv
 		srv.Start()

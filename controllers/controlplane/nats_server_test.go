@@ -71,6 +71,7 @@ func TestRealNatsServer(t *testing.T) {
 	// kubelet updates the pods' volume, the wrappers mirror and push it.
 	app := h.addAppAccount(m, "sensors", 1)
 	g.Expect(pods.bundleChanged()).To(BeEmpty())
+	pods.jetStreamAccount(app)
 	nc := connectAs(t, pods.pods[0], app, "sensor-1")
 	stream := createStream(t, nc, "readings", "ping-0", "ping-1", "ping-2")
 	nc.Close()
