@@ -9,7 +9,6 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,8 +59,8 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	newClient := opts.NewVClusterClient
 	if newClient == nil {
 		scheme := mgr.GetScheme()
-		newClient = func(cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper) (client.Client, error) {
-			return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
+		newClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
+			return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 		}
 	}
 	// Commits carry gitops.DefaultAuthorName and DefaultAuthorEmail, the App Controller's identity.

@@ -90,7 +90,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		apiReader: host,
 		recorder:  rec,
 		writer:    gitops.NewWriter(opts.GitCacheDir),
-		clients: tenant.NewClients(func(cfg *rest.Config, _ *http.Client, _ apimeta.RESTMapper) (client.Client, error) {
+		clients: tenant.NewClients(func(cfg *rest.Config, _ *http.Client) (client.Client, error) {
 			tr.configs = append(tr.configs, cfg)
 			return vc, nil
 		}),

@@ -157,9 +157,7 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 		return cfg, nil
 	})
 	if err == nil && built != nil {
-		if mapper, ok := r.clients.RESTMapper(tenantKey, version); ok {
-			r.vclusterWatches.watch(tenantKey, version, built, mapper)
-		}
+		r.vclusterWatches.watch(tenantKey, version, built, vc)
 	}
 	return vc, err
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -205,9 +204,9 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
 	scheme := mgr.GetScheme()
-	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper) (client.Client, error) {
+	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
 		hc.Transport = vclusterRequests.wrap(hc.Transport)
-		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
+		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
 	}
 	opts.OnPass = passes.add
 	opts.GitOptions = []gitops.Option{

@@ -64,6 +64,8 @@ type vclusterWatches struct {
 type tenantWatch struct {
 	version tenant.SecretVersion
 	cancel  context.CancelFunc
+	// mapper is the REST mapper of the vCluster's client, which the watches map kinds with.
+	mapper apimeta.RESTMapper
 	// started holds the names of the kinds whose cache runs.
 	started sync.Map
 }
@@ -93,10 +95,10 @@ func (r *Reconciler) setupVClusterWatches(mgr ctrl.Manager, b *builder.Builder) 
 	return b.WatchesRawSource(source.TypedChannel(w.events, &handler.TypedEnqueueRequestForObject[*kubeoperav1alpha1.KubeOperaApp]{})), nil
 }
 
-// watch makes sure the vCluster of Tenant t is watched with cfg and mapper, the REST config and
-// REST mapper of the client built for kubeconfig version v. The watches of an older version are
-// replaced.
-func (w *vclusterWatches) watch(t types.NamespacedName, v tenant.SecretVersion, cfg *rest.Config, mapper apimeta.RESTMapper) {
+// watch makes sure the vCluster of Tenant t is watched with cfg, the REST config of vc, the
+// client built for kubeconfig version v, and with vc's REST mapper. The watches of an older
+// version are replaced.
+func (w *vclusterWatches) watch(t types.NamespacedName, v tenant.SecretVersion, cfg *rest.Config, vc client.Client) {
 	if w == nil {
 		return
 	}
@@ -112,9 +114,9 @@ func (w *vclusterWatches) watch(t types.NamespacedName, v tenant.SecretVersion, 
 		old.cancel()
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
-	tw := &tenantWatch{version: v, cancel: cancel}
+	tw := &tenantWatch{version: v, cancel: cancel, mapper: vc.RESTMapper()}
 	w.watches[t] = tw
-	go w.run(ctx, t, tw, rest.CopyConfig(cfg), mapper)
+	go w.run(ctx, t, tw, rest.CopyConfig(cfg))
 }
 
 // forget stops the watches of Tenant t (its client was dropped).
@@ -157,15 +159,15 @@ func (w *vclusterWatches) watching(t types.NamespacedName, kind string) bool {
 }
 
 // run watches every kind in the Tenant's vCluster until ctx ends, over one HTTP transport whose
-// connections are all closed then, mapping kinds with mapper.
+// connections are all closed then, mapping kinds with tw.mapper.
 //
-// mapper is the vCluster client's (internal/tenant Clients.RESTMapper): controller-runtime's
+// tw.mapper is the vCluster client's (client.Client.RESTMapper): controller-runtime's
 // dynamic mapper keeps what it read of the vCluster's discovery, and asks again for a kind it
 // does not know, so a CRD installed later is still found when its watch starts again. One mapper
 // per vCluster, shared by its client and its watches: make bench P5's heap profiles of
 // 2026-12-05 (30 vClusters) held 21 MB of a 42 MB live heap in discovery REST mappers with one
 // per watched kind plus the client's, and 15.5 MB of 39 MB with two.
-func (w *vclusterWatches) run(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config, mapper apimeta.RESTMapper) {
+func (w *vclusterWatches) run(ctx context.Context, t types.NamespacedName, tw *tenantWatch, cfg *rest.Config) {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "kubeoperaapp", "tenant", t.String())
 	// The caches' requests must not be cut by the per-request timeout of the reconciler's
 	// client: a watch is one long request.
@@ -185,7 +187,7 @@ func (w *vclusterWatches) run(ctx context.Context, t types.NamespacedName, tw *t
 	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	var wg sync.WaitGroup
 	for _, k := range w.kinds {
-		wg.Go(func() { w.runKind(ctx, t, tw, cfg, hc, mapper, k) })
+		wg.Go(func() { w.runKind(ctx, t, tw, cfg, hc, tw.mapper, k) })
 	}
 	wg.Wait()
 }

@@ -7,12 +7,10 @@ import (
 	"sync"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
@@ -26,22 +24,15 @@ type SecretVersion struct {
 	Key string
 }
 
-// NewClientFunc builds a client for a vCluster from its REST config, the HTTP client built for it
-// (rest.HTTPClientFor) and the vCluster's REST mapper. The client must send every request through
-// httpClient (e.g. client.Options.HTTPClient), so that the cache can close its connections when it
-// drops the client, and map kinds with mapper (client.Options.Mapper), which Clients.RESTMapper
-// shares with the vCluster's other users (the App Controller's watches); it may wrap
-// httpClient.Transport.
-type NewClientFunc func(cfg *rest.Config, httpClient *http.Client, mapper apimeta.RESTMapper) (client.Client, error)
+// NewClientFunc builds a client for a vCluster from its REST config and the HTTP client built
+// for it (rest.HTTPClientFor). The client must send every request through httpClient (e.g.
+// client.Options.HTTPClient), so that the cache can close its connections when it drops the
+// client; it may wrap httpClient.Transport.
+type NewClientFunc func(cfg *rest.Config, httpClient *http.Client) (client.Client, error)
 
 // Clients caches one vCluster client per Tenant, keyed by the version of its kubeconfig Secret,
 // so a reconcile does not rebuild REST clients and discovery each time, and a rotated or
 // replaced kubeconfig is picked up at once. Safe for concurrent use.
-//
-// Each vCluster has one REST mapper (controller-runtime's dynamic mapper over the client's HTTP
-// client), built with its client and replaced with it: the mapper keeps what it read of the
-// vCluster's discovery, the largest part of what the operator holds per vCluster, so the client
-// and the watches of a vCluster share it (RESTMapper) instead of each reading and keeping its own.
 //
 // Each client has an HTTP transport of its own (never shared through client-go's TLS cache, see
 // Get), with client-go's dial timeout and keep-alive. A dropped client (Forget, or replaced by a new
@@ -60,7 +51,6 @@ type Clients struct {
 type clientEntry struct {
 	version SecretVersion
 	client  client.Client
-	mapper  apimeta.RESTMapper
 	// transport is the client's own transport, as built (before newClient may wrap it).
 	transport http.RoundTripper
 }
@@ -100,13 +90,7 @@ func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load f
 		return nil, fmt.Errorf("%w: build HTTP client: %w", ErrKubeconfigInvalid, err)
 	}
 	transport := hc.Transport
-	// Lazy: it reads the discovery of a group when a kind of it is first mapped.
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		utilnet.CloseIdleConnectionsFor(transport)
-		return nil, fmt.Errorf("%w: build REST mapper: %w", ErrKubeconfigInvalid, err)
-	}
-	cl, err := c.newClient(cfg, hc, mapper)
+	cl, err := c.newClient(cfg, hc)
 	if err != nil {
 		utilnet.CloseIdleConnectionsFor(transport)
 		return nil, fmt.Errorf("%w: build client: %w", ErrKubeconfigInvalid, err)
@@ -116,22 +100,10 @@ func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load f
 	if old, ok := c.entries[tenant]; ok {
 		old.close()
 	}
-	c.entries[tenant] = &clientEntry{version: version, client: cl, mapper: mapper, transport: transport}
+	c.entries[tenant] = &clientEntry{version: version, client: cl, transport: transport}
 	metrics.SetTenantClients(len(c.entries))
 	c.builds++
 	return cl, nil
-}
-
-// RESTMapper returns the REST mapper of the Tenant's client for the given Secret version (the one
-// that client maps kinds with), and false when no client of that version is cached.
-func (c *Clients) RESTMapper(tenant types.NamespacedName, version SecretVersion) (apimeta.RESTMapper, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[tenant]
-	if !ok || e.version != version {
-		return nil, false
-	}
-	return e.mapper, true
 }
 
 // Forget drops the Tenant's client (the Tenant or its Secret is gone, or no app uses it) and

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +63,7 @@ func TestDroppedClientClosesItsConnections(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	// Every client the cache builds sends one request, as a first reconcile would.
-	clients := NewClients(func(cfg *rest.Config, hc *http.Client, _ apimeta.RESTMapper) (client.Client, error) {
+	clients := NewClients(func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, cfg.Host+"/version", nil)
 		if err != nil {
 			return nil, err
@@ -105,78 +103,4 @@ func TestDroppedClientClosesItsConnections(t *testing.T) {
 func caPEM(t *testing.T, srv *httptest.Server) []byte {
 	t.Helper()
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-}
-
-// The client of a vCluster and whoever else maps its kinds (the App Controller's watches) share
-// one REST mapper: the vCluster's discovery is read once per group, not once per user, and a
-// rotated kubeconfig gets a new mapper with its new client.
-func TestClientAndWatchesShareTheVClustersRESTMapper(t *testing.T) {
-	g := NewWithT(t)
-	var mu sync.Mutex
-	discovery := map[string]int{}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		discovery[r.URL.Path]++
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/api":
-			_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}`))
-		case "/apis":
-			_, _ = w.Write([]byte(`{"kind":"APIGroupList","apiVersion":"v1","groups":[]}`))
-		case "/api/v1":
-			_, _ = w.Write([]byte(`{"kind":"APIResourceList","groupVersion":"v1","resources":[` +
-				`{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["get","list","watch"]}]}`))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	reads := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return discovery["/api/v1"]
-	}
-
-	built := map[SecretVersion]apimeta.RESTMapper{}
-	var version SecretVersion
-	clients := NewClients(func(cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper) (client.Client, error) {
-		built[version] = mapper
-		return client.New(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
-	})
-	load := func() (*rest.Config, error) {
-		return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM(t, srv)}}, nil
-	}
-	tenantKey := types.NamespacedName{Namespace: "ns", Name: "a"}
-	configMap := schema.GroupKind{Kind: "ConfigMap"}
-
-	version = SecretVersion{UID: "a", ResourceVersion: "1"}
-	cl, err := clients.Get(tenantKey, version, load)
-	g.Expect(err).NotTo(HaveOccurred())
-	shared, ok := clients.RESTMapper(tenantKey, version)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(shared).To(BeIdenticalTo(built[version]), "the mapper handed out is the client's")
-	_, err = cl.RESTMapper().RESTMapping(configMap, "v1")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = shared.RESTMapping(configMap, "v1")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(reads()).To(Equal(1), "the client and the watches mapped ConfigMaps with one discovery read")
-
-	// A rotated kubeconfig: a new client and a new mapper; the old version's is no longer handed out.
-	old := version
-	version = SecretVersion{UID: "a", ResourceVersion: "2"}
-	_, err = clients.Get(tenantKey, version, load)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, ok = clients.RESTMapper(tenantKey, old)
-	g.Expect(ok).To(BeFalse())
-	rotated, ok := clients.RESTMapper(tenantKey, version)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(rotated).NotTo(BeIdenticalTo(shared))
-	_, err = rotated.RESTMapping(configMap, "v1")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(reads()).To(Equal(2), "the new mapper reads the discovery of its own")
-
-	clients.Forget(tenantKey)
-	_, ok = clients.RESTMapper(tenantKey, version)
-	g.Expect(ok).To(BeFalse())
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,7 +212,7 @@ func TestRESTConfig(t *testing.T) {
 func TestClientsCache(t *testing.T) {
 	g := NewWithT(t)
 	built := 0
-	clients := NewClients(func(*rest.Config, *http.Client, apimeta.RESTMapper) (client.Client, error) {
+	clients := NewClients(func(*rest.Config, *http.Client) (client.Client, error) {
 		built++
 		return fake.NewClientBuilder().Build(), nil
 	})
