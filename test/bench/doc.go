@@ -198,8 +198,8 @@ func knownCause(id string) string {
 			"of a vCluster share one mapper since (controllers/app tenantwatch.go run): 39 MB live, 15.5 MB of it " +
 			"mappers, two per vCluster. The rest per vCluster is its connections (HTTP/2 framers, TLS state), " +
 			"three informers with their event buffers and about 45 goroutines (4,559 at 100 vClusters). Since " +
-			"18abba5 a vCluster has one mapper, built with its client and shared by its watches " +
-			"(internal/tenant Clients.RESTMapper): `-only tenants` at 100 × 10 on 2026-12-06 00:15 peaked at 281 " +
+			"18abba5 a vCluster has one mapper: its watches map with the client's " +
+			"(client.Client.RESTMapper, controllers/app tenantwatch.go): `-only tenants` at 100 × 10 on 2026-12-06 00:15 peaked at 281 " +
 			"MiB (P5.synced 279 s against a 54.8 s floor), against 310 MiB in the full run of this table. " +
 			"What remains is one mapper per vCluster; a static mapper of the dozen kinds the operator uses " +
 			"would drop it (a kind that is not installed would then show as the API server's 404, not as a " +
