@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -58,10 +56,7 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	}
 	newClient := opts.NewVClusterClient
 	if newClient == nil {
-		scheme := mgr.GetScheme()
-		newClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
-			return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
-		}
+		newClient = tenant.NewClient(mgr.GetScheme())
 	}
 	// Commits carry gitops.DefaultAuthorName and DefaultAuthorEmail, the App Controller's identity.
 	var gitOpts []gitops.Option

@@ -98,8 +98,8 @@ type Options struct {
 	VClusterBurst int
 	// AllowInsecureKubeconfig accepts exported kubeconfigs with insecure-skip-tls-verify.
 	AllowInsecureKubeconfig bool
-	// NewVClusterClient builds vCluster clients; nil means a controller-runtime client with the
-	// manager's scheme.
+	// NewVClusterClient builds vCluster clients; nil means tenant.NewClient with the manager's
+	// scheme.
 	NewVClusterClient tenant.NewClientFunc
 
 	// AllowedGitHosts restricts the hosts of spec.git.url ("host", "host:port", "*.domain");

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
 // The suite runs the reconciler in a manager against a real host API server, with a second real
@@ -204,9 +205,10 @@ func startManager(ctx context.Context) (<-chan error, error) {
 	}
 	opts.GitCacheDir, gitCacheDir = cacheDir, cacheDir
 	scheme := mgr.GetScheme()
+	newClient := tenant.NewClient(scheme)
 	opts.NewVClusterClient = func(cfg *rest.Config, hc *http.Client) (client.Client, error) {
 		hc.Transport = vclusterRequests.wrap(hc.Transport)
-		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc})
+		return newClient(cfg, hc)
 	}
 	opts.OnPass = passes.add
 	opts.GitOptions = []gitops.Option{

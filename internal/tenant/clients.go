@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -29,6 +30,19 @@ type SecretVersion struct {
 // client.Options.HTTPClient), so that the cache can close its connections when it drops the
 // client; it may wrap httpClient.Transport.
 type NewClientFunc func(cfg *rest.Config, httpClient *http.Client) (client.Client, error)
+
+// NewClient returns the NewClientFunc of the operator's vCluster clients: controller-runtime
+// clients of scheme that map kinds with NewRESTMapper (the watches of a vCluster map with its
+// client's mapper too).
+func NewClient(scheme *runtime.Scheme) NewClientFunc {
+	return func(cfg *rest.Config, httpClient *http.Client) (client.Client, error) {
+		mapper, err := NewRESTMapper(cfg, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		return client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
+	}
+}
 
 // Clients caches one vCluster client per Tenant, keyed by the version of its kubeconfig Secret,
 // so a reconcile does not rebuild REST clients and discovery each time, and a rotated or
