@@ -203,3 +203,82 @@ func (o *operator) stop() {
 	}
 	o.Stop(syscall.SIGTERM, 20*time.Second)
 }
+
+// clockTicks is the unit of the CPU times in /proc (USER_HZ, 100 on Linux for every
+// architecture the bench runs on).
+const clockTicks = 100
+
+// cpuTime returns the CPU time the process has used so far (user and system, /proc/<pid>/stat).
+func (o *operator) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.pid()))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command (in parentheses, which may hold spaces): utime and stime are
+	// the 12th and 13th after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, errors.New("unexpected /proc stat")
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// machineCPU returns the machine's busy and total CPU time so far, all cores (/proc/stat).
+func machineCPU() (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, 0, errors.New("unexpected /proc/stat")
+	}
+	var ticks [10]int64
+	for i, f := range fields[1:min(len(fields), 11)] {
+		if ticks[i], err = strconv.ParseInt(f, 10, 64); err != nil {
+			return 0, 0, err
+		}
+	}
+	// user nice system idle iowait irq softirq steal (guest time is counted in user already).
+	var all int64
+	for _, t := range ticks[:8] {
+		all += t
+	}
+	idle := ticks[3] + ticks[4]
+	return time.Duration(all-idle) * time.Second / clockTicks, time.Duration(all) * time.Second / clockTicks, nil
+}
+
+// cpuReading is the CPU time the operator and the machine used between two points.
+type cpuReading struct {
+	op, busy, total time.Duration
+}
+
+// readCPU returns the operator's and the machine's CPU counters now.
+func (o *operator) readCPU() (cpuReading, error) {
+	op, err := o.cpuTime()
+	if err != nil {
+		return cpuReading{}, err
+	}
+	busy, total, err := machineCPU()
+	return cpuReading{op: op, busy: busy, total: total}, err
+}
+
+// since is the CPU used from earlier to r, as text: the operator's CPU seconds and how busy the
+// machine's cores were.
+func (r cpuReading) since(earlier cpuReading) string {
+	busy := 0.0
+	if d := r.total - earlier.total; d > 0 {
+		busy = 100 * float64(r.busy-earlier.busy) / float64(d)
+	}
+	return fmt.Sprintf("operator CPU %.0f s, cores %.0f%% busy", (r.op - earlier.op).Seconds(), busy)
+}

@@ -213,6 +213,10 @@ func (b *bench) tenantScale(ctx context.Context) error {
 		}
 		profiled <- op.cpuProfile(ctx, tenantsCPUProfile, filepath.Join(heapProfileDir, "cpu-tenants-sync.pb.gz"))
 	}()
+	cpuBefore, err := op.readCPU()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := parallel(writers, n, func(i int) error { return host.Client.Create(ctx, apps[i]) }); err != nil {
 		return err
@@ -222,8 +226,13 @@ func (b *bench) tenantScale(ctx context.Context) error {
 		return err
 	}
 	wall := last.Sub(start)
+	cpuSynced, err := op.readCPU()
+	if err != nil {
+		return err
+	}
 	syncHost, syncVC := minus(hostProxy.stats.snapshot(), hostBefore), minus(sumCounts(proxies), vcBefore)
-	progress("  all %d apps Synced after %s (operator requests: host %s; vClusters %s)", n, wall.Round(time.Millisecond), countsText(syncHost), countsText(syncVC))
+	syncText := fmt.Sprintf("operator requests: host %s; vClusters %s; %s", countsText(syncHost), countsText(syncVC), cpuSynced.since(cpuBefore))
+	progress("  all %d apps Synced after %s (%s)", n, wall.Round(time.Millisecond), syncText)
 	if err := <-profiled; err != nil {
 		return err
 	}
@@ -261,7 +270,7 @@ func (b *bench) tenantScale(ctx context.Context) error {
 	b.git.proxy.opPid.Store(0)
 
 	what := fmt.Sprintf("%d tenants × %d apps over %d repositories", sz.tenants, sz.apps, sz.repos)
-	syncedFig := Figure{ID: "P5.synced", What: fmt.Sprintf("%s: wall time until all Synced (operator requests: host %s; vClusters %s)", what, countsText(syncHost), countsText(syncVC)),
+	syncedFig := Figure{ID: "P5.synced", What: fmt.Sprintf("%s: wall time until all Synced (%s)", what, syncText),
 		Unit: "s", Value: wall.Seconds(), Goal: goalRatio, Limit: 2}
 	progress("  floor")
 	floor, floorWhat, ferr := b.tenantFloor(ctx, vcs, tenantKCs, opKC, hostProxy, proxies, apps, player)
@@ -488,6 +497,10 @@ func (b *bench) tenantFloor(ctx context.Context, vcs *cluster, tenantKCs [][]byt
 	}
 
 	hostBefore, vcBefore := hostProxy.stats.snapshot(), sumCounts(proxies)
+	busyBefore, totalBefore, err := machineCPU()
+	if err != nil {
+		return 0, "", err
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(contents))
@@ -548,9 +561,13 @@ func (b *bench) tenantFloor(ctx context.Context, vcs *cluster, tenantKCs [][]byt
 		}
 	}
 	total := time.Since(start)
-	what := fmt.Sprintf("bare clients: raw push %.1f s, host reads %.1f s, %d vCluster objects %.1f s, Flux applied %.1f s; requests: host %s; vClusters %s",
+	busy, all, err := machineCPU()
+	if err != nil {
+		return 0, "", err
+	}
+	what := fmt.Sprintf("bare clients: raw push %.1f s, host reads %.1f s, %d vCluster objects %.1f s, Flux applied %.1f s; requests: host %s; vClusters %s; cores %.0f%% busy",
 		gitDone.Seconds(), (hostDone - gitDone).Seconds(), len(objs.namespaces)+len(objs.rest), (createDone - hostDone).Seconds(), (total - createDone).Seconds(),
-		countsText(minus(hostProxy.stats.snapshot(), hostBefore)), countsText(minus(sumCounts(proxies), vcBefore)))
+		countsText(minus(hostProxy.stats.snapshot(), hostBefore)), countsText(minus(sumCounts(proxies), vcBefore)), 100*float64(busy-busyBefore)/float64(max(all-totalBefore, 1)))
 	return total, what, nil
 }
 
