@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -147,7 +148,7 @@ func startAPIProxy(name string, upstream *rest.Config, ca *benchCA, scope []stri
 				return
 			}
 			c, _ := r.Context().Value(proxyConnKey{}).(net.Conn)
-			done := p.stats.request(c, classify(r.Method, r.URL))
+			done := p.stats.request(c, classify(r.Method, r.URL), resourceOf(r.URL.Path))
 			defer done()
 			rp.ServeHTTP(w, r)
 		}),
@@ -217,6 +218,8 @@ func classify(method string, u *url.URL) requestKind {
 type apiStats struct {
 	mu       sync.Mutex
 	requests map[requestKind]int
+	// byResource counts the requests per kind and resource (resourceOf).
+	byResource map[kindResource]int
 	// watches is the number of running watches per open connection.
 	watches        map[net.Conn]int
 	open, peakOpen int
@@ -226,7 +229,38 @@ type apiStats struct {
 }
 
 func newAPIStats() *apiStats {
-	return &apiStats{requests: map[requestKind]int{}, watches: map[net.Conn]int{}}
+	return &apiStats{requests: map[requestKind]int{}, byResource: map[kindResource]int{}, watches: map[net.Conn]int{}}
+}
+
+// kindResource is a request kind and the resource it was for.
+type kindResource struct {
+	kind     requestKind
+	resource string
+}
+
+// resourceOf is the resource an API path names, with its subresource ("secrets",
+// "kubeoperaapps/status"), or "discovery" for the discovery documents.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "discovery"
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return "discovery"
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
 }
 
 func (s *apiStats) connOpened(c net.Conn) {
@@ -255,10 +289,11 @@ func (s *apiStats) connClosed(c net.Conn) {
 }
 
 // request counts one request of kind on c and returns the function that ends it.
-func (s *apiStats) request(c net.Conn, kind requestKind) (done func()) {
+func (s *apiStats) request(c net.Conn, kind requestKind, resource string) (done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests[kind]++
+	s.byResource[kindResource{kind, resource}]++
 	if kind != kindWatch || c == nil {
 		return func() {}
 	}
@@ -287,6 +322,7 @@ func (s *apiStats) request(c net.Conn, kind requestKind) (done func()) {
 // apiCounts is a reading of apiStats.
 type apiCounts struct {
 	requests                   map[requestKind]int
+	byResource                 map[kindResource]int
 	open, peakOpen             int
 	watchConns, peakWatchConns int
 }
@@ -302,9 +338,5 @@ func (c apiCounts) total() int {
 func (s *apiStats) snapshot() apiCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req := make(map[requestKind]int, len(s.requests))
-	for k, v := range s.requests {
-		req[k] = v
-	}
-	return apiCounts{requests: req, open: s.open, peakOpen: s.peakOpen, watchConns: s.watchConns, peakWatchConns: s.peakWatchConns}
+	return apiCounts{requests: maps.Clone(s.requests), byResource: maps.Clone(s.byResource), open: s.open, peakOpen: s.peakOpen, watchConns: s.watchConns, peakWatchConns: s.peakWatchConns}
 }

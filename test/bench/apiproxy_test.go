@@ -15,14 +15,14 @@ func TestAPIStatsCountsWatchConnections(t *testing.T) {
 	s.connOpened(a)
 	s.connOpened(b)
 	s.connOpened(a) // a hook called twice for one connection counts once
-	doneRead := s.request(a, kindRead)
-	w1 := s.request(a, kindWatch)
-	w2 := s.request(a, kindWatch) // a second watch multiplexed on the same connection
+	doneRead := s.request(a, kindRead, "secrets")
+	w1 := s.request(a, kindWatch, "secrets")
+	w2 := s.request(a, kindWatch, "secrets") // a second watch multiplexed on the same connection
 	doneRead()
 	if got := s.snapshot(); got.open != 2 || got.watchConns != 1 || got.peakWatchConns != 1 {
 		t.Fatalf("two watches on one connection: %+v, want 2 open, 1 watch connection", got)
 	}
-	w3 := s.request(b, kindWatch)
+	w3 := s.request(b, kindWatch, "secrets")
 	if got := s.snapshot(); got.watchConns != 2 || got.peakWatchConns != 2 {
 		t.Fatalf("watches on two connections: %+v, want 2 watch connections", got)
 	}
@@ -110,5 +110,25 @@ func TestP5Names(t *testing.T) {
 	s := tenantSizes{100, 10, 10, 12e9}.with(5, 0, 2, 0)
 	if s.tenants != 5 || s.apps != 10 || s.repos != 2 || s.interval != 12e9 {
 		t.Fatalf("with overrides = %+v, want 5 tenants, 10 apps, 2 repos, 12s", s)
+	}
+}
+
+func TestResourceOfNamesTheResourceAndSubresource(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/t001/secrets/git":                                            "secrets",
+		"/api/v1/namespaces/t001/secrets":                                                "secrets",
+		"/api/v1/namespaces/t001":                                                        "namespaces",
+		"/api/v1/namespaces":                                                             "namespaces",
+		"/apis/kubeopera.io/v1alpha1/namespaces/t001/kubeoperaapps/a/status":             "kubeoperaapps/status",
+		"/apis/events.k8s.io/v1/namespaces/t001/events":                                  "events",
+		"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/app": "kustomizations",
+		"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tenants.kubeopera.io":   "customresourcedefinitions",
+		"/api/v1":    "discovery",
+		"/apis/apps": "discovery",
+		"/apis":      "discovery",
+	} {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		}
 	}
 }
