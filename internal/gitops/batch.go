@@ -138,8 +138,8 @@ func remoteHead(ctx context.Context, repo *git.Repository, auth Auth, branch str
 	return plumbing.ZeroHash, nil
 }
 
-// commit writes the changes of the batch that differ from base into the
-// worktree and commits them. It sets request.changed and returns the zero
+// commit applies the changes of the batch that differ from base to base's tree (treeEdit: no
+// worktree) and commits the result on the branch. It sets request.changed and returns the zero
 // hash when nothing differs (never an empty commit).
 func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash, batch []*request) (plumbing.Hash, error) {
 	var baseTree *object.Tree
@@ -152,10 +152,7 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 			return plumbing.ZeroHash, fmt.Errorf("read head tree: %w", err)
 		}
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("open worktree: %w", err)
-	}
+	edit := newTreeEdit(repo.Storer, baseTree)
 
 	owned, err := st.ownersAt(base, baseTree)
 	if err != nil {
@@ -211,11 +208,14 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 		if !differs {
 			continue
 		}
-		if err := checkFolderWritable(wt.Filesystem, c.Path); err != nil {
+		if err := edit.writable(c.Path); err != nil {
+			if !errors.Is(err, ErrInvalidPath) {
+				return plumbing.ZeroHash, err
+			}
 			r.err = fmt.Errorf("app %s: %w", c.AppKey, err)
 			continue
 		}
-		if err := writeChange(wt.Filesystem, c); err != nil {
+		if err := edit.apply(c); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("write %s: %w", c.Path, err)
 		}
 		r.changed = true
@@ -232,20 +232,32 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 		return plumbing.ZeroHash, nil
 	}
 
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("stage changes: %w", err)
+	tree, err := edit.write()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write trees: %w", err)
 	}
-	sig := &object.Signature{Name: w.opts.authorName, Email: w.opts.authorEmail, When: w.opts.clock.Now()}
-	hash, err := wt.Commit(commitMessage(applied), &git.CommitOptions{Author: sig, Committer: sig})
-	if errors.Is(err, git.ErrEmptyCommit) {
-		// Defensive: differsFrom said otherwise, but Git has the last word.
+	if baseTree != nil && tree == baseTree.Hash {
+		// Defensive: differsFrom said otherwise, but the tree has the last word.
 		for _, r := range applied {
 			r.changed = false
 		}
 		return plumbing.ZeroHash, nil
 	}
+	sig := object.Signature{Name: w.opts.authorName, Email: w.opts.authorEmail, When: w.opts.clock.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: commitMessage(applied), TreeHash: tree}
+	if !base.IsZero() {
+		c.ParentHashes = []plumbing.Hash{base}
+	}
+	obj := repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	hash, err := repo.Storer.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(st.branch), hash)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: move the branch: %w", err)
 	}
 	return hash, nil
 }

@@ -7,15 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-logr/logr"
@@ -60,7 +57,7 @@ func (w *Writer) openAndSync(ctx context.Context, st *repoState, auth Auth) (*gi
 	return repo, head, nil
 }
 
-// sync fetches the branch into the clone within the size limits and resets the worktree to it
+// sync fetches the branch into the clone within the size limits and resets the branch to it
 // (syncBranch). A clone over a limit, or a fetch cut off at one, is deleted: the cache never
 // holds a partial clone.
 func (w *Writer) sync(ctx context.Context, st *repoState, repo *git.Repository, auth Auth) (plumbing.Hash, error) {
@@ -116,30 +113,29 @@ func (w *Writer) limitsText() string {
 	return fmt.Sprintf("repository %s, inflated %s", text(w.opts.maxRepoSize), text(w.opts.maxInflatedSize))
 }
 
-// checkTreeSize refuses, before it is checked out, a tree whose files are larger together than
+// checkTreeSize refuses, before the writer reads it, a tree whose files are larger together than
 // WithMaxInflatedSize. The sizes come from the objects' headers (no object is inflated for it),
-// and are remembered per commit: a branch head changes far less often than batches run.
+// and the check is remembered per commit: a branch head changes far less often than batches run.
 func (w *Writer) checkTreeSize(st *repoState, repo *git.Repository, head plumbing.Hash) error {
 	if st.treeBase != head {
-		size, err := treeFilesSize(repo, head, w.opts.maxInflatedSize)
-		if err != nil {
+		if _, err := treeFilesSize(repo, head, w.opts.maxInflatedSize); err != nil {
 			return err
 		}
-		st.treeBytes, st.treeBase = size, head
+		st.treeBase = head
 	}
 	return nil
 }
 
 // checkSize enforces WithMaxRepositorySize on the clone's object store after a fetch (the fetch
 // itself is bounded by fetchBudget; the pack index and loose objects come on top), deletes a clone
-// over the limit, and records what the clone holds on disk (object store and checked-out files)
-// for evictIdleClones.
+// over the limit, and records what the clone holds on disk (its object store: a clone has no
+// worktree) for evictIdleClones.
 func (w *Writer) checkSize(st *repoState) error {
 	size, err := objectStoreSize(st)
 	if err != nil {
 		return err
 	}
-	st.diskBytes.Store(size + st.treeBytes)
+	st.diskBytes.Store(size)
 	if w.opts.maxRepoSize <= 0 || size <= w.opts.maxRepoSize {
 		return nil
 	}
@@ -240,20 +236,21 @@ const (
 	objectCacheSize = 8 << 20
 )
 
-// openClone opens the clone in dir with the memory bounds above.
+// openClone opens the clone in dir with the memory bounds above, without its worktree: the
+// Writer reads and writes objects and references only (treeEdit), so no file of the branch is
+// ever checked out.
 func openClone(dir string) (*git.Repository, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	wt := osfs.New(dir)
-	dot, err := wt.Chroot(git.GitDirName)
+	dot, err := osfs.New(dir).Chroot(git.GitDirName)
 	if err != nil {
 		return nil, err
 	}
 	storage := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(objectCacheSize),
 		filesystem.Options{LargeObjectThreshold: largeObjectThreshold})
-	return git.Open(storage, wt)
+	return git.Open(storage, nil)
 }
 
 // fetchRefSpec fetches only the branch, forced: the tracking ref must follow
@@ -274,8 +271,8 @@ func fetchRefSpec(branch string) config.RefSpec {
 //
 // limits bound the pack bytes the fetch may bring and what its objects inflate to (negative: no
 // bound); a pack that would exceed either is cut off while it arrives (see limitedStorage) and the
-// fetch fails with ErrRepositoryTooLarge. check runs on the fetched head before it is checked out;
-// its error ends the sync.
+// fetch fails with ErrRepositoryTooLarge. check runs on the fetched head before the branch is
+// reset to it; its error ends the sync.
 func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch string, limits fetchLimits,
 	check func(plumbing.Hash) error) (head plumbing.Hash, missing bool, err error) {
 	fetcher, err := fetchRemote(repo, limits)
@@ -313,8 +310,8 @@ func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch str
 	return ref.Hash(), false, resetTo(repo, branch, ref.Hash())
 }
 
-// resetTo points HEAD at branch, the branch at head, and makes index and
-// worktree match it, dropping untracked files.
+// resetTo points HEAD at branch and the branch at head. The clone has no worktree (commits are
+// built from trees, treeEdit), so nothing else follows.
 func resetTo(repo *git.Repository, branch string, head plumbing.Hash) error {
 	branchRef := plumbing.NewBranchReferenceName(branch)
 	if err := repo.Storer.SetReference(plumbing.NewHashReference(branchRef, head)); err != nil {
@@ -323,21 +320,10 @@ func resetTo(repo *git.Repository, branch string, head plumbing.Hash) error {
 	if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branchRef)); err != nil {
 		return fmt.Errorf("reset HEAD: %w", err)
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("reset worktree: %w", err)
-	}
-	if err := wt.Reset(&git.ResetOptions{Commit: head, Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("reset worktree: %w", err)
-	}
-	if err := wt.Clean(&git.CleanOptions{Dir: true}); err != nil {
-		return fmt.Errorf("clean worktree: %w", err)
-	}
 	return nil
 }
 
-// resetToEmpty prepares the first commit of branch: HEAD names the unborn
-// branch, and index and worktree are empty.
+// resetToEmpty prepares the first commit of branch: HEAD names the unborn branch.
 func resetToEmpty(repo *git.Repository, branch string) error {
 	branchRef := plumbing.NewBranchReferenceName(branch)
 	if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branchRef)); err != nil {
@@ -345,25 +331,6 @@ func resetToEmpty(repo *git.Repository, branch string) error {
 	}
 	if err := repo.Storer.RemoveReference(branchRef); err != nil {
 		return fmt.Errorf("reset branch: %w", err)
-	}
-	if err := repo.Storer.SetIndex(&index.Index{Version: 2}); err != nil {
-		return fmt.Errorf("reset index: %w", err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("reset worktree: %w", err)
-	}
-	entries, err := wt.Filesystem.ReadDir("")
-	if err != nil {
-		return fmt.Errorf("reset worktree: %w", err)
-	}
-	for _, e := range entries {
-		if strings.EqualFold(e.Name(), git.GitDirName) {
-			continue
-		}
-		if err := util.RemoveAll(wt.Filesystem, e.Name()); err != nil {
-			return fmt.Errorf("reset worktree: %w", err)
-		}
 	}
 	return nil
 }

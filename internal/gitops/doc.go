@@ -45,8 +45,8 @@
 // (not yet being written) takes that change's place in the queue: only the
 // newer content is written, and both callers receive its outcome.
 // The goroutine takes every queued change (up to the batch size, default
-// 100; only changes with the same credentials share a batch), writes them all
-// to the worktree and makes one commit and one push. Changes queued while a
+// 100; only changes with the same credentials share a batch), applies them all
+// to the head tree and makes one commit and one push. Changes queued while a
 // push is in flight therefore form the next batch: under load, reconciles of
 // many apps in one repository cost a handful of commits instead of one each.
 // WithBatchWindow (the manager's --git-batch-window, 200ms) adds a batching
@@ -68,10 +68,13 @@
 // Before every batch the branch is fetched (forced refspec, depth 1: clones
 // are shallow and hold no history; WithMaxRepositorySize bounds what they
 // hold, and a fetch is cut off as soon as its pack would exceed the room
-// left, so a huge repository is never downloaded in full) and the worktree
-// is hard-reset to origin/<branch> and cleaned, so commits made outside the
-// controller, force pushes and leftovers of a failed attempt can never leave
-// the clone stale. A change whose files are byte-identical to the branch is
+// left, so a huge repository is never downloaded in full) and the branch is
+// reset to origin/<branch>, so commits made outside the controller, force
+// pushes and leftovers of a failed attempt can never leave the clone stale.
+// Clones have no worktree: a commit's tree is built from the head tree by
+// writing the changed files' blobs and the trees along their folders' paths
+// (treeEdit), so a batch costs what its changes cost, not what the branch
+// holds, and no file of a repository is ever written to disk. A change whose files are byte-identical to the branch is
 // detected by comparing blob hashes with the head tree; when no change in a
 // batch differs, nothing is committed or pushed (never an empty commit). A
 // clone that fails to open or sync for a local reason (corruption, foreign
@@ -86,8 +89,8 @@
 // WithMaxInflatedSize bounds what a branch's objects inflate to: a fetched pack streams through
 // a scanner that inflates each object into a counter as it arrives (inspect.go) and the pack is
 // held incomplete until the scanner accepted it, so go-git, which indexes a complete pack by
-// reading every object whole into memory, never sees one over the bound; the checked-out tree's
-// file sizes are read from the object headers and refused before the checkout. Clones are opened
+// reading every object whole into memory, never sees one over the bound; the fetched tree's
+// file sizes are read from the object headers and refused before the writer reads the tree. Clones are opened
 // with go-git's large-object threshold (larger objects are streamed) and a small object cache.
 // WithMaxConcurrentOperations bounds the batches running at once over all branches: a branch's
 // goroutine waits for a slot before it takes its batch. WithMaxCacheSize bounds the clones on

@@ -43,7 +43,7 @@ var (
 	// bring more than the Writer's size limits (WithMaxRepositorySize: the
 	// compressed pack; WithMaxInflatedSize: what its objects inflate to): the
 	// fetch is cut off while the pack arrives, or the clone measured after it,
-	// or the tree about to be checked out, is over a limit. The clone is
+	// or the fetched tree, is over a limit. The clone is
 	// deleted again.
 	ErrRepositoryTooLarge = errors.New("git repository too large")
 

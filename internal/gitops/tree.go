@@ -4,12 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path"
 	"strings"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -17,16 +13,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// File modes in the worktree. Git records any non-executable file as 100644,
-// so the stricter modes change nothing in the repository.
-const (
-	fileMode = 0o600
-	dirMode  = 0o750
-)
-
 // differsFrom reports whether applying c to a branch whose tree is base
 // (nil: no branch yet) would change it. Comparing blob hashes against the
-// tree avoids touching the worktree when nothing changed, the common case
+// tree writes no object when nothing changed, the common case
 // for a periodic reconcile.
 func differsFrom(base *object.Tree, c Change) (bool, error) {
 	if base == nil {
@@ -92,96 +81,6 @@ func lookup(t *object.Tree, p string) (*object.Tree, *object.TreeEntry, error) {
 		}
 	}
 	return nil, nil, nil
-}
-
-// writeChange replaces the folder of c in the worktree by exactly its files,
-// or removes it.
-func writeChange(fsys billy.Filesystem, c Change) error {
-	if c.Delete && c.only != nil {
-		return removeOnly(fsys, c.Path, append([]string{OwnerFile}, c.only...))
-	}
-	if err := util.RemoveAll(fsys, c.Path); err != nil {
-		return err
-	}
-	if c.Delete {
-		return nil
-	}
-	for name, content := range c.Files {
-		p := path.Join(c.Path, name)
-		if err := fsys.MkdirAll(path.Dir(p), dirMode); err != nil {
-			return err
-		}
-		if err := util.WriteFile(fsys, p, content, fileMode); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkFolderWritable refuses a folder that is, or lies under, a symbolic
-// link in the worktree, or whose parent is a file: the repository content is
-// not trusted, writing or deleting through a link could reach files outside
-// the clone, and either case would fail the whole batch later.
-func checkFolderWritable(fsys billy.Filesystem, p string) error {
-	segments := strings.Split(p, "/")
-	for i := range segments {
-		prefix := strings.Join(segments[:i+1], "/")
-		fi, err := fsys.Lstat(prefix)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%w: %q is a symbolic link in the repository", ErrInvalidPath, prefix)
-		case !fi.IsDir() && i < len(segments)-1:
-			return fmt.Errorf("%w: %q is a file in the repository", ErrInvalidPath, prefix)
-		}
-	}
-	return nil
-}
-
-// removeOnly removes the named files of folder dir (names relative to it), then every folder
-// the removal left empty, up to and including dir. Anything else in dir stays.
-func removeOnly(fsys billy.Filesystem, dir string, names []string) error {
-	for _, name := range names {
-		if err := validatePath(name); err != nil {
-			// A marker is repository content, not trusted: a name leaving the folder is skipped.
-			continue
-		}
-		p := path.Join(dir, name)
-		fi, err := fsys.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			return err
-		case fi.IsDir():
-			continue
-		}
-		if err := fsys.Remove(p); err != nil {
-			return err
-		}
-		for d := path.Dir(p); d != dir && strings.HasPrefix(d, dir+"/"); d = path.Dir(d) {
-			if !emptyDir(fsys, d) {
-				break
-			}
-			if err := fsys.Remove(d); err != nil {
-				return err
-			}
-		}
-	}
-	if emptyDir(fsys, dir) {
-		return fsys.Remove(dir)
-	}
-	return nil
-}
-
-func emptyDir(fsys billy.Filesystem, dir string) bool {
-	entries, err := fsys.ReadDir(dir)
-	return err == nil && len(entries) == 0
 }
 
 // unownedContent refuses to write folder p when the branch holds something there that no

@@ -271,9 +271,8 @@ type repoState struct {
 	// changes far less often than batches run).
 	owners     owners
 	ownersBase plumbing.Hash
-	// treeBytes is the size of the files of the tree of commit treeBase (guarded by work).
-	treeBytes int64
-	treeBase  plumbing.Hash
+	// treeBase is the last commit whose tree passed checkTreeSize (guarded by work).
+	treeBase plumbing.Hash
 
 	// diskBytes is what the clone holds on disk, as measured by its last sync; lastUsed is when
 	// its last batch ended (Unix nanoseconds). Both are read by evictIdleClones.
@@ -714,7 +713,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	auth := batch[0].auth
 	commit, err := w.timedWrite(ctx, st, auth, batch)
 	err = auth.redact(err)
-	w.recordDiskUsage(st, batch)
+	w.recordDiskUsage(st)
 	for _, r := range batch {
 		switch {
 		case r.err != nil:
@@ -728,24 +727,15 @@ func (w *Writer) process(st *repoState, batch []*request) {
 }
 
 // recordDiskUsage records what the clone holds after a batch, for evictIdleClones: its object
-// store, measured, and its files: those of the tree at the last sync plus what the batch wrote
-// (walking the worktree after every batch would cost more than the estimate is off). A clone the
-// batch deleted holds nothing.
-func (w *Writer) recordDiskUsage(st *repoState, batch []*request) {
+// store, measured (a clone has no worktree, so that is all of it). A clone the batch deleted
+// holds nothing.
+func (w *Writer) recordDiskUsage(st *repoState) {
 	objects, err := objectStoreSize(st)
 	if err != nil {
 		st.diskBytes.Store(0)
 		return
 	}
-	files := st.treeBytes
-	for _, r := range batch {
-		if r.changed {
-			for _, content := range r.change.Files {
-				files += int64(len(content))
-			}
-		}
-	}
-	st.diskBytes.Store(objects + files)
+	st.diskBytes.Store(objects)
 }
 
 // deepCopy copies the change so a caller that gave up waiting may reuse its
