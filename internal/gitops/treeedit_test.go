@@ -3,8 +3,8 @@ package gitops
 import (
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 
