@@ -57,10 +57,10 @@ func (d *discoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.requests = append(d.requests, r.URL.Path)
 	w.Header().Set("Content-Type", "application/json")
 	var body any
-	switch path := r.URL.Path; {
-	case path == "/api":
+	switch r.URL.Path {
+	case "/api":
 		body = metav1.APIVersions{Versions: []string{"v1"}}
-	case path == "/apis":
+	case "/apis":
 		list := metav1.APIGroupList{}
 		for gv := range d.served {
 			if g, err := schema.ParseGroupVersion(gv); err == nil && g.Group != "" {
@@ -69,10 +69,10 @@ func (d *discoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		body = list
-	case path == "/api/v1":
+	case "/api/v1":
 		body = metav1.APIResourceList{GroupVersion: "v1", APIResources: d.served["v1"]}
 	default:
-		rest, ok := strings.CutPrefix(path, "/apis/")
+		rest, ok := strings.CutPrefix(r.URL.Path, "/apis/")
 		if !ok {
 			http.NotFound(w, r)
 			return
