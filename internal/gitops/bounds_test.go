@@ -236,8 +236,9 @@ func TestIdleClonesAreEvictedOverTheCacheLimit(t *testing.T) {
 	g.Expect(os.MkdirAll(leftover, 0o700)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(leftover, "pack"), append(noise, noise...), 0o600)).To(Succeed())
 
-	// Each clone holds the file twice (pack and worktree): about 600 KiB; the limit holds one.
-	w := NewWriter(cache, WithMaxCacheSize(1<<20))
+	// Each clone holds the file once (an object; clones have no worktree): about 300 KiB; the
+	// limit holds one clone, not two, and not one beside the leftover.
+	w := NewWriter(cache, WithMaxCacheSize(512<<10))
 	repo := func(i int) Repo {
 		return Repo{URL: fmt.Sprintf("%s/org/apps-%d.git", srv.HTTPAddress(), i), Branch: testBranch}
 	}
