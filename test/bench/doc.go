@@ -384,8 +384,10 @@ const p4Measured = "Since 2026-12-05 an app created or changed is announced to t
 	"shared by the whole run on two cores: the floor's bare client needed 2.3 s for 200 × 4 requests at 16 " +
 	"workers (about 350 requests/s), and each app's passes before its push make more than the floor's four " +
 	"requests (the finalizer and placement patches, each awaited in the cache, the push Secret's finalizer, " +
-	"the Tenant event, the vCluster namespace read). Meeting 2x needs fewer requests per app before the " +
-	"push or a floor that makes the same ones; neither is done. The walls also vary widely between runs on " +
+	"the Tenant event, the vCluster namespace read). Meeting 2x against this floor needs fewer requests per " +
+	"app before the push; the goal proposed instead is the operator within 2x of a floor that makes the same " +
+	"API requests per app at client speed (see P5.synced, whose counts per resource show them); neither is " +
+	"done. The walls also vary widely between runs on " +
 	"this shared 2-core machine: P4.200 took 7.7 s (full run 20:32), 13.0 s (full run 21:46), then 33.1 s and " +
 	"15.4 s in two -only git runs at 22:03 with the host rate limit at controller-runtime's 20/30 and at the " +
 	"new default 50/100, against floors of 2.2 to 2.8 s."
