@@ -52,7 +52,7 @@ type groupVersionMapper struct {
 
 var _ apimeta.RESTMapper = &groupVersionMapper{}
 
-// errNotServed is what lookup returns for a group-version the server does not serve.
+// errNotServed is what forGroupVersion returns for a group-version the server does not serve.
 var errNotServed = errors.New("group-version not served")
 
 // forGroupVersion returns the mapper of gv and whether it was read just now: the kept one, or
