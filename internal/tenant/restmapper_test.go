@@ -22,6 +22,7 @@ import (
 type discoveryServer struct {
 	mu       sync.Mutex
 	served   map[string][]metav1.APIResource // group-version → its resources
+	failing  bool                            // every answer is 503
 	requests []string
 }
 
@@ -55,6 +56,10 @@ func (d *discoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.requests = append(d.requests, r.URL.Path)
+	if d.failing {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	var body any
 	switch r.URL.Path {
@@ -217,4 +222,24 @@ func TestRESTMapperAnswersAsTheDynamicMapper(t *testing.T) {
 			g.Expect(got.Scope.Name()).To(Equal(want.Scope.Name()), q.String())
 		}
 	}
+}
+
+// A vCluster that does not answer is an error of its own, not "kind not served": the optional
+// cert-manager watch must not read an outage as cert-manager missing. Nothing is kept from it.
+func TestRESTMapperReportsAnUnansweredDiscoveryAsAnError(t *testing.T) {
+	g := NewWithT(t)
+	d := newDiscoveryServer()
+	d.failing = true
+	m := newTestMapper(t, d, NewRESTMapper)
+
+	_, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(apimeta.IsNoMatchError(err)).To(BeFalse(), "an outage reads as a missing kind: %v", err)
+
+	d.mu.Lock()
+	d.failing = false
+	d.mu.Unlock()
+	mapping, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mapping.Resource.Resource).To(Equal("deployments"))
 }
