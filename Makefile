@@ -35,6 +35,8 @@ export GOFLAGS = -mod=readonly -buildvcs=false
 tooldir = $(shell hack/tool.sh --dir $(1))
 ENVTEST_ASSETS_DIR ?= $(call tooldir,envtest)
 FLUX_BIN_DIR ?= $(call tooldir,flux)
+CLUSTER_BIN_DIR ?= $(call tooldir,cluster)
+KWOK_BIN_DIR ?= $(call tooldir,kwok)
 CERT_MANAGER_DIR ?= $(call tooldir,cert-manager)
 CONTROLLER_GEN = $(call tooldir,controller-gen)/controller-gen
 KUSTOMIZE = $(call tooldir,kustomize)/kustomize
@@ -98,7 +100,7 @@ lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 TIMED = hack/timed.sh
 
 # The tools `make test` needs; built two at a time (each build is mostly one process).
-TEST_TOOLS = envtest-assets flux-controllers cert-manager-crds olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize
+TEST_TOOLS = envtest-assets cluster kwok flux-controllers cert-manager-crds olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize
 # Test binaries run at once by the go-test stage (go test -p; empty: Go's default, the number of
 # cores). `make test TEST_PARALLEL=4` overlaps more of the envtest suites' waiting; on a loaded
 # 2-core machine that made envtest starts miss their deadline (docs/reliability.md), so it is not
@@ -119,8 +121,9 @@ test: git-cli ## Run every check and test (what CI runs).
 
 # The Go tests of `make test`.
 .PHONY: test-go
-test-go: envtest-assets flux-controllers cert-manager-crds git-cli
+test-go: envtest-assets cluster kwok flux-controllers cert-manager-crds git-cli
 	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
+		CLUSTER_BIN_DIR="$(CLUSTER_BIN_DIR)" KWOK_BIN_DIR="$(KWOK_BIN_DIR)" \
 		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 # The checks after the Go tests: the sub-module tests, the fuzz budget and the OLM and installer
@@ -343,6 +346,14 @@ cyclonedx-gomod: ## Build cyclonedx-gomod (the SBOM of make release).
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl for envtest.
 	@hack/tool.sh envtest >/dev/null
+
+.PHONY: cluster
+cluster: ## Build kube-controller-manager and kube-scheduler for the test bed (test/testbed).
+	@hack/tool.sh cluster >/dev/null
+
+.PHONY: kwok
+kwok: ## Build kwok, which plays the test bed's nodes and pods.
+	@hack/tool.sh kwok >/dev/null
 
 .PHONY: flux-controllers
 flux-controllers: ## Build the Flux source-controller and kustomize-controller (end-to-end test).

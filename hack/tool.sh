@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|kubectl|flux|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
+#   hack/tool.sh envtest|cluster|kwok|kubectl|flux|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -17,6 +17,8 @@ arch="$(go env GOOS)-$(go env GOARCH)"
 # Versions. Bumping one changes the cache directory, so the old build is never reused by mistake.
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
+# kwok plays nodes and pod lifecycles for the cluster test bed (internal/testbed).
+KWOK_VERSION=v0.8.0
 FLUX_SOURCE_VERSION=v1.9.6
 FLUX_KUSTOMIZE_VERSION=v1.9.6
 # cert-manager's Certificate CRD only (no binary): the App Controller's tests install it in a
@@ -63,6 +65,8 @@ k8s_ldflags() {
 dir_for() {
 	case $1 in
 	envtest) echo "$cache_root/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-$arch" ;;
+	cluster) echo "$cache_root/cluster/k8s-$K8S_VERSION-$arch" ;;
+	kwok) echo "$cache_root/kwok/$KWOK_VERSION-$arch" ;;
 	kubectl) echo "$cache_root/kubectl/$K8S_VERSION-$arch" ;;
 	flux) echo "$cache_root/flux/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION-$arch" ;;
 	cert-manager) echo "$cache_root/cert-manager/$CERT_MANAGER_VERSION" ;;
@@ -88,6 +92,17 @@ build() {
 		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" \
 			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
 		CGO_ENABLED=0 build_in_wrapper etcd "$out" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
+		;;
+	cluster)
+		# The cluster's own machinery for the test bed, from the envtest wrapper module: the same
+		# k8s.io/kubernetes version as the API server, so most packages come from its build cache.
+		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" \
+			k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+		;;
+	kwok)
+		# kwok's go.mod has no replace directives, so go install builds it as released.
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+			"sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 		;;
 	kubectl)
 		# kubectl alone (make install, deploy, undeploy), without building an API server: the
