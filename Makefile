@@ -56,7 +56,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 export SOURCE_DATE_EPOCH
 
-# Test timeout for the whole go test run (envtest suites and the Flux end-to-end test).
+# Test timeout of one go test run (a tier's Go packages).
 TEST_TIMEOUT ?= 30m
 
 .PHONY: all
@@ -96,48 +96,76 @@ vet: ## Run go vet.
 lint: golangci-lint ## Run golangci-lint (config: .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
-# Every stage of `make test` prints its time (hack/timed.sh).
+# Every stage of the tiers prints its time (hack/timed.sh).
 TIMED = hack/timed.sh
 
-# The tools `make test` needs; built two at a time (each build is mostly one process).
-TEST_TOOLS = envtest-assets cluster kwok flux-controllers cert-manager-crds olm opm govulncheck controller-gen golangci-lint operator-sdk kustomize
-# Test binaries run at once by the go-test stage (go test -p; empty: Go's default, the number of
-# cores). `make test TEST_PARALLEL=4` overlaps more of the envtest suites' waiting; on a loaded
-# 2-core machine that made envtest starts miss their deadline (docs/reliability.md), so it is not
-# the default.
+# The tiers, with the ecosystem's names (docs/testing.md):
+#   make test      the Go tests that fit a ten-minute edit loop: unit tests, the envtest suites of
+#                  every package and the real Flux controllers of the App Controller's suite;
+#   make test-e2e  the suites that start whole clusters (test/testbed: the real controllers,
+#                  scheduler and kwok), run the operator's binary, kill it, or install it through
+#                  OLM, the installer and the chart;
+#   make check     the static and packaging checks: generated files, lint, vulnerabilities, the
+#                  bundle, catalog, installer and chart, scorecard, the image, the fuzz budget;
+#   make ci        all three and the release dry run: what CI runs (.ci/run).
+# Each tier builds the tools it needs (two at a time; nothing when they are cached).
+TEST_TOOLS = envtest-assets flux-controllers cert-manager-crds
+E2E_TOOLS = envtest-assets cluster kwok flux-controllers cert-manager-crds olm opm kustomize
+CHECK_TOOLS = controller-gen golangci-lint govulncheck operator-sdk kustomize opm envtest-assets flux-controllers
+
+# The packages of `make test-e2e`; `make test` runs every other package of the module.
+MODULE = github.com/kubeopera/kubeopera-operator
+E2E_PACKAGES = $(MODULE)/test/e2e $(MODULE)/test/chaos $(MODULE)/test/olminstall $(MODULE)/test/sandbox \
+	$(MODULE)/test/testbed $(MODULE)/test/metricsendpoint $(MODULE)/hack/devenv
+TEST_PACKAGES = $(filter-out $(E2E_PACKAGES),$(shell go list ./...))
+
+# Test binaries run at once (go test -p; empty: Go's default, the number of cores).
 TEST_PARALLEL ?=
 # Link flags of the test binaries: no DWARF (-w), which links them faster; a failing test's stack
 # trace keeps its file:line (that comes from the symbol table, not from DWARF).
 TEST_LDFLAGS ?= -w
+# What the Go tests read to find the tools.
+TEST_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
+	CLUSTER_BIN_DIR="$(CLUSTER_BIN_DIR)" KWOK_BIN_DIR="$(KWOK_BIN_DIR)"
 
 .PHONY: test
-test: git-cli ## Run every check and test (what CI runs).
+test: git-cli ## Run the tests of the edit loop: unit, envtest and the App Controller's Flux suite, with -race.
 	@$(TIMED) tools $(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
+	@$(TIMED) go-test env $(TEST_ENV) \
+		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) $(TEST_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
+
+# The manager binary the end-to-end suites run, built once per `make test-e2e` with the race
+# detector (testenv.BuildManager uses it; a suite fails on a race report in the manager's log).
+E2E_MANAGER = bin/e2e/kubeopera-operator
+
+.PHONY: test-e2e
+test-e2e: git-cli ## Run the end-to-end suites: the test bed, the sandbox, chaos, OLM, the installer and chart, monitoring.
+	@$(TIMED) e2e-tools $(MAKE) --no-print-directory -j2 $(E2E_TOOLS)
+	@$(TIMED) e2e-manager go build -race -trimpath -o $(E2E_MANAGER) .
+	@$(TIMED) e2e-go-test env $(TEST_ENV) MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" \
+		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) $(E2E_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
+	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
+	@$(TIMED) install $(MAKE) --no-print-directory test-install
+
+.PHONY: check
+check: ## Run the static and packaging checks (generated files, lint, vulncheck, bundle, catalog, installer, scorecard, image, fuzz).
+	@$(TIMED) check-tools $(MAKE) --no-print-directory -j2 $(CHECK_TOOLS)
 	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
 	@# golangci-lint's govet runs go vet's analyzers, so there is no separate vet stage.
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory test-go
-	@$(MAKE) --no-print-directory test-checks
-
-# The Go tests of `make test`.
-.PHONY: test-go
-test-go: envtest-assets cluster kwok flux-controllers cert-manager-crds git-cli
-	@$(TIMED) go-test env KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
-		CLUSTER_BIN_DIR="$(CLUSTER_BIN_DIR)" KWOK_BIN_DIR="$(KWOK_BIN_DIR)" \
-		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) ./... -count=1 -timeout $(TEST_TIMEOUT)
-
-# The checks after the Go tests: the sub-module tests, the fuzz budget and the OLM and installer
-# checks, one after the other.
-.PHONY: test-checks
-test-checks: $(filter-out flux-controllers,$(TEST_TOOLS))
-	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
-	@$(TIMED) install $(MAKE) --no-print-directory test-install
+	@$(TIMED) olm-checks $(MAKE) --no-print-directory vulncheck bundle-verify catalog-verify installer-verify scorecard
 	@$(TIMED) image $(MAKE) --no-print-directory test-image
 	@$(TIMED) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME) FUZZTIME_APISERVER=$(TEST_FUZZTIME_APISERVER)
-	@$(TIMED) olm-checks $(MAKE) --no-print-directory vulncheck bundle-verify catalog-verify installer-verify scorecard
+
+.PHONY: ci
+ci: ## Run every tier and the release dry run (what CI runs).
+	@$(TIMED) test $(MAKE) --no-print-directory test
+	@$(TIMED) test-e2e $(MAKE) --no-print-directory test-e2e
+	@$(TIMED) check $(MAKE) --no-print-directory check
+	@$(TIMED) release-dry-run $(MAKE) --no-print-directory release-dry-run
 
 # Fuzz time per target of `make fuzz` (`make fuzz FUZZTIME=5m` for a longer run), and the short
-# fixed budget `make test` gives each target: a count of inputs, so that its cost does not
+# fixed budget `make check` gives each target: a count of inputs, so that its cost does not
 # depend on the machine's load and Go 1.26's fuzztime deadline race (golang/go#75804, a spurious
 # "context deadline exceeded" at the end of a duration) cannot fail it. Every target's seed
 # corpus also runs in the plain `go test`.
@@ -173,25 +201,25 @@ test-image: envtest-assets ## Build the OCI image of `make image` and read it ba
 test-monitoring: envtest-assets git-cli ## Evaluate the alerts and check the dashboard against a real run (module test/monitoring).
 	cd test/monitoring && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
-# Trials per scenario of `make chaos` (make test runs the default of test/chaos, 2); CHAOS_SEED
+# Trials per scenario of `make chaos` (make test-e2e runs the default of test/chaos, 2); CHAOS_SEED
 # repeats a run (the seed is printed).
 CHAOS_TRIALS ?= 50
 
 .PHONY: chaos
-chaos: envtest-assets flux-controllers git-cli ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CHAOS_TRIALS=$(CHAOS_TRIALS) \
+chaos: envtest-assets cluster kwok flux-controllers git-cli ## Kill the manager at seeded random moments (CHAOS_TRIALS per scenario, CHAOS_SEED to repeat).
+	$(TEST_ENV) CHAOS_TRIALS=$(CHAOS_TRIALS) \
 		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
 
 .PHONY: test-fast
 test-fast: envtest-assets flux-controllers cert-manager-crds git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" hack/test-fast.sh
+	$(TEST_ENV) hack/test-fast.sh
 
 # Runs per test of `make flake-check`.
 FLAKE_COUNT ?= 5
 
 .PHONY: flake-check
-flake-check: envtest-assets flux-controllers cert-manager-crds git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
+flake-check: envtest-assets cluster kwok flux-controllers cert-manager-crds git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
+	$(TEST_ENV) FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no tools (pure packages).
@@ -224,10 +252,11 @@ build: ## Build the manager binary into bin/kubeopera-operator.
 	go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kubeopera-operator .
 
 .PHONY: run
-run: envtest-assets flux-controllers git-cli ## Run the operator against $KUBECONFIG, or the local sandbox (docs/sandbox.md) when none is reachable.
-	@# Built, not `go run`: go run exits 1 on Ctrl-C, which make reports as an error.
+run: ## Run the operator against $KUBECONFIG, or the local sandbox (docs/sandbox.md) when none is reachable.
+	@# Built, not `go run`: go run exits 1 on Ctrl-C, which make reports as an error. The sandbox's
+	@# tools (API servers, cluster, kwok, Flux) are built by devenv only when it starts the sandbox.
 	go build -o bin/devenv ./hack/devenv
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" bin/devenv $(RUN_ARGS)
+	bin/devenv $(RUN_ARGS)
 
 # The platforms of `make image` (both, as an index); PLATFORMS=linux/amd64 for a quicker build.
 PLATFORMS ?= linux/amd64,linux/arm64
@@ -393,9 +422,9 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 
 .PHONY: tools
 tools: ## Build every tool (two at a time; kubectl last, copied from the envtest build).
-	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS) cyclonedx-gomod
+	@$(MAKE) --no-print-directory -j2 $(sort $(TEST_TOOLS) $(E2E_TOOLS) $(CHECK_TOOLS)) cyclonedx-gomod
 	@$(MAKE) --no-print-directory kubectl
 
 .PHONY: git-cli
-git-cli: ## Make sure the git CLI is installed (the test Git server needs it).
-	@command -v git >/dev/null || { echo "installing git (apt)"; apt-get update -qq && apt-get install -y -qq git >/dev/null; }
+git-cli: ## Check that the git CLI is installed (the test Git server needs it); say how to install it when not.
+	@command -v git >/dev/null || { echo "git is missing: install it (Debian, Ubuntu: sudo apt-get install git; Fedora: sudo dnf install git)" >&2; exit 1; }

@@ -61,6 +61,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Deadline of one ControlPlane pass, every Kubernetes and Controller call included (0: 2m).")
 	fs.DurationVar(&opts.ControlPlane.ControllerVerifyInterval, "controller-verify-interval", opts.ControlPlane.ControllerVerifyInterval,
 		"How often a ready ControlPlane's Controller is asked GET /status to notice a restarted process, read the registration back and register again if it was lost (0: 30s).")
+	fs.DurationVar(&opts.ControlPlane.ReadyGracePeriod, "controlplane-ready-grace-period", opts.ControlPlane.ReadyGracePeriod,
+		"How long a ready ControlPlane whose components fail or wait (a workload not available, the Controller not answering) stays ready before it leaves ready (0: 5m).")
 	fs.StringVar(&opts.Apps.GitCacheDir, "git-cache-dir", opts.Apps.GitCacheDir,
 		"Directory for the local clones of tenant apps repositories.")
 	fs.IntVar(&opts.Apps.MaxConcurrentReconciles, "app-max-concurrent-reconciles", opts.Apps.MaxConcurrentReconciles,

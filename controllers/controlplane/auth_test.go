@@ -166,7 +166,8 @@ func TestWrongCredentials(t *testing.T) {
 // included. With a wrong password in the referenced Secret the operator logs in once, then only
 // once per LoginRetryInterval and at most MaxRejectedLogins times in a row, however many passes
 // run (watch events); after that the failure is terminal until the credentials change. The
-// account never locks, and fixing the Secret brings the ControlPlane to ready with one login.
+// account never locks, and fixing the Secret brings the ControlPlane to ready: the changed
+// credentials are tried at once, and no login fails again.
 func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -215,8 +216,15 @@ func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 	g.Expect(env.Client.Get(h.ctx, h.key("bootstrap"), sec)).To(Succeed())
 	sec.Data["password"] = []byte(fake.DefaultPassword)
 	g.Expect(env.Client.Update(h.ctx, sec)).To(Succeed())
-	h.bringUpExisting()
+	// The changed credentials are tried at once: the next pass logs in, and the router, whose CA
+	// lookup the refused login held, issues its certificates and creates its Deployment, whose
+	// rollout the pass waits for.
+	h.rollOut()
 	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins+1), "changed credentials are tried once, at once")
+	// Once the pods run, the next pass registers with the Controller in a session of its own,
+	// with its own login.
+	h.mustBeReady()
+	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins + 2))
 	g.Expect(h.api.FailedLogins(fake.DefaultUsername)).To(BeZero())
 }
 

@@ -25,8 +25,10 @@ func OwnedLabels() map[string]string {
 //     (an older bundle's, in the middle of an upgrade) still starts and reconciles everything else
 //     (docs/controlplane.md#disruption-and-spread);
 //   - the lists of Pods and ReplicaSets, read only while taking over from the Datasance operator
-//     (takeover.go): a cache of every pod of the watched namespaces would cost memory in
-//     proportion to the cluster for a step most ControlPlanes never take.
+//     (takeover.go) or while a component's workload is not available (workloads.go), and of
+//     Events, read only while the NATS StatefulSet is not available: a cache of every pod or
+//     Event of the watched namespaces would cost memory in proportion to the cluster for what
+//     only a failing ControlPlane needs.
 type uncachedReads struct {
 	client.Client
 	live client.Reader
@@ -40,10 +42,10 @@ func (c uncachedReads) Get(ctx context.Context, key client.ObjectKey, obj client
 	return c.Client.Get(ctx, key, obj, opts...)
 }
 
-// List lists Pods and ReplicaSets from the API server and anything else from the client.
+// List lists Pods, ReplicaSets and Events from the API server and anything else from the client.
 func (c uncachedReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	switch list.(type) {
-	case *corev1.PodList, *appsv1.ReplicaSetList:
+	case *corev1.PodList, *appsv1.ReplicaSetList, *corev1.EventList:
 		return c.live.List(ctx, list, opts...)
 	}
 	return c.Client.List(ctx, list, opts...)

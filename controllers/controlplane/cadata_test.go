@@ -261,6 +261,9 @@ func TestCARotationWaitsForTheController(t *testing.T) {
 	h.mustRequeue(time.Minute)
 	h.deleteControllerCertificate(agentCertificate)
 	h.api.Reset()
+	// The leaf under the new CA rolls the router pods: that pass waits for them, the pass after
+	// is ready.
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(registrationCalls(h.api.Calls())).To(Equal([]string{
 		"GET /api/v3/certificates/ca/router-site-ca", "DELETE /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",

@@ -63,6 +63,7 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	}
 	hash := h.deployment("router").Spec.Template.Annotations[controlplane.AnnotationTLSHash]
 	h.setServiceAddress("router", "192.0.2.77")
+	h.rollOut()
 	h.mustBeReady()
 	for _, n := range []string{"router-site-ca", "default-router-local-ca"} {
 		g.Expect(h.secret(n).ResourceVersion).To(Equal(versions[n]), n)
@@ -79,8 +80,10 @@ func TestRouterCertificatesWithBYOCA(t *testing.T) {
 	g.Expect(h.deployment("router").Spec.Template.Annotations[controlplane.AnnotationTLSHash]).NotTo(Equal(hash), "the router pods roll")
 	g.Expect(h.rec.list()).To(ContainElement(And(HavePrefix("Normal CertificateIssued"), ContainSubstring("router-site-server (its hosts changed)"))))
 
-	// A deleted server Secret is regenerated, signed by the CA in the cluster.
+	// A deleted server Secret is regenerated, signed by the CA in the cluster; the new
+	// certificate rolls the router pods.
 	g.Expect(env.Client.Delete(h.ctx, server)).To(Succeed())
+	h.rollOut()
 	h.mustBeReady()
 	regenerated := parseCert(g, h.secret("router-site-server").Data["tls.crt"])
 	g.Expect(regenerated.DNSNames).To(ContainElement("192.0.2.77"))

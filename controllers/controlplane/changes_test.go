@@ -34,6 +34,9 @@ func TestSpecChangeUpdatesThenReady(t *testing.T) {
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Normal Updating")))
 	g.Expect(h.api.Calls()).To(BeEmpty())
 
+	// The next pass rolls the new Controller Deployment out and waits for it; once its pods run,
+	// the pass after is ready.
+	h.rollOut()
 	h.mustBeReady()
 	cp := h.get()
 	g.Expect(cp.Status.ObservedGeneration).To(Equal(cp.Generation))
@@ -48,6 +51,7 @@ func TestSpecChangeUpdatesThenReady(t *testing.T) {
 	// Changing the database password changes the Secret and rolls the pods.
 	h.update(func(cp *datasancev3.ControlPlane) { cp.Spec.Database.Password = "rotated" })
 	h.mustRequeue(controlplane.RequeueTransition)
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(h.secret("controller-db-credentials").Data).To(HaveKeyWithValue("password", []byte("rotated")))
 	g.Expect(h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationCredentialsHash]).NotTo(Equal(oldHash))
@@ -66,6 +70,8 @@ func TestPasswordSecretChangeRollsPods(t *testing.T) {
 
 	secret.StringData = map[string]string{"password": "new-password"}
 	g.Expect(env.Client.Update(h.ctx, secret)).To(Succeed())
+	// The pass that rolls the pods waits for the rollout; the pass after it is ready.
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(h.secret("controller-auth-credentials").Data).To(HaveKeyWithValue("auth-bootstrap-password", []byte("new-password")))
 	after := h.deployment("controller")
@@ -84,6 +90,9 @@ func TestReadyReRegistersChangedRouterAddress(t *testing.T) {
 	h.bringUp(h.controlPlane())
 	h.api.Reset()
 	h.setServiceAddress("router", "192.0.2.99")
+	// The address is in the router's certificates: the router pods roll, and the pass that rolls
+	// them waits for the rollout.
+	h.rollOut()
 	h.mustBeReady()
 	router, _ := h.api.Router()
 	g.Expect(router.Host).To(Equal("192.0.2.99"))

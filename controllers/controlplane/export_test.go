@@ -11,6 +11,7 @@ const (
 	RequeueRegistration      = requeueRegistration
 	RequeueTransition        = requeueTransition
 	RequeueTakeover          = requeueTakeover
+	RequeueWorkload          = requeueWorkload
 	LoginRetryInterval       = loginRetryInterval
 	MaxRejectedLogins        = maxRejectedLogins
 

@@ -30,8 +30,10 @@ func TestControllerAPIFailures(t *testing.T) {
 			controlplane.RequeueControllerStatus, datasancev3.ReasonControllerUnavailable},
 		{"status 503 readiness", failAlways("GET /api/v3/status", fake.Failure{Status: http.StatusServiceUnavailable}),
 			controlplane.RequeueControllerStatus, datasancev3.ReasonControllerUnavailable},
+		// A login the Controller does not answer properly is the Controller's outage, not a
+		// credential problem (LoginFailed is terminal for health checks).
 		{"login 500", failAlways("POST /api/v3/user/login", fake.Failure{Status: http.StatusInternalServerError}),
-			controlplane.RequeueControllerStatus, datasancev3.ReasonLoginFailed},
+			controlplane.RequeueControllerStatus, datasancev3.ReasonControllerUnavailable},
 		{"router 500", failAlways("PUT /api/v3/router", fake.Failure{Status: http.StatusInternalServerError}),
 			controlplane.RequeueRegistration, datasancev3.ReasonRegistrationFailed},
 		{"router garbage 502", failAlways("PUT /api/v3/router", fake.Failure{Garbage: true, Status: http.StatusBadGateway}),

@@ -19,11 +19,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -333,6 +335,17 @@ func (h *harness) mustBeReady() {
 	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
 }
 
+// rollOut runs one pass that writes a workload and waits for its rollout (WorkloadUnavailable),
+// then finishes the rollouts as the workload controllers would (finishRollouts).
+func (h *harness) rollOut() {
+	h.t.Helper()
+	res, err := h.reconcile()
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.g.Expect(res.RequeueAfter).To(Equal(controlplane.RequeueWorkload), "result %+v", res)
+	h.g.Expect(h.trueCondition().Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+	h.finishRollouts()
+}
+
 // isReadyResult reports whether res is what a pass that ended ready returns.
 func isReadyResult(res ctrl.Result) bool {
 	return res == ctrl.Result{RequeueAfter: controlplane.DefaultControllerVerifyInterval}
@@ -346,10 +359,12 @@ func (h *harness) bringUp(cp *datasancev3.ControlPlane) {
 	h.bringUpExisting()
 }
 
-// assignAddresses plays the cloud: every LoadBalancer Service and the controller Ingress get an
-// address if they have none.
+// assignAddresses plays the cloud and the workload controllers: every LoadBalancer Service and
+// the controller Ingress get an address if they have none, and every rollout finishes
+// (finishRollouts).
 func (h *harness) assignAddresses() {
 	h.t.Helper()
+	h.finishRollouts()
 	for name, ip := range map[string]string{"controller": h.controllerLB, "router": routerLBIP} {
 		svc := &corev1.Service{}
 		if err := env.Client.Get(h.ctx, h.key(name), svc); err != nil {
@@ -362,6 +377,40 @@ func (h *harness) assignAddresses() {
 	ing := &networkingv1.Ingress{}
 	if err := env.Client.Get(h.ctx, h.key("controller"), ing); err == nil && len(ing.Status.LoadBalancer.Ingress) == 0 {
 		h.setIngressAddress(ingressLBIP)
+	}
+}
+
+// finishRollouts plays the deployment and statefulset controllers of a cluster whose pods all
+// start: every Deployment and StatefulSet of the namespace gets the status of a finished rollout of
+// its current generation. This suite's API server runs no controllers and no pods; the suites on
+// the test bed (test/e2e) observe the real ones.
+func (h *harness) finishRollouts() {
+	h.t.Helper()
+	var ds appsv1.DeploymentList
+	h.g.Expect(env.Client.List(h.ctx, &ds, client.InNamespace(h.ns))).To(Succeed())
+	for i := range ds.Items {
+		d := &ds.Items[i]
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		want := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if !d.DeletionTimestamp.IsZero() || equality.Semantic.DeepEqual(d.Status, want) {
+			continue
+		}
+		d.Status = want
+		h.g.Expect(client.IgnoreNotFound(env.Client.Status().Update(h.ctx, d))).To(Succeed())
+	}
+	var sets appsv1.StatefulSetList
+	h.g.Expect(env.Client.List(h.ctx, &sets, client.InNamespace(h.ns))).To(Succeed())
+	for i := range sets.Items {
+		sts := &sets.Items[i]
+		n := ptr.Deref(sts.Spec.Replicas, 1)
+		want := appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, CurrentReplicas: n,
+			UpdatedReplicas: n, AvailableReplicas: n}
+		if !sts.DeletionTimestamp.IsZero() || sts.Status.ObservedGeneration == want.ObservedGeneration && sts.Status.ReadyReplicas == n &&
+			sts.Status.UpdatedReplicas == n && sts.Status.AvailableReplicas == n {
+			continue
+		}
+		sts.Status = want
+		h.g.Expect(client.IgnoreNotFound(env.Client.Status().Update(h.ctx, sts))).To(Succeed())
 	}
 }
 

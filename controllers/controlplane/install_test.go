@@ -42,10 +42,15 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(h.api.Calls()).To(BeEmpty())
 
 	// The router gets its address: before it issues its certificates it asks the Controller for
-	// its CAs (none yet: generated and imported), and finishes; the Controller still waits.
+	// its CAs (none yet: generated and imported), creates its Deployment and waits for it to
+	// roll out (5 s); the Controller still waits for its address, the longer wait (10 s).
 	h.setServiceAddress("router", routerLBIP)
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
-	g.Expect(h.get().Status.Router.Ready).To(BeTrue())
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForLoadBalancer)
+	g.Expect(h.get().Status.Router.Ready).To(BeFalse())
+	g.Expect(h.get().Status.Router.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+	g.Expect(h.get().Status.Router.Message).To(Equal("Router is not available: Deployment router is rolling out."))
+	g.Expect(h.exists(&appsv1.Deployment{}, "router")).To(BeTrue())
 	g.Expect(h.get().Status.Router.Address).To(Equal(routerLBIP))
 	g.Expect(h.exists(&corev1.Secret{}, "router-site-server")).To(BeTrue())
 	g.Expect(h.exists(&corev1.Secret{}, "controller")).To(BeFalse())
@@ -65,16 +70,29 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 	g.Expect(reqs[5].Body).To(MatchJSON(`{"name":"default-router-local-ca","type":"k8s-secret","secretName":"default-router-local-ca"}`))
 	h.api.Reset()
 
-	// The Controller gets its address: the Deployment is created with the derived URLs, 5 s wait.
+	// The router's pods run, and the Controller gets its address: the router is done, the
+	// Controller Deployment is created with the derived URLs, 5 s wait.
+	h.finishRollouts()
 	h.setServiceAddress("controller", h.controllerLB)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForDeployment)
+	g.Expect(h.get().Status.Router.Ready).To(BeTrue())
 	env := envOf(h.deployment("controller").Spec.Template.Spec.Containers[0])
 	g.Expect(env).To(HaveKeyWithValue("CONTROLLER_PUBLIC_URL", "http://"+h.controllerLB+":51121"))
 	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "http://"+h.controllerLB))
 	g.Expect(h.api.Calls()).To(BeEmpty(), "the CAs were seen to match: nothing to ask")
 
-	// The Controller answers: status, login, router, the CAs checked, external check → ready.
+	// The Controller Deployment is still rolling out: the Controller waits for its pods (5 s)
+	// and its REST API is not called.
+	h.mustRequeue(controlplane.RequeueWorkload)
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWorkloadUnavailable)
+	g.Expect(h.trueCondition().Message).To(Equal("Controller is not available: Deployment controller is rolling out."))
+	g.Expect(h.get().Status.Controller.Ready).To(BeFalse())
+	g.Expect(h.api.Calls()).To(BeEmpty(), "nothing runs to answer")
+
+	// The Controller's pods run and it answers: status, login, router, the CAs checked, external
+	// check → ready.
+	h.finishRollouts()
 	h.mustBeReady()
 	g.Expect(h.api.Calls()).To(Equal([]string{
 		"GET /api/v3/status",
@@ -135,8 +153,10 @@ func TestIngressExposure(t *testing.T) {
 		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "router.example.com", MessagePort: 443}
 	}))
 	h.mustRequeue(controlplane.RequeueTransition)
-	// No load balancer to wait for: the Deployment is created at once.
+	// No load balancer to wait for: both Deployments are created at once; the router waits for
+	// its rollout and the Controller for its Deployment, 5 s each.
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+	g.Expect(h.exists(&appsv1.Deployment{}, "router")).To(BeTrue())
 
 	ing := &networkingv1.Ingress{}
 	g.Expect(env.Client.Get(h.ctx, h.key("controller"), ing)).To(Succeed())
@@ -166,7 +186,9 @@ func TestIngressExposure(t *testing.T) {
 	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "https://controller.example.com"))
 	g.Expect(env).To(HaveKeyWithValue("TRUST_PROXY", "true"))
 
-	// The Ingress has no load-balancer address yet: wait (it is watched), after registering.
+	// Both rollouts finish. The Ingress has no load-balancer address yet: wait (it is watched),
+	// after registering.
+	h.finishRollouts()
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonIngressNotReady)
 	router, ok := h.api.Router()
@@ -197,8 +219,15 @@ func TestExplicitPublicURL(t *testing.T) {
 	g.Expect(env).To(HaveKeyWithValue("CONSOLE_URL", "https://iofog.example.com"))
 	g.Expect(env).NotTo(HaveKey("TRUST_PROXY"))
 
+	// The Controller's pods run: it registers and waits for its address for the external check
+	// (10 s), longer than the router waits for the rollout of the Deployment it just created.
+	h.finishRollouts()
 	h.mustRequeue(controlplane.RequeueLoadBalancer)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForLoadBalancer)
+	g.Expect(h.get().Status.Router.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+	g.Expect(h.api.RequestsTo("PUT", "/api/v3/router")).NotTo(BeEmpty())
+	// The router's pods run and the controller LoadBalancer gets its address: ready.
+	h.finishRollouts()
 	h.setServiceAddress("controller", h.controllerLB)
 	h.mustBeReady()
 	g.Expect(h.get().Status.Controller.PublicURL).To(Equal("https://iofog.example.com"))

@@ -16,8 +16,8 @@ import (
 )
 
 // reconcileIoFogController is the Controller component (docs/controlplane.md#controller-reconcile-steps): bootstrap password, RBAC,
-// credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, then the Controller
-// REST API (iofogcontroller_registration.go): health, login, router / NATS hub / CA registration and the
+// credential Secrets, Service, Ingress, URL resolution, PVC and Deployment, the Deployment's
+// availability (workloads.go), then the Controller REST API (iofogcontroller_registration.go): health, login, router / NATS hub / CA registration and the
 // external reachability check. The credential restart of step 7 is the credentials hash in the
 // pod template: a changed Secret rolls the pods when the Deployment is applied. Pods the
 // Datasance operator's Deployment left are handed over after the registration (takeover.go); on
@@ -75,6 +75,13 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	handoverRes, err := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
 	if err != nil {
 		return result{}, err
+	}
+	if s.handover(resources.ComponentController) == nil {
+		// The REST API answers only once a pod runs: until then the component says what the pods
+		// report instead of a connection error.
+		if res, err := awaitDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed); err != nil || !res.isContinue() {
+			return res, err
+		}
 	}
 	res, err := registerWithIoFogController(ctx, s, lbAddress)
 	if err != nil || !res.isContinue() {

@@ -223,7 +223,9 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 		return false, result{}, identityProviderCertificateInvalid(s.spec.Auth.IssuerURL, err)
 	case iofog.IsRetryable(err):
 		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
-		return false, requeue(requeueControllerStatus, datasancev3.ReasonLoginFailed,
+		// The Controller did not answer the login properly (down, 5xx, garbage, timeout): it is
+		// unavailable, which retrying fixes; LoginFailed is kept for credentials a person must fix.
+		return false, requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
 			fmt.Sprintf("Logging in to the Controller failed (%s).", iofog.Cause(err))), nil
 	default:
 		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))

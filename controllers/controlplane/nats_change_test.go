@@ -14,12 +14,15 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// updateAndRollOut changes the spec and runs passes until ready again.
+// updateAndRollOut changes the spec and runs passes until ready again: the transition to
+// updating, the pass that applies the change and waits for the workload it rolls, and, once the
+// rollout finished, the pass that is ready.
 func (h *harness) updateAndRollOut(mutate func(*datasancev3.ControlPlane)) {
 	h.t.Helper()
 	h.update(mutate)
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.expectState(datasancev3.ConditionUpdating, datasancev3.ReasonProgressing)
+	h.rollOut()
 	h.mustBeReady()
 }
 

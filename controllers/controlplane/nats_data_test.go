@@ -123,7 +123,10 @@ func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 	g.Expect(h.trueCondition().Message).To(ContainSubstring("HTTP 503"))
 	g.Expect(h.exists(&corev1.Secret{}, "nats-site-server")).To(BeTrue(), "the rest of the pass ran")
 
+	// The list answers: the pass rebuilds the bundle, rolls the pods and waits for them; once
+	// they run, the pass after is ready.
 	h.api.ClearFailures()
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(h.configMap(jwtBundle).Data).To(HaveKeyWithValue(app.pub+".jwt", app.jwt))
 	g.Expect(h.configMap(jwtBundle).Data).To(HaveLen(2))
@@ -197,6 +200,9 @@ func TestNatsJetStreamKeyNotRegeneratedWhileDataExists(t *testing.T) {
 		h.deleteNatsPVC(i)
 	}
 	g.Expect(env.Client.Delete(h.ctx, h.secret(name))).To(Succeed())
+	gen := h.statefulSet().Generation
+	h.rollOut()
+	g.Expect(h.statefulSet().Generation).To(BeNumerically(">", gen), "the pods roll to start with the new key")
 	h.mustBeReady()
 	g.Expect(h.secret(name).Data["jsk"]).NotTo(BeEmpty())
 	g.Expect(h.secret(name).Data["jsk"]).NotTo(Equal(key))
@@ -251,7 +257,10 @@ func TestNatsStorageFollowsTheVolumes(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(h.trueCondition().Message).To(ContainSubstring("PVC js-data-nats-1 holds 10Gi"))
 	g.Expect(fileStore()).To(Equal(int64(10_000_000_000)))
+	// The last volume grows: server.conf gets the new limit and the pods roll to start with it;
+	// once they run, the pass is ready.
 	grow(1)
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(fileStore()).To(Equal(int64(20_000_000_000)))
 	g.Expect(h.statefulSet().Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(HaveValue(Equal(class)))

@@ -97,6 +97,7 @@ func TestNatsDisableAfterEnable(t *testing.T) {
 
 	h.update(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = nil })
 	for range 4 {
+		h.finishRollouts()
 		h.assignNatsAddress()
 		if res, err := h.reconcile(); err == nil && isReadyResult(res) {
 			break

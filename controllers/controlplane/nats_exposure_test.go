@@ -22,8 +22,11 @@ func TestNatsIngressAddress(t *testing.T) {
 		Address: "nats.example.com", LeafPort: 443, ServerPort: 4443,
 	})))
 	h.mustRequeue(controlplane.RequeueTransition)
-	h.mustRequeue(controlplane.RequeueLoadBalancer) // router and controller wait; NATS does not
-	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())
+	// Router and Controller wait for their load balancers (10 s); NATS does not: it creates its
+	// StatefulSet at once and waits for the rollout (5 s).
+	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	g.Expect(h.get().Status.Nats.Ready).To(BeFalse())
+	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
 	g.Expect(h.get().Status.Nats.Address).To(Equal("nats.example.com"))
 
 	for _, name := range []string{"nats", "nats-server"} {
@@ -35,9 +38,14 @@ func TestNatsIngressAddress(t *testing.T) {
 	g.Expect(h.certificate("nats-mqtt-server").DNSNames).To(Equal(natsSANs(h.ns, 2, "nats.example.com")))
 	g.Expect(h.serverConf()["leafnodes"]).To(HaveKeyWithValue("advertise", "nats.example.com:443"))
 
+	// The NATS pods run and the load balancers get their addresses: NATS is done, the router and
+	// Controller Deployments are created; once they run, the pass is ready.
+	h.finishRollouts()
 	h.setServiceAddress("router", routerLBIP)
 	h.setServiceAddress("controller", h.controllerLB)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())
+	h.finishRollouts()
 	h.mustBeReady()
 	hub := h.api.RequestsTo("PUT", "/api/v3/nats/hub")
 	g.Expect(hub).To(HaveLen(1))

@@ -76,6 +76,7 @@ func TestNatsBootstrapFailures(t *testing.T) {
 			h.api.ClearFailures()
 			h.api.SetBootstrapSecretMissing("")
 			for range 3 {
+				h.finishRollouts()
 				h.assignNatsAddress()
 				if res, err := h.reconcile(); err == nil && isReadyResult(res) {
 					break
@@ -101,7 +102,10 @@ func TestNatsControllerDown(t *testing.T) {
 	h.mustRequeue(controlplane.RequeueTransition)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
+	// The Deployments roll out, and the Controller still does not answer.
+	h.finishRollouts()
 	h.mustRequeue(controlplane.RequeueControllerStatus)
+	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
 	g.Expect(h.api.RequestsTo("GET", "/api/v3/nats/bootstrap")).To(BeEmpty())
 }
@@ -120,6 +124,8 @@ func TestNatsHubUpsertFailure(t *testing.T) {
 	h.setServiceAddress("nats", natsLBIP)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 
+	// The rollouts finish: the Controller answers, and the hub upsert fails.
+	h.finishRollouts()
 	h.mustRequeue(controlplane.RequeueRegistration)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonRegistrationFailed)
 	_, registered := h.api.Hub()

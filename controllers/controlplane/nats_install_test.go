@@ -41,19 +41,28 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(h.exists(&corev1.Secret{}, "nats-site-server")).To(BeFalse(), "server certificates need the address")
 	g.Expect(h.exists(&corev1.ConfigMap{}, "iofog-nats-config")).To(BeFalse())
 
-	// Addresses arrive: NATS finishes, the Controller Deployment is created.
+	// Addresses arrive: the router Deployment, the NATS StatefulSet and the Controller Deployment
+	// are created; router and NATS wait for their rollouts, the Controller for its Deployment,
+	// 5 s each (the router, first, decides the condition).
 	h.setServiceAddress("router", routerLBIP)
 	h.setServiceAddress("controller", h.controllerLB)
 	h.setServiceAddress("nats", natsLBIP)
 	h.mustRequeue(controlplane.RequeueDeploymentCreated)
-	g.Expect(h.get().Status.Nats.Ready).To(BeTrue())
-	g.Expect(h.get().Status.Nats.Address).To(Equal(natsLBIP))
-	g.Expect(h.get().Status.Nats.Replicas).To(Equal(int32(2)))
+	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWorkloadUnavailable)
+	st := h.get().Status
+	g.Expect(st.Nats.Ready).To(BeFalse())
+	g.Expect(st.Nats.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+	g.Expect(st.Nats.Message).To(Equal("NATS is not available: StatefulSet nats is rolling out."))
+	g.Expect(st.Controller.Reason).To(Equal(datasancev3.ReasonWaitingForDeployment))
+	g.Expect(st.Nats.Address).To(Equal(natsLBIP))
+	g.Expect(st.Nats.Replicas).To(Equal(int32(2)))
 
-	// The Controller answers: hub and the four CAs are registered → ready. One Controller session
-	// per pass: the router's and NATS's CA lookups (before their certificates, in the pass the
-	// addresses arrived) and the registration reuse the status check and login of the pass. That
-	// pass created the JWT bundle last, from the Controller's account list.
+	// The rollouts finish and the Controller answers: hub and the four CAs are registered →
+	// ready. One Controller session per pass: the router's and NATS's CA lookups (before their
+	// certificates, in the pass the addresses arrived) and the registration reuse the status
+	// check and login of the pass. That pass created the JWT bundle last, from the Controller's
+	// account list.
+	h.finishRollouts()
 	h.mustBeReady()
 	bootstrap := []string{"GET /api/v3/status", "POST /api/v3/user/login", "GET /api/v3/nats/bootstrap"}
 	want := append([]string(nil), bootstrap...)

@@ -154,8 +154,10 @@ func TestNatsReloadsWithoutARollout(t *testing.T) {
 		g.Expect(cert.SerialNumber).To(Equal(mqtt.SerialNumber), "%s mqtt presents the renewed certificate", p.name)
 	}
 
-	// A new address: a setting nats-server does not reload.
+	// A new address: a setting nats-server does not reload. The pass that rolls the pods waits
+	// for the rollout; the pass after it is ready.
 	h.setServiceAddress("nats", "192.0.2.41")
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]).
 		NotTo(Equal(before.Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]), "the pods roll")

@@ -65,7 +65,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 	if h != nil {
 		return handOverNats(ctx, s, h, live, changed, handoverReplicas)
 	}
-	return proceed(), nil
+	return awaitStatefulSet(ctx, s, resources.ComponentNats, live, changed)
 }
 
 // natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas

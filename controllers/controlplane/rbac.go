@@ -21,7 +21,8 @@ package controlplane
 //     can take their place, the ReplicaSets and pods they left: hence delete on Deployments,
 //     ReplicaSets and pods, and list (uncached, no watch) on ReplicaSets and pods.
 //   - Events through events.k8s.io (the manager's GetEventRecorder); the core Events that
-//     announce a new leader are granted by the leader-election Role.
+//     announce a new leader are granted by the leader-election Role. Core Events are listed
+//     (uncached) to read why the NATS StatefulSet cannot create its pods (workloads.go).
 //   - The OwnerReferencesPermissionEnforcement admission plugin (on by default on OpenShift; the
 //     suites' API servers run it, test/testenv): every owned object carries an owner reference
 //     with blockOwnerDeletion, which needs update on controlplanes/finalizers (nothing sends that
@@ -39,6 +40,7 @@ package controlplane
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete

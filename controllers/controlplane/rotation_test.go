@@ -75,6 +75,8 @@ func TestCertificatesRenewAtTwoThirds(t *testing.T) {
 	h.r.KeyGenerator = nil
 	now := renewAt.Add(time.Minute)
 	h.clock.SetTime(now)
+	// The pass that renews them rolls the router pods and waits for them; the pass after is ready.
+	h.rollOut()
 	h.mustBeReady()
 	for name := range operatorCAs {
 		after := h.secret(name)
@@ -130,6 +132,8 @@ func TestRotatedCAIsReimportedOnce(t *testing.T) {
 	byo.Data = pki.SecretData(newCA, nil)
 	g.Expect(env.Client.Update(h.ctx, byo)).To(Succeed())
 	h.api.Reset()
+	// The new leaf rolls the router pods: that pass waits for them, the pass after is ready.
+	h.rollOut()
 	h.mustBeReady()
 
 	g.Expect(registrationCalls(h.api.Calls())).To(Equal([]string{

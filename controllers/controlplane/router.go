@@ -24,7 +24,8 @@ var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy
 
 // reconcileRouter is the Router component (docs/controlplane.md#router-component): ServiceAccount → Role → RoleBinding →
 // Service → address → TLS Secrets → ConfigMap → Deployment, then the handover from the
-// Datasance operator's router pods while any is left (takeover.go).
+// Datasance operator's router pods while any is left (takeover.go), and done once the Deployment
+// is available (workloads.go).
 func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
 	if err := applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
@@ -61,7 +62,11 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
+	res, err = handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
+	if err != nil || !res.isContinue() {
+		return res, err
+	}
+	return awaitDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
 }
 
 // routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:

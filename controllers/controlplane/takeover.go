@@ -257,13 +257,6 @@ func deleteLegacy(ctx context.Context, s *scope, obj client.Object, propagation 
 	return nil
 }
 
-// deploymentAvailable reports whether a Deployment's controller has seen its current generation
-// and runs every replica updated and available.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
-}
-
 // natsHandoverReplicas is the replica count of this operator's NATS StatefulSet while pods of the
 // Datasance operator's remain: the ordinals below the lowest of theirs. Pods of a StatefulSet are
 // named by ordinal, so the two cannot run an ordinal at once; the new nats-<i> is created only

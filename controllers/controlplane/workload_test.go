@@ -1,12 +1,15 @@
 package controlplane_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -110,6 +113,7 @@ func TestHTTPSController(t *testing.T) {
 	tls := h.secret("controller-tls")
 	tls.Data = renewed
 	g.Expect(env.Client.Update(h.ctx, tls)).To(Succeed())
+	h.rollOut()
 	h.mustBeReady()
 	g.Expect(h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationTLSHash]).
 		NotTo(Equal(d.Spec.Template.Annotations[controlplane.AnnotationTLSHash]))
@@ -164,4 +168,68 @@ func TestOperandSecurityAndOwnership(t *testing.T) {
 	g.Expect(svc.Spec.Ports).To(HaveLen(3))
 	g.Expect(svc.Spec.Ports).To(HaveEach(HaveField("Protocol", corev1.ProtocolTCP)))
 	g.Expect([]int32{svc.Spec.Ports[0].Port, svc.Spec.Ports[1].Port, svc.Spec.Ports[2].Port}).To(Equal([]int32{5671, 55671, 45671}))
+}
+
+// A workload whose controller has seen its current generation but does not run every replica
+// keeps its component waiting (WorkloadUnavailable, 5 s), and the message says what the API server
+// reports about its pods: for the router Deployment a pod whose container cannot pull its image,
+// for the NATS StatefulSet the newest FailedCreate Event of its controller (a StatefulSet has no
+// condition for it). Once the rollouts finish, the ControlPlane is ready again.
+func TestWorkloadUnavailableSaysWhy(t *testing.T) {
+	t.Parallel()
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+
+	// The router's one pod cannot pull its image.
+	router := h.deployment("router")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "router-a", Labels: router.Spec.Template.Labels},
+		Spec:       *router.Spec.Template.Spec.DeepCopy(),
+	}
+	g.Expect(env.Client.Create(h.ctx, pod)).To(Succeed())
+	container := router.Spec.Template.Spec.Containers[0].Name
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: container, Image: router.Spec.Template.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "x"`}},
+	}}}
+	g.Expect(env.Client.Status().Update(h.ctx, pod)).To(Succeed())
+	router.Status = appsv1.DeploymentStatus{ObservedGeneration: router.Generation, Replicas: 1, UpdatedReplicas: 1}
+	g.Expect(env.Client.Status().Update(h.ctx, router)).To(Succeed())
+
+	// NATS runs one of its two pods: its controller cannot create nats-1, first for one reason,
+	// then for another.
+	sts := h.statefulSet()
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 1, ReadyReplicas: 1, CurrentReplicas: 1,
+		UpdatedReplicas: 1, AvailableReplicas: 1}
+	g.Expect(env.Client.Status().Update(h.ctx, sts)).To(Succeed())
+	now := time.Now()
+	for i, msg := range []string{
+		`create Pod nats-1 in StatefulSet nats failed error: pods "nats-1" is forbidden: violates PodSecurity`,
+		`create Pod nats-1 in StatefulSet nats failed error: pods "nats-1" is forbidden: exceeded quota: compute`,
+	} {
+		at := metav1.NewTime(now.Add(time.Duration(i-2) * time.Minute))
+		g.Expect(env.Client.Create(h.ctx, &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: fmt.Sprintf("nats.failed-create-%d", i)},
+			InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: h.ns, Name: sts.Name,
+				UID: sts.UID},
+			Reason: "FailedCreate", Message: msg, Type: corev1.EventTypeWarning, Count: 1,
+			FirstTimestamp: at, LastTimestamp: at, Source: corev1.EventSource{Component: "statefulset-controller"},
+		})).To(Succeed())
+	}
+
+	h.mustRequeue(controlplane.RequeueWorkload)
+	st := h.get().Status
+	g.Expect(st.Router.ComponentStatus).To(Equal(datasancev3.ComponentStatus{Reason: datasancev3.ReasonWorkloadUnavailable,
+		Message: `Router is not available: Deployment router has 0 of 1 replicas available; pod router-a: container ` + container +
+			` is waiting: ImagePullBackOff: Back-off pulling image "x".`}))
+	g.Expect(st.Nats.ComponentStatus).To(Equal(datasancev3.ComponentStatus{Reason: datasancev3.ReasonWorkloadUnavailable,
+		Message: `NATS is not available: StatefulSet nats has 1 of 2 replicas ready; pods cannot be created: ` +
+			`create Pod nats-1 in StatefulSet nats failed error: pods "nats-1" is forbidden: exceeded quota: compute.`}))
+	g.Expect(st.Controller.Ready).To(BeTrue())
+	// Both wait 5 s: the router, first, decides the condition.
+	g.Expect(h.trueCondition()).To(And(HaveField("Reason", datasancev3.ReasonWorkloadUnavailable), HaveField("Message", st.Router.Message)))
+
+	h.finishRollouts()
+	h.mustBeReady()
 }

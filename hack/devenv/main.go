@@ -1,8 +1,10 @@
 // Command devenv is what `make run` runs: the operator's manager against the cluster of
 // $KUBECONFIG when one answers (nothing else starts), otherwise the local sandbox of package
-// test/sandbox: two local API servers (host and tenant), the real Flux controllers, a Git server,
-// the ioFog Controller API double and a simulated local cloud, with the samples installed, and a
-// status view refreshed every second. docs/sandbox.md describes every part.
+// test/sandbox: two local clusters of the test bed (host and tenant: API servers with the real
+// controller manager and scheduler, nodes and pods played by kwok), the real Flux controllers, a
+// Git server, the ioFog Controller API double and the load balancers and ingress addresses of a
+// local cloud, with the samples installed, and a status view refreshed every second. The tools it
+// needs are built on first use. docs/sandbox.md describes every part.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -136,6 +139,9 @@ func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Optio
 	ctrl.SetLogger(logger)
 	log.SetOutput(logOut) // the Git server logs each request with the standard logger
 
+	if err := buildSandboxTools(); err != nil {
+		return err
+	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: sandboxDir, Manager: opts, Log: logger.WithName("sandbox")})
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)
@@ -180,6 +186,24 @@ func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Optio
 		case <-tick.C:
 		}
 	}
+}
+
+// sandboxTools are the tools the sandbox runs (hack/tool.sh names): the API servers, the cluster's
+// controller manager and scheduler, kwok and the Flux controllers.
+var sandboxTools = []string{"envtest", "cluster", "kwok", "flux"}
+
+// buildSandboxTools builds the sandbox's tools that are not in the tool cache yet (the first run
+// on a machine takes minutes; later runs find them and go on at once). Against a cluster of
+// $KUBECONFIG none is needed.
+func buildSandboxTools() error {
+	for _, tool := range sandboxTools {
+		cmd := exec.Command(filepath.Join(testenv.Root(), "hack", "tool.sh"), tool) //nolint:gosec,noctx // fixed script of this repository and a fixed tool name
+		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build the sandbox tool %s (hack/tool.sh %s): %w", tool, tool, err)
+		}
+	}
+	return nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
@@ -35,4 +37,26 @@ func Sample(mods ...Mod) (*datasancev3.ControlPlane, error) {
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// CredentialSecrets are the Secrets cp's credential references name, in the order the references
+// first name them: the bootstrap password reference holds password (what a Controller double
+// accepts), every other key the value "<key>-value" (nothing checks those).
+func CredentialSecrets(cp *datasancev3.ControlPlane, password string) []*corev1.Secret {
+	var out []*corev1.Secret
+	byName := map[string]*corev1.Secret{}
+	for _, r := range cp.Spec.CredentialRefs() {
+		s, ok := byName[r.Ref.Name]
+		if !ok {
+			s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: r.Ref.Name}, Data: map[string][]byte{}}
+			byName[r.Ref.Name] = s
+			out = append(out, s)
+		}
+		value := r.Ref.Key + "-value"
+		if r.Field == datasancev3.FieldBootstrapPasswordSecretRef {
+			value = password
+		}
+		s.Data[r.Ref.Key] = []byte(value)
+	}
+	return out
 }

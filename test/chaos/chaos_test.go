@@ -32,11 +32,12 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 var (
-	host       *testenv.Env
+	host       *testbed.Cluster
 	kubeconfig string
 	managerBin string
 	// tenant is the vCluster stand-in of the KubeOperaApp trials (a second API server with the
@@ -61,10 +62,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	var code int
-	host, code = testenv.MainStart(testenv.Options{})
-	if host == nil {
-		return code
+	host, err = testbed.Start(context.Background(), testbed.Options{Dir: filepath.Join(dir, "host")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL chaos: start the host cluster:", err)
+		return 1
 	}
 	defer func() { _ = host.Stop() }()
 	kc, err := host.Kubeconfig("chaos-operator")
@@ -83,7 +84,7 @@ func run(m *testing.M) int {
 		return code
 	}
 	defer stopAppParts()
-	// SIMULATED: load balancer, ingress, deployment and statefulset controllers (see doc.go).
+	// SIMULATED: load balancer and ingress controllers (see doc.go).
 	cloud, err := sandbox.StartLocalCloud("host", host.Config, ctrl.Log.WithName("local-cloud"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -282,6 +283,7 @@ func (tr *trial) stop() {
 	if tr.mgr != nil {
 		tr.mgr.Kill()
 	}
+	tr.g.Expect(testenv.RaceReport(filepath.Join(tr.dir, "manager.log"))).To(BeEmpty(), "the manager's race detector reported")
 	if tr.t.Failed() {
 		if b, err := os.ReadFile(filepath.Join(tr.dir, "manager.log")); err == nil {
 			lines := strings.Split(string(b), "\n")
@@ -387,23 +389,10 @@ func hostPort(addr string) string {
 // fake never checks) and returns their names.
 func createCredentials(ctx context.Context, g Gomega, c client.Client, cp *datasancev3.ControlPlane, password string) []string {
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}})).To(Succeed())
-	data := map[string]map[string][]byte{}
 	var names []string
-	for _, r := range cp.Spec.CredentialRefs() {
-		if _, ok := data[r.Ref.Name]; !ok {
-			data[r.Ref.Name] = map[string][]byte{}
-			names = append(names, r.Ref.Name)
-		}
-		value := "chaos-" + r.Ref.Key
-		if r.Field == datasancev3.FieldBootstrapPasswordSecretRef {
-			value = password
-		}
-		data[r.Ref.Name][r.Ref.Key] = []byte(value)
-	}
-	for _, name := range names {
-		g.Expect(c.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: name}, Data: data[name],
-		})).To(Succeed())
+	for _, s := range testfixture.CredentialSecrets(cp, password) {
+		g.Expect(c.Create(ctx, s)).To(Succeed())
+		names = append(names, s.Name)
 	}
 	return names
 }

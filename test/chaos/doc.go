@@ -45,10 +45,11 @@
 // leader once the install began and checks that the standby takes the Lease within the lease
 // duration plus one retry period and finishes with each CA imported exactly once.
 //
-// Stand-ins: envtest has no load balancer, ingress, deployment or statefulset controller. The
-// local cloud of test/sandbox (sandbox.StartLocalCloud) writes exactly the status those write: a
-// loopback address in status.loadBalancer of LoadBalancer Services and Ingresses, and the status
-// of a finished rollout of all replicas for Deployments and StatefulSets. No pod runs.
+// The host is a cluster of the test bed (test/testbed): the real controller manager and scheduler
+// create and place the operands' pods, and kwok reports them running, so a ControlPlane is ready
+// only once its workloads are available. Stand-ins: the test bed has no load balancer or ingress
+// controller; the local cloud of test/sandbox (sandbox.StartLocalCloud) writes exactly the status
+// those write, a loopback address in status.loadBalancer of LoadBalancer Services and Ingresses.
 //
 // Choices where the issue is silent:
 //   - One trial is one ControlPlane (or one app, with a repository of its own) in its own

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 // Leader election timings of the failover test (production: 15s, 10s, 2s).
@@ -52,6 +54,13 @@ func TestFailover(t *testing.T) {
 	a, err := StartManager(managerBin, kubeconfig, filepath.Join(dir, "a.log"), args...)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer a.Kill()
+	for _, log := range []string{filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")} {
+		t.Cleanup(func() {
+			if report := testenv.RaceReport(log); report != "" {
+				t.Errorf("the manager's race detector reported in %s:\n%s", log, report)
+			}
+		})
+	}
 	g.Eventually(holder).ShouldNot(BeEmpty(), "process A takes the Lease (log %s)", a.Log)
 	leaderA := holder()
 	b, err := StartManager(managerBin, kubeconfig, filepath.Join(dir, "b.log"), args...)

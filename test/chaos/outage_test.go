@@ -22,6 +22,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -59,6 +60,9 @@ func outageManager(t *testing.T, g Gomega, kubeconfigPath string, args ...string
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		m.Kill()
+		if report := testenv.RaceReport(m.Log); report != "" {
+			t.Errorf("the manager's race detector reported:\n%s", report)
+		}
 		if t.Failed() {
 			t.Logf("manager log (tail):\n%s", m.TailLog(12<<10))
 		}
@@ -225,7 +229,7 @@ func TestControllerAPIHanging(t *testing.T) {
 // while the server is down.
 func TestHostAPIServerRestart(t *testing.T) {
 	// A host of its own, so the restart touches no other test.
-	h := testenv.StartForTest(t, testenv.Options{StateDir: t.TempDir()})
+	h := testbed.StartForTest(context.Background(), t, testbed.Options{API: testenv.Options{StateDir: t.TempDir()}})
 	ctx, g, proxy := startOutage(t, 3*time.Minute, h.Config.Host)
 	cloud, err := sandbox.StartLocalCloud("restart-host", h.Config, ctrl.Log.WithName("local-cloud"))
 	g.Expect(err).NotTo(HaveOccurred())

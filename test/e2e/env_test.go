@@ -18,15 +18,18 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
-// env is one run of the App Controller: a host API server with the operator, a tenant API
-// server standing in for the vCluster with the real Flux controllers in it, and a Git server on
-// loopback. Everything stops at the end of the test (Flux first).
+// env is one run of the App Controller: a host API server with the operator, a tenant cluster of
+// the test bed standing in for the vCluster with the real Flux controllers in it, and a Git
+// server on loopback. Everything stops at the end of the test (Flux first).
 type env struct {
-	host, tenant *apptest.Cluster
-	git          *apptest.GitServer
-	flux         *Flux
+	host   *apptest.Cluster
+	tenant *testbed.Cluster
+	git    *apptest.GitServer
+	flux   *Flux
 	// tenantKubeconfig is the vCluster's exported (admin) kubeconfig.
 	tenantKubeconfig []byte
 }
@@ -52,9 +55,9 @@ func startEnv(t *testing.T, g Gomega, fo apptest.FluxOptions) *env {
 	// would), as in a vCluster where cert-manager is installed.
 	certManagerCRDs, err := apptest.CertManagerCRDDir()
 	skipOrFail(t, err)
-	e.tenant, err = apptest.StartCluster(filepath.Join(fluxDir, "crds"), certManagerCRDs)
-	skipOrFail(t, err)
-	t.Cleanup(func() { _ = e.tenant.Stop() })
+	// The vCluster is a cluster of the test bed: its Deployments get pods, scheduled and reported
+	// running by kwok, so Flux's health checks and the app's replicas follow real rollouts.
+	e.tenant = testbed.StartForTest(ctx, t, testbed.Options{API: testenv.Options{CRDDirs: []string{filepath.Join(fluxDir, "crds"), certManagerCRDs}}})
 	e.git, err = apptest.StartGitServer("git", "e2e-s3cr3t")
 	skipOrFail(t, err)
 	t.Cleanup(e.git.Stop)

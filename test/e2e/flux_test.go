@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
 )
 
 // TestFluxEndToEnd: a KubeOperaApp becomes a Deployment, Service and Ingress in the tenant API
@@ -40,14 +40,9 @@ func TestFluxEndToEnd(t *testing.T) {
 	start := time.Now()
 	e := startEnv(t, g, apptest.FluxOptions{})
 	host, tenant, gitServer, flux := e.host, e.tenant, e.git, e.flux
-	// envtest runs no deployment controller: the stand-in writes the Deployment status it
-	// would write (available for the healthy image, never available for the broken one), so
-	// Flux's health checks (wait: true) see what they would see in a vCluster.
+	// The tenant has no ingress controller: the stand-in below writes the address one would.
 	standInCtx, stopStandIn := context.WithCancel(ctx)
 	t.Cleanup(stopStandIn)
-	go standInDeploymentController(standInCtx, tenant.Client, func(d *appsv1.Deployment) bool {
-		return !strings.Contains(d.Spec.Template.Spec.Containers[0].Image, "broken")
-	})
 
 	// A CloudSpace on the host: a Ready Tenant with its exported kubeconfig, Git credentials
 	// and a registry pull Secret.
@@ -112,13 +107,18 @@ func TestFluxEndToEnd(t *testing.T) {
 	g.Expect(synced.Status.Commit).To(Equal(head))
 	g.Expect(synced.Status.AppliedRevision).To(Equal("main@sha1:" + head))
 	g.Expect(synced.Status.AvailableReplicas).To(Equal(int32(1)))
+	// The replica is a pod that runs in the tenant cluster.
+	pods := &corev1.PodList{}
+	g.Expect(tenant.Client.List(ctx, pods, client.InNamespace("shop"), client.MatchingLabels{"app.kubernetes.io/name": "web"})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	g.Expect(pods.Items[0].Status.Phase).To(Equal(corev1.PodRunning))
 	t.Logf("create → Synced: %s", time.Since(created).Round(time.Millisecond))
 
-	// A broken app (its image never becomes available) is applied but never Synced: Flux's
-	// health check fails, and the operator's part is still done (Ready).
+	// A broken app (its image cannot be pulled: kwok plays ImagePullBackOff) is applied but never
+	// Synced: Flux's health check fails, and the operator's part is still done (Ready).
 	broken := e.app(ns, "broken", "tenant-a", "cs-e2e", "tenant-a-apps", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.TargetNamespace = "shop"
-		a.Spec.App.Image = "ghcr.io/example/broken:never"
+		a.Spec.App.Image = testbed.FailImage(testbed.FailImagePull)
 	})
 	g.Expect(host.Client.Create(ctx, broken)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -176,6 +176,12 @@ func TestFluxEndToEnd(t *testing.T) {
 		err := tenant.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, obj)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T not pruned: %v", obj, err)
 	}
+	// The app's pods stop: the garbage collector removes its ReplicaSet and they go.
+	g.Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(tenant.Client.List(ctx, pods, client.InNamespace("shop"), client.MatchingLabels{"app.kubernetes.io/name": "web"})).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty())
+	}).Should(Succeed(), "the deleted app's pods still run")
 	files, err := gitServer.Files("tenant-a-apps", "main", "apps/"+ns+"/web")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).To(BeEmpty())
@@ -310,68 +316,4 @@ func dumpLogs(t *testing.T, dir string) {
 		}
 		t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines, "\n"))
 	}
-}
-
-// standInDeploymentController writes, for every Deployment of the tenant API server, the status
-// the deployment controller would write: all replicas updated, ready and available when healthy
-// says so; otherwise the replicas exist but never become available (an image that never
-// starts). It runs until ctx ends.
-func standInDeploymentController(ctx context.Context, c client.Client, healthy func(*appsv1.Deployment) bool) {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		list := &appsv1.DeploymentList{}
-		if err := c.List(ctx, list); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			d := &list.Items[i]
-			want := deploymentStatus(d, healthy(d))
-			if apiequality.Semantic.DeepEqual(d.Status, want) {
-				continue
-			}
-			d.Status = want
-			_ = c.Status().Update(ctx, d) // a conflict is retried on the next tick
-		}
-	}
-}
-
-func deploymentStatus(d *appsv1.Deployment, healthy bool) appsv1.DeploymentStatus {
-	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas}
-	// The deployment controller keeps a condition's lastTransitionTime while its status stays.
-	since := func(t appsv1.DeploymentConditionType, s corev1.ConditionStatus) metav1.Time {
-		for _, c := range d.Status.Conditions {
-			if c.Type == t && c.Status == s {
-				return c.LastTransitionTime
-			}
-		}
-		return metav1.Now()
-	}
-	if healthy {
-		st.ReadyReplicas, st.AvailableReplicas = replicas, replicas
-		st.Conditions = []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
-				Message: "Deployment has minimum availability.", LastTransitionTime: since(appsv1.DeploymentAvailable, corev1.ConditionTrue)},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-				Message: "ReplicaSet has successfully progressed.", LastTransitionTime: since(appsv1.DeploymentProgressing, corev1.ConditionTrue)},
-		}
-	} else {
-		st.UnavailableReplicas = replicas
-		st.Conditions = []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable",
-				Message: "Deployment does not have minimum availability.", LastTransitionTime: since(appsv1.DeploymentAvailable, corev1.ConditionFalse)},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated",
-				Message: "ReplicaSet is progressing.", LastTransitionTime: since(appsv1.DeploymentProgressing, corev1.ConditionTrue)},
-		}
-	}
-	for i := range st.Conditions {
-		st.Conditions[i].LastUpdateTime = st.Conditions[i].LastTransitionTime
-	}
-	return st
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,9 +36,6 @@ func TestFluxTenantScope(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
 	e := startEnv(t, g, apptest.FluxOptions{})
-	standInCtx, stopStandIn := context.WithCancel(ctx)
-	t.Cleanup(stopStandIn)
-	go standInDeploymentController(standInCtx, e.tenant.Client, func(*appsv1.Deployment) bool { return true })
 
 	const repo = "shared-apps"
 	_, err := e.git.PushOutsideCommit(repo, "main", "README.md", "apps of every tenant\n")

@@ -68,7 +68,6 @@ func TestFluxAppliesAsTheAppsServiceAccount(t *testing.T) {
 	e := startEnv(t, g, apptest.FluxOptions{KustomizeControllerArgs: apptest.LockdownArgs})
 	standInCtx, stopStandIn := context.WithCancel(ctx)
 	t.Cleanup(stopStandIn)
-	go standInDeploymentController(standInCtx, e.tenant.Client, func(*appsv1.Deployment) bool { return true })
 	// The app's Ingress is admitted by an ingress controller (the stand-in writes its status).
 	go standInIngressController(standInCtx, e.tenant.Client, "203.0.113.10")
 

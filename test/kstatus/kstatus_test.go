@@ -42,6 +42,8 @@ var cpStates = []cpState{
 	{name: "waiting for a load balancer", gen: 1, observed: 1, condType: datasancev3.ConditionDeploying, reason: datasancev3.ReasonWaitingForLoadBalancer,
 		kstatus: "Current", flux: "InProgress", argo: "Progressing"},
 	{name: "cannot log in", gen: 1, observed: 1, condType: datasancev3.ConditionDeploying, reason: datasancev3.ReasonLoginFailed,
+		kstatus: "Current", flux: "Failed", argo: "Degraded"},
+	{name: "a crash-looping router", gen: 1, observed: 1, condType: datasancev3.ConditionDeploying, reason: datasancev3.ReasonWorkloadUnavailable,
 		kstatus: "Current", flux: "InProgress", argo: "Progressing"},
 	{name: "a referenced Secret is missing", gen: 1, observed: 1, condType: datasancev3.ConditionDeploying, reason: datasancev3.ReasonSecretNotFound,
 		kstatus: "Current", flux: "Failed", argo: "Degraded"},
@@ -283,4 +285,31 @@ func TestArgoCDHealthChecksInDocs(t *testing.T) {
 	} {
 		g.Expect(argoHealth(t, appCheck, c.obj)).To(Equal(c.want), c.name)
 	}
+}
+
+var (
+	celReasonList = regexp.MustCompile(`(?s)c\.reason in\s*\[(.*?)\]`)
+	luaTerminal   = regexp.MustCompile(`(?s)local terminal = \{(.*?)\}`)
+	quotedWord    = regexp.MustCompile(`'(\w+)'`)
+	luaKey        = regexp.MustCompile(`(\w+)=true`)
+)
+
+// The health checks of docs/controlplane.md classify exactly the reconciler's terminal reasons
+// (datasancev3.TerminalReasons) as failed, in the Flux CEL list and in the Argo CD Lua table.
+func TestHealthChecksListEveryTerminalReason(t *testing.T) {
+	g := NewWithT(t)
+	text := doc(t, "controlplane.md")
+	words := func(re *regexp.Regexp, s string) []string {
+		var out []string
+		for _, m := range re.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	cel := celReasonList.FindStringSubmatch(fluxBlock.FindStringSubmatch(text)[1])
+	g.Expect(cel).NotTo(BeNil(), "no reason list in the Flux health check")
+	g.Expect(words(quotedWord, cel[1])).To(ConsistOf(datasancev3.TerminalReasons), "Flux CEL failed list")
+	lua := luaTerminal.FindStringSubmatch(argoChecks(t, "controlplane.md")["datasance.com_ControlPlane"])
+	g.Expect(lua).NotTo(BeNil(), "no terminal table in the Argo CD health check")
+	g.Expect(words(luaKey, lua[1])).To(ConsistOf(datasancev3.TerminalReasons), "Argo CD Lua terminal table")
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/teststorage"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -404,8 +406,30 @@ func expiringCA(t *testing.T, validity time.Duration) map[string][]byte {
 
 // assignLoadBalancerAddresses plays the cloud's load balancer controller: it writes the address
 // a LoadBalancer Service gets, as that controller would (there is none in envtest).
+// assignLoadBalancerAddresses plays the cloud and the deployment controller of a cluster whose
+// pods start: the LoadBalancer Services get addresses, and every Deployment of the namespace the
+// status of a finished rollout of its current generation (the API server of this test runs no
+// controllers), so the Controller component gets as far as the Controller's REST API.
 func assignLoadBalancerAddresses(t *testing.T, c client.Client, ns string) {
 	t.Helper()
+	var ds appsv1.DeploymentList
+	if err := c.List(t.Context(), &ds, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ds.Items {
+		d := &ds.Items[i]
+		n := int32(1)
+		if d.Spec.Replicas != nil {
+			n = *d.Spec.Replicas
+		}
+		if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == n && d.Status.UpdatedReplicas == n {
+			continue
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if err := c.Status().Update(t.Context(), d); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
 	for i, name := range []string{"controller", "router"} {
 		svc := &corev1.Service{}
 		if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {

@@ -2,6 +2,8 @@ module github.com/kubeopera/kubeopera-operator/test/monitoring
 
 go 1.26.7
 
+toolchain go1.26.10
+
 require (
 	github.com/kubeopera/kubeopera-operator v0.0.0
 	github.com/onsi/gomega v1.44.0

@@ -2,23 +2,18 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -33,10 +28,9 @@ const Simulated = "SIMULATED"
 // follow (127.0.100.1, 127.0.100.2, ...). All of 127.0.0.0/8 is routed to the loopback interface.
 var firstLoadBalancerIP = netip.MustParseAddr("127.0.100.1")
 
-// cloud is the local cloud of one API server: what cloud-provider-kind, an ingress controller, the
-// deployment controller and the statefulset controller write into a kind cluster, and nothing
-// more. No pod runs; the status it writes says what those controllers would say once the pods
-// were up.
+// cloud is the local cloud of one cluster: what cloud-provider-kind and an ingress controller write
+// into a kind cluster (load balancer and Ingress addresses), and nothing more. Workloads and pods
+// are the test bed's real controllers and kwok.
 type cloud struct {
 	name string
 	c    client.Client
@@ -82,6 +76,8 @@ func newCloudManager(name string, cfg *rest.Config, ips *addressPool, log logr.L
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 log,
+		// A process may run several (a test of its own per cluster).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create local cloud manager: %w", err)
@@ -94,8 +90,6 @@ func newCloudManager(name string, cfg *rest.Config, ips *addressPool, log logr.L
 	}{
 		{"service", &corev1.Service{}, cl.reconcileService},
 		{"ingress", &networkingv1.Ingress{}, cl.reconcileIngress},
-		{"deployment", &appsv1.Deployment{}, cl.reconcileDeployment},
-		{"statefulset", &appsv1.StatefulSet{}, cl.reconcileStatefulSet},
 	} {
 		if err := ctrl.NewControllerManagedBy(mgr).For(k.obj).Named("local-cloud-" + name + "-" + k.kind).
 			Complete(reconcile.Func(k.fn)); err != nil {
@@ -163,125 +157,4 @@ func (cl *cloud) reconcileIngress(ctx context.Context, req reconcile.Request) (r
 	}
 	cl.record("ingress controller: Ingress got an address", "ingress", req.String(), "ip", ip)
 	return reconcile.Result{}, nil
-}
-
-// reconcileDeployment plays the deployment controller once every pod of the current template is
-// available: the status it writes after a finished rollout.
-func (cl *cloud) reconcileDeployment(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	d := &appsv1.Deployment{}
-	if err := cl.c.Get(ctx, req.NamespacedName, d); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !d.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
-	}
-	want := availableDeploymentStatus(d, metav1.NewTime(time.Now().Truncate(time.Second)))
-	if equality.Semantic.DeepEqual(withoutTimes(d.Status.Conditions), withoutTimes(want.Conditions)) &&
-		statusCountsEqual(d.Status, want) {
-		return reconcile.Result{}, nil
-	}
-	d.Status = want
-	if err := cl.c.Status().Update(ctx, d); err != nil {
-		return reconcile.Result{}, fmt.Errorf("write deployment status: %w", err)
-	}
-	cl.record("deployment controller: Deployment available", "deployment", req.String(), "replicas", want.Replicas, "generation", want.ObservedGeneration)
-	return reconcile.Result{}, nil
-}
-
-// availableDeploymentStatus is the status the deployment controller writes for a Deployment whose
-// new ReplicaSet has all replicas available.
-func availableDeploymentStatus(d *appsv1.Deployment, now metav1.Time) appsv1.DeploymentStatus {
-	n := replicasOf(d.Spec.Replicas)
-	rs := d.Name + "-" + templateHash(d.Spec.Template)
-	return appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation,
-		Replicas:           n,
-		UpdatedReplicas:    n,
-		ReadyReplicas:      n,
-		AvailableReplicas:  n,
-		Conditions: []appsv1.DeploymentCondition{
-			{
-				Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
-				Message: "Deployment has minimum availability.", LastUpdateTime: now, LastTransitionTime: now,
-			},
-			{
-				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-				Message: fmt.Sprintf("ReplicaSet %q has successfully progressed.", rs), LastUpdateTime: now, LastTransitionTime: now,
-			},
-		},
-	}
-}
-
-// reconcileStatefulSet plays the statefulset controller once every pod of the current revision is
-// ready.
-func (cl *cloud) reconcileStatefulSet(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	s := &appsv1.StatefulSet{}
-	if err := cl.c.Get(ctx, req.NamespacedName, s); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !s.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
-	}
-	want := availableStatefulSetStatus(s)
-	if equality.Semantic.DeepEqual(s.Status, want) {
-		return reconcile.Result{}, nil
-	}
-	s.Status = want
-	if err := cl.c.Status().Update(ctx, s); err != nil {
-		return reconcile.Result{}, fmt.Errorf("write statefulset status: %w", err)
-	}
-	cl.record("statefulset controller: StatefulSet ready", "statefulset", req.String(), "replicas", want.Replicas, "generation", want.ObservedGeneration)
-	return reconcile.Result{}, nil
-}
-
-// availableStatefulSetStatus is the status the statefulset controller writes when every replica
-// of the update revision is ready and available.
-func availableStatefulSetStatus(s *appsv1.StatefulSet) appsv1.StatefulSetStatus {
-	n := replicasOf(s.Spec.Replicas)
-	rev := s.Name + "-" + templateHash(s.Spec.Template)
-	return appsv1.StatefulSetStatus{
-		ObservedGeneration: s.Generation,
-		Replicas:           n,
-		ReadyReplicas:      n,
-		CurrentReplicas:    n,
-		UpdatedReplicas:    n,
-		AvailableReplicas:  n,
-		CurrentRevision:    rev,
-		UpdateRevision:     rev,
-		CollisionCount:     s.Status.CollisionCount,
-	}
-}
-
-func replicasOf(r *int32) int32 {
-	if r == nil {
-		return 1 // the API default
-	}
-	return *r
-}
-
-// templateHash names the ReplicaSet / controller revision of a pod template, in the alphabet the
-// controllers use (FNV-32a, safe-encoded).
-func templateHash(t corev1.PodTemplateSpec) string {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return "0"
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(b)
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-}
-
-func statusCountsEqual(a, b appsv1.DeploymentStatus) bool {
-	return a.ObservedGeneration == b.ObservedGeneration && a.Replicas == b.Replicas &&
-		a.UpdatedReplicas == b.UpdatedReplicas && a.ReadyReplicas == b.ReadyReplicas &&
-		a.AvailableReplicas == b.AvailableReplicas && a.UnavailableReplicas == b.UnavailableReplicas
-}
-
-func withoutTimes(conds []appsv1.DeploymentCondition) []appsv1.DeploymentCondition {
-	out := make([]appsv1.DeploymentCondition, 0, len(conds))
-	for _, c := range conds {
-		c.LastUpdateTime, c.LastTransitionTime = metav1.Time{}, metav1.Time{}
-		out = append(out, c)
-	}
-	return out
 }

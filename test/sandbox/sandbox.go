@@ -24,6 +24,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -47,8 +48,9 @@ type Options struct {
 
 // Sandbox is a running sandbox. Stop it with Stop.
 type Sandbox struct {
-	// Host is the operator's cluster, Tenant the tenant vCluster stand-in.
-	Host, Tenant *testenv.Env
+	// Host is the operator's cluster, Tenant the tenant vCluster stand-in: clusters of the test
+	// bed, whose pods are scheduled and reported running by kwok.
+	Host, Tenant *testbed.Cluster
 	// HostKubeconfig and TenantKubeconfig are kubeconfig files of cluster-admin users.
 	HostKubeconfig, TenantKubeconfig string
 	// Controller is the ioFog Controller API double every ControlPlane talks to.
@@ -114,13 +116,13 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 		}
 	}()
 
-	if err := s.startClusters(fluxDir); err != nil {
+	if err := s.startClusters(ctx, opts.Dir, fluxDir); err != nil {
 		return nil, err
 	}
-	if s.HostKubeconfig, err = writeKubeconfig(s.Host, "developer", filepath.Join(opts.Dir, "kubeconfig")); err != nil {
+	if s.HostKubeconfig, err = writeKubeconfig(s.Host.Env, "developer", filepath.Join(opts.Dir, "kubeconfig")); err != nil {
 		return nil, err
 	}
-	if s.TenantKubeconfig, err = writeKubeconfig(s.Tenant, "vcluster-admin", filepath.Join(opts.Dir, "tenant.kubeconfig")); err != nil {
+	if s.TenantKubeconfig, err = writeKubeconfig(s.Tenant.Env, "vcluster-admin", filepath.Join(opts.Dir, "tenant.kubeconfig")); err != nil {
 		return nil, err
 	}
 	tenantKubeconfig, err := os.ReadFile(s.TenantKubeconfig)
@@ -128,7 +130,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 		return nil, fmt.Errorf("read tenant kubeconfig: %w", err)
 	}
 
-	if err := createFluxNamespace(ctx, s.Tenant); err != nil {
+	if err := createFluxNamespace(ctx, s.Tenant.Env); err != nil {
 		return nil, err
 	}
 	fluxWork := filepath.Join(opts.Dir, "flux")
@@ -205,23 +207,28 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, retErr error) {
 	return s, nil
 }
 
-// startClusters starts the host and tenant API servers side by side (each takes a few seconds,
-// mostly waiting for etcd and the API server to answer).
-func (s *Sandbox) startClusters(fluxDir string) error {
+// startClusters starts the host and tenant clusters of the test bed side by side (each takes a
+// few seconds, mostly waiting for etcd, the API server and the nodes to answer); their logs are
+// under dir.
+func (s *Sandbox) startClusters(ctx context.Context, dir, fluxDir string) error {
 	var wg sync.WaitGroup
 	var hostErr, tenantErr error
-	wg.Go(func() { s.Host, hostErr = testenv.Start(testenv.Options{}) })
+	wg.Go(func() { s.Host, hostErr = startCluster(ctx, filepath.Join(dir, "host"), testenv.Options{}) })
 	wg.Go(func() {
-		s.Tenant, tenantErr = testenv.Start(testenv.Options{CRDDirs: []string{filepath.Join(fluxDir, "crds")}})
+		s.Tenant, tenantErr = startCluster(ctx, filepath.Join(dir, "tenant"), testenv.Options{CRDDirs: []string{filepath.Join(fluxDir, "crds")}})
 	})
 	wg.Wait()
 	if hostErr != nil {
-		return fmt.Errorf("start the host API server: %w", hostErr)
+		return fmt.Errorf("start the host cluster: %w", hostErr)
 	}
 	if tenantErr != nil {
-		return fmt.Errorf("start the tenant API server: %w", tenantErr)
+		return fmt.Errorf("start the tenant cluster: %w", tenantErr)
 	}
 	return nil
+}
+
+func startCluster(ctx context.Context, dir string, api testenv.Options) (*testbed.Cluster, error) {
+	return testbed.Start(ctx, testbed.Options{API: api, Dir: dir})
 }
 
 func (s *Sandbox) managerOptions(opts Options) (controllers.Options, error) {
@@ -277,7 +284,7 @@ func (s *Sandbox) Stop() error {
 		s.Flux.Stop()
 		s.Flux = nil
 	}
-	for _, e := range []**testenv.Env{&s.Tenant, &s.Host} {
+	for _, e := range []**testbed.Cluster{&s.Tenant, &s.Host} {
 		if *e != nil {
 			if err := (*e).Stop(); err != nil {
 				errs = append(errs, err)

@@ -156,12 +156,13 @@ func eventTime(e corev1.Event) time.Time {
 func (s *Sandbox) Header() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kubeopera-operator sandbox (no cluster answered) — started in %s\n", s.Started.Round(100*time.Millisecond))
-	fmt.Fprintf(&b, "  host cluster    envtest kube-apiserver+etcd   KUBECONFIG=%s\n", s.HostKubeconfig)
-	fmt.Fprintf(&b, "  tenant vCluster envtest kube-apiserver+etcd   KUBECONFIG=%s\n", s.TenantKubeconfig)
+	fmt.Fprintf(&b, "  host cluster    kube-apiserver+etcd, controller manager, scheduler, kwok nodes   KUBECONFIG=%s\n", s.HostKubeconfig)
+	fmt.Fprintf(&b, "  tenant vCluster kube-apiserver+etcd, controller manager, scheduler, kwok nodes   KUBECONFIG=%s\n", s.TenantKubeconfig)
 	b.WriteString("                  + real Flux source-controller and kustomize-controller v1.9.6\n")
 	fmt.Fprintf(&b, "  Git server      gittestserver %s\n", s.Git.URL(tenantRepo))
 	fmt.Fprintf(&b, "  %s ioFog Controller API: contract double internal/iofog/fake at %s\n", Simulated, s.Controller.URL())
-	fmt.Fprintf(&b, "  %s local cloud: LoadBalancer/Ingress addresses from %s, Deployments/StatefulSets marked available\n", Simulated, firstLoadBalancerIP)
+	fmt.Fprintf(&b, "  %s local cloud: LoadBalancer/Ingress addresses from %s\n", Simulated, firstLoadBalancerIP)
+	fmt.Fprintf(&b, "  %s kubelets: kwok reports the pods Running (no container runs)\n", Simulated)
 	fmt.Fprintf(&b, "  %s tenant-controller: Tenant Ready + kubeconfig Secret written by the sandbox\n", Simulated)
 	return b.String()
 }

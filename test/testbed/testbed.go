@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -37,6 +39,18 @@ var stages []byte
 // start; its values are the Fail* constants. FailImage selects the same failures by the image of
 // the pod's first container, for pods whose annotations a test does not write.
 const FailAnnotation = "testbed.kubeopera.io/fail"
+
+// CrashPod makes a running pod crash as a kubelet reports it: FailAnnotation set to FailCrashLoop
+// on a Running and Ready pod makes kwok kill its containers and back off restarting them, the
+// restart count rising (the pod's workload is not changed, as when a process dies by itself).
+func (c *Cluster) CrashPod(ctx context.Context, pod *corev1.Pod) error {
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[FailAnnotation] = FailCrashLoop
+	return c.Client.Patch(ctx, pod, patch)
+}
 
 // FailImage is an image whose pods fail as mode (a Fail* constant) says.
 func FailImage(mode string) string { return "testbed.invalid/fail:" + mode }
@@ -97,7 +111,8 @@ type Options struct {
 	// (the allocation controller's annotations) and every pod is defaulted and checked against
 	// the restricted-v2 SecurityContextConstraints (scc.go).
 	OpenShift bool
-	// Dir receives the components' logs and files; empty: a new temporary directory.
+	// Dir receives the components' logs and files; empty: a new temporary directory, removed by
+	// Stop.
 	Dir string
 }
 
@@ -108,14 +123,16 @@ type Cluster struct {
 	// Dir holds the logs (kube-controller-manager.log, kube-scheduler.log, kwok.log) and the
 	// admin kubeconfig.
 	Dir string
-	// Kubeconfig is a kubeconfig file of a cluster-admin user.
-	Kubeconfig string
+	// KubeconfigFile is a kubeconfig file of a cluster-admin user.
+	KubeconfigFile string
 	// Nodes are the names of the simulated nodes.
 	Nodes []string
 
 	procs   []*testenv.Process
 	cancel  context.CancelFunc
 	mgrDone chan error
+	// ownDir: Dir is a temporary directory of the cluster's own, removed by Stop.
+	ownDir bool
 }
 
 // Start starts a cluster and returns once its nodes are Ready and the controller manager runs.
@@ -128,15 +145,18 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	opts.NodeCPU, opts.NodeMemory = cmp.Or(opts.NodeCPU, "8"), cmp.Or(opts.NodeMemory, "32Gi")
 	dir := opts.Dir
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "testbed-"); err != nil {
-			return nil, err
-		}
+		dir, err = os.MkdirTemp("", "testbed-")
+	} else {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		return nil, err
 	}
 	env, err := testenv.Start(opts.API)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Env: env, Dir: dir}
+	c := &Cluster{Env: env, Dir: dir, ownDir: opts.Dir == ""}
 	defer func() {
 		if retErr != nil {
 			_ = c.Stop()
@@ -183,13 +203,13 @@ func binaries() (binDirs, error) {
 }
 
 func (c *Cluster) writeFiles() error {
-	kc, err := c.Env.Kubeconfig("testbed-admin")
+	kc, err := c.Kubeconfig("testbed-admin")
 	if err != nil {
 		return err
 	}
-	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	c.KubeconfigFile = filepath.Join(c.Dir, "admin.kubeconfig")
 	return errors.Join(
-		os.WriteFile(c.Kubeconfig, kc, 0o600),
+		os.WriteFile(c.KubeconfigFile, kc, 0o600),
 		os.WriteFile(filepath.Join(c.Dir, "ca.crt"), c.Config.CAData, 0o600),
 		os.WriteFile(filepath.Join(c.Dir, "stages.yaml"), stages, 0o600),
 	)
@@ -224,7 +244,7 @@ func (c *Cluster) createNodes(ctx context.Context, opts Options) error {
 				Annotations: map[string]string{NodeAnnotation: "fake"},
 				Labels: map[string]string{
 					"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-					ZoneLabel: "zone-" + string(rune('a'+i%opts.Zones)),
+					ZoneLabel: "zone-" + strconv.Itoa(i%opts.Zones),
 				},
 			},
 			Status: corev1.NodeStatus{
@@ -248,6 +268,8 @@ func (c *Cluster) startStandIns(ctx context.Context, openShift bool) error {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 log.Log.WithName("testbed"),
+		// A process may run several (a test of its own per cluster).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return err
@@ -284,7 +306,7 @@ func (c *Cluster) startStandIns(ctx context.Context, openShift bool) error {
 
 // startProcesses starts the controller manager, the scheduler and kwok, each with its log in Dir.
 func (c *Cluster) startProcesses(b binDirs) error {
-	common := []string{"--kubeconfig=" + c.Kubeconfig}
+	common := []string{"--kubeconfig=" + c.KubeconfigFile}
 	apiServer := c.Env.Env.ControlPlane.GetAPIServer()
 	specs := []struct {
 		bin  string
@@ -328,35 +350,37 @@ func (c *Cluster) waitRunning(ctx context.Context) error {
 		if err := c.Exited(); err != nil {
 			return false, err
 		}
-		nodes := &corev1.NodeList{}
-		if err := c.Client.List(ctx, nodes); err != nil {
-			why = err.Error()
-			return false, nil
-		}
-		for _, n := range nodes.Items {
-			if !NodeReady(&n) {
-				why = "node " + n.Name + " is not Ready"
-				return false, nil
-			}
-			// The API server taints every new node not-ready; the node lifecycle controller lifts
-			// the taint once the node is Ready.
-			for _, t := range n.Spec.Taints {
-				if t.Key == corev1.TaintNodeNotReady {
-					why = "node " + n.Name + " is still tainted " + t.Key
-					return false, nil
-				}
-			}
-		}
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}); err != nil {
-			why = "no default ServiceAccount yet: " + err.Error()
-			return false, nil
-		}
-		return true, nil
+		why = c.notRunning(ctx)
+		return why == "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("the test bed did not come up (%s; logs in %s): %w", why, c.Dir, err)
 	}
 	return nil
+}
+
+// notRunning says what the cluster still lacks ("" when nothing).
+func (c *Cluster) notRunning(ctx context.Context) string {
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes); err != nil {
+		return err.Error()
+	}
+	for _, n := range nodes.Items {
+		if !NodeReady(&n) {
+			return "node " + n.Name + " is not Ready"
+		}
+		// The API server taints every new node not-ready; the node lifecycle controller lifts the
+		// taint once the node is Ready.
+		for _, t := range n.Spec.Taints {
+			if t.Key == corev1.TaintNodeNotReady {
+				return "node " + n.Name + " is still tainted " + t.Key
+			}
+		}
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+		return "no default ServiceAccount yet: " + err.Error()
+	}
+	return ""
 }
 
 // NodeReady reports whether the node's Ready condition is True.
@@ -399,12 +423,15 @@ func (c *Cluster) Stop() error {
 	if c.Env != nil {
 		errs = append(errs, c.Env.Stop())
 	}
+	if c.ownDir {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
 	return errors.Join(errs...)
 }
 
 // StartForTest starts a cluster for one test (logs in a directory of the test) and stops it when
 // the test ends. Missing binaries fail the test (skip it under -short).
-func StartForTest(t testenv.TB, ctx context.Context, opts Options) *Cluster {
+func StartForTest(ctx context.Context, t testenv.TB, opts Options) *Cluster {
 	t.Helper()
 	c, err := Start(ctx, opts)
 	if err != nil {

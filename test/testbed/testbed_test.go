@@ -2,7 +2,7 @@ package testbed_test
 
 import (
 	"context"
-		"os"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -180,6 +180,31 @@ func TestFailingPodsReportWhatAKubeletReports(t *testing.T) {
 			g.Expect(d.Status.AvailableReplicas).To(BeZero())
 		})
 	}
+}
+
+func TestARunningPodCrashes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	d := deployment(ns, "crash", 1, nil)
+	g.Expect(cluster.Client.Create(ctx, d)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
+	}, waitLong, 100*time.Millisecond).Should(Succeed())
+	ps := pods(g, ns, "crash")
+	g.Expect(ps).To(HaveLen(1))
+	g.Expect(cluster.CrashPod(ctx, &ps[0])).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(BeZero())
+		p := &corev1.Pod{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(&ps[0]), p)).To(Succeed())
+		g.Expect(p.Status.ContainerStatuses[0].State.Waiting).NotTo(BeNil())
+		g.Expect(p.Status.ContainerStatuses[0].State.Waiting.Reason).To(Equal("CrashLoopBackOff"))
+		g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1))
+	}, waitLong, 100*time.Millisecond).Should(Succeed())
 }
 
 // replicaFailure waits for the ReplicaSet of a Deployment to report ReplicaFailure (FailedCreate)

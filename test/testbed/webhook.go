@@ -67,18 +67,21 @@ func (a *sccAdmission) ranges(ctx context.Context, namespace string) (sccRanges,
 	var r sccRanges
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, rangesWait, true, func(ctx context.Context) (bool, error) {
-		ns := &corev1.Namespace{}
-		if err := a.c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-			last = err
-			return false, nil
-		}
-		r, last = parseRanges(ns.Annotations)
+		r, last = a.readRanges(ctx, namespace)
 		return last == nil, nil
 	})
 	if err != nil && last != nil {
 		return r, last
 	}
 	return r, err
+}
+
+func (a *sccAdmission) readRanges(ctx context.Context, namespace string) (sccRanges, error) {
+	ns := &corev1.Namespace{}
+	if err := a.c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return sccRanges{}, err
+	}
+	return parseRanges(ns.Annotations)
 }
 
 // sccWebhook is the webhook server and its registration.

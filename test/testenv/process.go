@@ -26,9 +26,41 @@ func GoBuild(ctx context.Context, pkgDir, out string, flags ...string) (string, 
 	return out, nil
 }
 
-// BuildManager builds the manager from main.go, as it ships, into dir.
+// ManagerBinEnv names a manager binary built already: `make test-e2e` builds one with the race
+// detector for all its suites, instead of each suite building its own.
+const ManagerBinEnv = "MANAGER_BIN"
+
+// BuildManager builds the manager from main.go, as it ships, into dir, or returns the binary
+// ManagerBinEnv names.
 func BuildManager(ctx context.Context, dir string) (string, error) {
+	if bin := os.Getenv(ManagerBinEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil { //nolint:gosec // G703: a binary the Makefile built, named by the environment
+			return "", fmt.Errorf("%s: %w", ManagerBinEnv, err)
+		}
+		return bin, nil
+	}
 	return GoBuild(ctx, ".", filepath.Join(dir, "kubeopera-operator"), "-trimpath")
+}
+
+// raceMarker starts every report of Go's race detector.
+const raceMarker = "WARNING: DATA RACE"
+
+// RaceReport is the first data race reported in a process's log, "" when there is none (or no
+// log): a manager built with -race writes its reports to its output, and a suite that runs one
+// fails on them.
+func RaceReport(logPath string) string {
+	b, err := os.ReadFile(logPath) //nolint:gosec // G304: the caller's own log file
+	if err != nil {
+		return ""
+	}
+	_, report, found := strings.Cut(string(b), raceMarker)
+	if !found {
+		return ""
+	}
+	if end := strings.Index(report, "=================="); end >= 0 {
+		report = report[:end]
+	}
+	return raceMarker + report
 }
 
 // Environ is this process's environment without the named variables (compared without case, so

@@ -30,6 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -198,4 +200,15 @@ func (e *Env) MustManagerConfig(t interface {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// KubeconfigFor is a kubeconfig file's content for cfg (a user of AddUser or ManagerConfig:
+// client certificate and key, and the API server's CA), for a process that reads KUBECONFIG.
+func KubeconfigFor(cfg *rest.Config) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["user"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "user"}
+	kc.CurrentContext = "user"
+	return clientcmd.Write(*kc)
 }

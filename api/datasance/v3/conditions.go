@@ -22,9 +22,16 @@ const (
 	ReasonWaitingForLoadBalancer = "WaitingForLoadBalancer"
 	// ReasonWaitingForDeployment: the Controller Deployment was just created.
 	ReasonWaitingForDeployment = "WaitingForDeployment"
+	// ReasonWorkloadUnavailable: a component's Deployment (Controller, router) or StatefulSet
+	// (NATS) does not have every replica of its current generation available; the message names
+	// the workload and what its pods report (FailedCreate, image pull, crash loop, unschedulable,
+	// not ready).
+	ReasonWorkloadUnavailable = "WorkloadUnavailable"
 	// ReasonControllerUnavailable: the Controller REST API did not answer or answered an error.
 	ReasonControllerUnavailable = "ControllerUnavailable"
-	// ReasonLoginFailed: the operator could not log in to the Controller.
+	// ReasonLoginFailed: the Controller (or the identity provider) refused the operator's
+	// credentials, or the identity provider's certificate does not verify: a person must fix the
+	// spec or a Secret. A Controller that does not answer the login is ControllerUnavailable.
 	ReasonLoginFailed = "LoginFailed"
 	// ReasonRegistrationFailed: registering the router, NATS hub or a CA failed.
 	ReasonRegistrationFailed = "RegistrationFailed"
@@ -90,3 +97,14 @@ const (
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )
+
+// TerminalReasons are the reasons only a change of the ControlPlane, of a Secret it references or
+// of the objects in its namespace can clear: the reconciler does not retry them on a timer (its
+// watches bring the ControlPlane back when the cause changes). Health checks read a True condition
+// with one of them as failed (docs/controlplane.md#what-kstatus-reports lists them for Flux and
+// Argo CD; test/kstatus checks the lists against this one).
+var TerminalReasons = []string{
+	ReasonInvalidConfiguration, ReasonImmutableFieldChanged, ReasonInvalidCertificate, ReasonSecretNotFound,
+	ReasonSecretKeyNotFound, ReasonMissingRouterAddress, ReasonDuplicateControlPlane, ReasonForeignWorkload,
+	ReasonCAConflict, ReasonCARestoreFailed, ReasonJetStreamKeyMissing, ReasonLoginFailed,
+}

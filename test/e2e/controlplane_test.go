@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
+	"github.com/kubeopera/kubeopera-operator/test/sandbox"
+	"github.com/kubeopera/kubeopera-operator/test/testbed"
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
+)
+
+// cpEnv is a ControlPlane of the sample on a cluster of the test bed, with the operator's binary
+// (ControlPlane reconciler only, the bundle's RBAC) and a Controller double. Load balancer and
+// Ingress addresses come from the sandbox's local cloud; pods are the real controllers' and
+// kwok's.
+type cpEnv struct {
+	host *testbed.Cluster
+	fake *fake.Server
+	cp   *datasancev3.ControlPlane
+}
+
+// e2eGracePeriod is how long a ready ControlPlane whose components wait or fail keeps ready.
+const e2eGracePeriod = 5 * time.Second
+
+// startControlPlane starts the cluster and the operator and creates the sample ControlPlane
+// (changed by mods) in namespace pot; prepare, when not nil, runs once the namespace and the
+// credential Secrets exist, before the ControlPlane is created.
+func startControlPlane(t *testing.T, g Gomega, opts testbed.Options, prepare func(c client.Client, ns string), mods ...testfixture.Mod) *cpEnv {
+	t.Helper()
+	ctx := context.Background()
+	host := testbed.StartForTest(ctx, t, opts)
+	cloud, err := sandbox.StartLocalCloud("host", host.Config, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = cloud.Stop() })
+
+	cp, err := testfixture.Sample(append([]testfixture.Mod{testfixture.InNamespace("pot")}, mods...)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	const password = "e2e-bootstrap"
+	f := fake.NewServer(fake.WithCredentials(cp.Spec.Auth.Bootstrap.Username, password),
+		fake.WithSecretReader(fake.KubernetesSecrets(host.Client, cp.Namespace)))
+	t.Cleanup(f.Close)
+	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp.Namespace}})).To(Succeed())
+	for _, s := range testfixture.CredentialSecrets(cp, password) {
+		g.Expect(host.Client.Create(ctx, s)).To(Succeed())
+	}
+	if prepare != nil {
+		prepare(host.Client, cp.Namespace)
+	}
+
+	// The operator's binary as it ships (make test-e2e: built once, with the race detector), as
+	// the bundle's ServiceAccount would run it, the ControlPlane reconciler only.
+	bin, err := testenv.BuildManager(ctx, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, managerKubeconfig(t, g, host), 0o600)).To(Succeed())
+	logPath := filepath.Join(t.TempDir(), "manager.log")
+	m, err := testenv.StartProcess(bin, []string{
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-app-controller=false",
+		"--controller-endpoint-template=" + strings.TrimPrefix(f.URL(), "http://"),
+		"--controlplane-ready-grace-period=" + e2eGracePeriod.String(),
+	}, logPath, testenv.ProcessOptions{Env: append(testenv.Environ("KUBECONFIG", "WATCH_NAMESPACE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"), "KUBECONFIG="+kubeconfig)})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		g.Expect(m.Exited()).To(Succeed())
+		m.Stop(syscall.SIGTERM, 10*time.Second)
+		if report := testenv.RaceReport(logPath); report != "" {
+			t.Errorf("the manager's race detector reported:\n%s", report)
+		}
+		if t.Failed() {
+			t.Logf("manager log (tail):\n%s", m.TailLog(8<<10))
+		}
+	})
+	g.Expect(host.Client.Create(ctx, cp)).To(Succeed())
+	return &cpEnv{host: host, fake: f, cp: cp}
+}
+
+// state is the ControlPlane's True condition.
+func (e *cpEnv) state(g Gomega) metav1.Condition {
+	cp := &datasancev3.ControlPlane{}
+	g.Expect(e.host.Client.Get(context.Background(), client.ObjectKeyFromObject(e.cp), cp)).To(Succeed())
+	for _, c := range cp.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// componentPods are the running pods of a component (app.kubernetes.io/component).
+func (e *cpEnv) componentPods(g Gomega, component string) []corev1.Pod {
+	list := &corev1.PodList{}
+	g.Expect(e.host.Client.List(context.Background(), list, client.InNamespace(e.cp.Namespace),
+		client.MatchingLabels{"app.kubernetes.io/component": component})).To(Succeed())
+	return list.Items
+}
+
+// TestControlPlaneReadyMeansRunningPods: on a cluster whose pods live, the sample ControlPlane is
+// ready only once its Controller, router and NATS pods run and are ready; a router that starts
+// crash-looping takes it out of ready (after the grace period) with a reason and message that name
+// the pod and what it reports; a new router pod makes it ready again.
+func TestControlPlaneReadyMeansRunningPods(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(2 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx := context.Background()
+	e := startControlPlane(t, g, testbed.Options{}, nil)
+
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", c.Reason, c.Message)
+	}).Should(Succeed())
+	// Every component's pods run: what made it ready.
+	for _, component := range []string{"controller", "router", "nats"} {
+		pods := e.componentPods(g, component)
+		g.Expect(pods).NotTo(BeEmpty(), component)
+		for _, p := range pods {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), p.Name)
+			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), p.Name)
+		}
+	}
+
+	// The router's process dies and keeps dying: the kubelet reports CrashLoopBackOff.
+	router := e.componentPods(g, "router")
+	g.Expect(router).To(HaveLen(1))
+	g.Expect(e.host.CrashPod(ctx, &router[0])).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady))
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+		g.Expect(c.Message).To(ContainSubstring("Router is not available"))
+		g.Expect(c.Message).To(ContainSubstring("pod " + router[0].Name + ": container router is waiting: CrashLoopBackOff"))
+	}).Should(Succeed(), "a ready ControlPlane says at once what fails")
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionDeploying), "past the grace period it is no longer ready")
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+	}).Should(Succeed())
+
+	// The crashing pod is replaced (deleted; its ReplicaSet makes a new one that runs): ready again.
+	g.Expect(e.host.Client.Delete(ctx, &router[0])).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", c.Reason, c.Message)
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonReconciled))
+	}).Should(Succeed())
+}
+
+// TestControlPlaneRefusedPodsReachTheStatus: a namespace whose ResourceQuota requires CPU requests
+// refuses pods that have none; the ControlPlane never becomes ready and its condition says which
+// workload cannot create pods and the quota's words.
+func TestControlPlaneRefusedPodsReachTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(2 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx := context.Background()
+	// The quota is counted by its controller before the ControlPlane exists, so no pod without
+	// requests is ever admitted.
+	quotaCounted := func(c client.Client, ns string) {
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "compute"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("100")}},
+		}
+		g.Expect(c.Create(ctx, quota)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+			g.Expect(quota.Status.Hard).NotTo(BeEmpty())
+		}).Should(Succeed())
+	}
+	e := startControlPlane(t, g, testbed.Options{}, quotaCounted, func(cp *datasancev3.ControlPlane) {
+		cp.Spec.Nats.Enabled = ptr.To(false)
+	})
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionDeploying))
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
+		g.Expect(c.Message).To(ContainSubstring("pods cannot be created"))
+		g.Expect(c.Message).To(ContainSubstring("failed quota: compute: must specify requests.cpu"))
+	}).Should(Succeed())
+	cp := &datasancev3.ControlPlane{}
+	g.Expect(e.host.Client.Get(ctx, client.ObjectKeyFromObject(e.cp), cp)).To(Succeed())
+	g.Expect(apimeta.IsStatusConditionTrue(cp.Status.Conditions, datasancev3.ConditionReady)).To(BeFalse())
+	d := &appsv1.Deployment{}
+	g.Expect(e.host.Client.Get(ctx, client.ObjectKey{Namespace: e.cp.Namespace, Name: "router"}, d)).To(Succeed())
+	g.Expect(d.Status.AvailableReplicas).To(BeZero())
+}
+
+// managerKubeconfig is a kubeconfig of a user holding exactly the bundle's RBAC (AllNamespaces).
+func managerKubeconfig(t *testing.T, g Gomega, host *testbed.Cluster) []byte {
+	t.Helper()
+	kc, err := testenv.KubeconfigFor(host.MustManagerConfig(t, "e2e-controlplane"))
+	g.Expect(err).NotTo(HaveOccurred())
+	return kc
+}
