@@ -73,7 +73,13 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 	g.Eventually(func() string {
 		return h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationCredentialsHash]
 	}).WithTimeout(10 * time.Second).ShouldNot(Equal(hash))
-	g.Expect(trueConditionOf(h.get()).Type).To(Equal(datasancev3.ConditionReady))
+	// Once the workload controllers finished the rollouts (the stand-in plays them), it is ready.
+	g.Eventually(func(g Gomega) {
+		h.finishRollouts()
+		c := trueConditionOf(h.get())
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady))
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonReconciled))
+	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
 // startManager runs the reconciler in a manager whose cache covers the test namespace, with the

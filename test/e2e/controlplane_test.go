@@ -13,9 +13,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -208,4 +210,70 @@ func managerKubeconfig(t *testing.T, g Gomega, host *testbed.Cluster) []byte {
 	kc, err := testenv.KubeconfigFor(host.MustManagerConfig(t, "e2e-controlplane"))
 	g.Expect(err).NotTo(HaveOccurred())
 	return kc
+}
+
+// TestControlPlaneDeletionKeepsTheData: deleting a running ControlPlane (SQLite database, NATS with
+// JetStream) lets the real garbage collector remove everything it owns — workloads, their pods,
+// Services, RBAC, the server certificates — while the data stores and the keys that read them stay,
+// bound: the SQLite and JetStream claims, the four CA Secrets, the JetStream key and the NATS JWT
+// bundle (docs/controlplane.md#data-on-deletion). Observed on the cluster, not read from owner
+// references.
+func TestControlPlaneDeletionKeepsTheData(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(2 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx := context.Background()
+	e := startControlPlane(t, g, testbed.Options{}, nil, testfixture.WithSQLite(), func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Controller = 1 })
+	g.Eventually(func(g Gomega) {
+		c := e.state(g)
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", c.Reason, c.Message)
+	}).Should(Succeed())
+	ns := e.cp.Namespace
+	kept := []client.Object{
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "controller-sqlite"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "js-data-nats-0"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "js-data-nats-1"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "router-site-ca"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "default-router-local-ca"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nats-site-ca"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "default-nats-local-ca"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nats-jetstream-key-" + e.cp.Name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "iofog-nats-jwt-bundle"}},
+	}
+	uids := map[string]types.UID{}
+	for _, o := range kept {
+		g.Expect(e.host.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.GetName()}, o)).To(Succeed(), o.GetName())
+		uids[o.GetName()] = o.GetUID()
+	}
+	owned := map[string]client.Object{
+		"Deployment controller":       &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "controller"}},
+		"Deployment router":           &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "router"}},
+		"StatefulSet nats":            &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "nats"}},
+		"Service controller":          &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "controller"}},
+		"Secret router-site-server":   &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "router-site-server"}},
+		"ConfigMap iofog-nats-config": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "iofog-nats-config"}},
+		"ServiceAccount router":       &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "router"}},
+	}
+	for what, o := range owned {
+		g.Expect(e.host.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.GetName()}, o)).To(Succeed(), what)
+	}
+
+	g.Expect(e.host.Client.Delete(ctx, e.cp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for what, o := range owned {
+			err := e.host.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.GetName()}, o)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s not collected: %v", what, err)
+		}
+		pods := &corev1.PodList{}
+		g.Expect(e.host.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty(), "the operands' pods are gone")
+	}).Should(Succeed(), "the garbage collector removes what the ControlPlane owned")
+	for _, o := range kept {
+		g.Expect(e.host.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.GetName()}, o)).To(Succeed(), "%s was collected", o.GetName())
+		g.Expect(o.GetUID()).To(Equal(uids[o.GetName()]), "%s was replaced", o.GetName())
+		g.Expect(o.GetDeletionTimestamp()).To(BeNil(), "%s is being deleted", o.GetName())
+		if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound), "%s keeps its volume", pvc.Name)
+		}
+	}
 }
