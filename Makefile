@@ -141,11 +141,12 @@ E2E_MANAGER = bin/e2e/kubeopera-operator
 .PHONY: test-e2e
 test-e2e: git-cli ## Run the end-to-end suites: the test bed, the sandbox, chaos, OLM, the installer and chart, monitoring.
 	@$(TIMED) e2e-tools $(MAKE) --no-print-directory -j2 $(E2E_TOOLS)
-	@$(TIMED) e2e-manager go build -race -trimpath -o $(E2E_MANAGER) .
+	@# No -trimpath: the binary shares the build cache of the -race test binaries.
+	@$(TIMED) e2e-manager go build -race -o $(E2E_MANAGER) .
 	@$(TIMED) e2e-go-test env $(TEST_ENV) MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" \
 		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) $(E2E_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
 	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
-	@$(TIMED) install $(MAKE) --no-print-directory test-install
+	@$(TIMED) install env MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" $(MAKE) --no-print-directory test-install
 
 .PHONY: check
 check: ## Run the static and packaging checks (generated files, lint, vulncheck, bundle, catalog, installer, scorecard, image, fuzz).
