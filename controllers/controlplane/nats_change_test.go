@@ -34,7 +34,7 @@ func TestNatsScaleUp(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 	siteCA, localCA := h.secret("nats-site-ca"), h.secret("default-nats-local-ca")
 	siteServer := h.secret("nats-site-server")
 	template := h.statefulSet().Spec.Template
@@ -90,7 +90,7 @@ func TestNatsControllerRoutesKept(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 
 	// The Controller (it may manage ConfigMaps) adds a route; a stale ordinal lingers.
 	cm := h.configMap("iofog-nats-config")

@@ -18,7 +18,7 @@ func TestNatsIngressAddress(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.create(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP(), testfixture.WithNATSIngress(datasancev3.NatsIngress{
+	h.create(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2), testfixture.WithNATSClusterIP(), testfixture.WithNATSIngress(datasancev3.NatsIngress{
 		Address: "nats.example.com", LeafPort: 443, ServerPort: 4443,
 	})))
 	h.mustRequeue(controlplane.RequeueTransition)
@@ -58,7 +58,7 @@ func TestNatsNoExternalAddress(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSClusterIP()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2), testfixture.WithNATSClusterIP()))
 
 	g.Expect(h.api.RequestsTo("PUT", "/api/v3/nats/hub")).To(BeEmpty())
 	_, registered := h.api.Hub()

@@ -180,7 +180,7 @@ func TestNatsServerSecretsIndependent(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 	site := h.secret("nats-site-server")
 	g.Expect(env.Client.Delete(h.ctx, h.secret("nats-mqtt-server"))).To(Succeed())
 

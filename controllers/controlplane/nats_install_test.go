@@ -16,9 +16,9 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// First install with NATS enabled (the default) and every Service a LoadBalancer whose address
-// comes late: the exact Controller API call sequence, and what the operator stored, read back
-// with the NATS libraries and the NATS server's configuration parser.
+// First install with NATS enabled with its defaults (three servers) and every Service a
+// LoadBalancer whose address comes late: the exact Controller API call sequence, and what the
+// operator stored, read back with the NATS libraries and the NATS server's configuration parser.
 func TestNatsFirstInstall(t *testing.T) {
 	t.Parallel()
 	h, m := newNatsHarness(t)
@@ -55,7 +55,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(st.Nats.Message).To(Equal("NATS is not available: StatefulSet nats is rolling out."))
 	g.Expect(st.Controller.Reason).To(Equal(datasancev3.ReasonWaitingForDeployment))
 	g.Expect(st.Nats.Address).To(Equal(natsLBIP))
-	g.Expect(st.Nats.Replicas).To(Equal(int32(2)))
+	g.Expect(st.Nats.Replicas).To(Equal(int32(3)), "three servers by default")
 
 	// The rollouts finish and the Controller answers: hub and the four CAs are registered →
 	// ready. One Controller session per pass: the router's and NATS's CA lookups (before their
@@ -140,7 +140,9 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(js).To(HaveKeyWithValue("max_file_store", int64(10_000_000_000)))
 	g.Expect(js).To(HaveKeyWithValue("max_memory_store", int64(1_000_000_000)))
 	g.Expect(sc["cluster"]).To(HaveKeyWithValue("name", "iofog"))
-	g.Expect(routes(sc)).To(Equal([]string{"nats://nats-0.nats-headless:6222", "nats://nats-1.nats-headless:6222"}))
+	g.Expect(routes(sc)).To(Equal([]string{
+		"nats://nats-0.nats-headless:6222", "nats://nats-1.nats-headless:6222", "nats://nats-2.nats-headless:6222",
+	}))
 	g.Expect(sc["leafnodes"]).To(HaveKeyWithValue("advertise", natsLBIP+":7422"))
 
 	// TLS: two CAs, two server certificates with the replica annotation and the SANs.
@@ -152,10 +154,10 @@ func TestNatsFirstInstall(t *testing.T) {
 	}
 	for name, cn := range map[string]string{"nats-site-server": "iofog-nats", "nats-mqtt-server": "iofog-nats-mqtt"} {
 		sec := h.secret(name)
-		g.Expect(sec.Annotations).To(HaveKeyWithValue(controlplane.AnnotationNatsReplicas, "2"))
+		g.Expect(sec.Annotations).To(HaveKeyWithValue(controlplane.AnnotationNatsReplicas, "3"))
 		cert := h.certificate(name)
 		g.Expect(cert.Subject.CommonName).To(Equal(cn))
-		g.Expect(cert.DNSNames).To(Equal(natsSANs(h.ns, 2, natsLBIP)))
+		g.Expect(cert.DNSNames).To(Equal(natsSANs(h.ns, 3, natsLBIP)))
 		g.Expect(cert.IPAddresses).To(HaveLen(1))
 		g.Expect(cert.IPAddresses[0].String()).To(Equal(natsLBIP))
 	}
@@ -181,7 +183,7 @@ func TestNatsFirstInstall(t *testing.T) {
 
 	// StatefulSet, owned, with the storage template.
 	sts := h.statefulSet()
-	g.Expect(*sts.Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(sts.OwnerReferences).To(HaveLen(1))
 	g.Expect(sts.OwnerReferences[0].Name).To(Equal(cpName))
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("10Gi")))

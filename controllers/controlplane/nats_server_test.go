@@ -40,7 +40,7 @@ func TestRealNatsServer(t *testing.T) {
 	h, m := newNatsHarness(t)
 	g := h.g
 	h.controllerWritesToKubernetes()
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 	h.createNatsPVCs(2)
 	pods := h.newNatsPods(2)
 	g.Expect(pods.start()).To(BeEmpty(), "nothing to purge on a first start")
@@ -92,7 +92,7 @@ func TestRealNatsServer(t *testing.T) {
 	g.Expect(env.Client.Delete(h.ctx, old)).To(Succeed())
 	h.collectGarbage(old.UID)
 	pods.stop()
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 	g.Expect(pods.start()).To(BeEmpty(), "the application's account is still in the bundle")
 	expectStream(t, pods.pods[0], app, stream, "ping-2")
 	g.Expect(string(h.secret("nats-jetstream-key-" + cpName).Data["jsk"])).To(Equal(jsk))
@@ -109,7 +109,7 @@ func TestNatsReloadsWithoutARollout(t *testing.T) {
 	h, _ := newNatsHarness(t)
 	g := h.g
 	h.controllerWritesToKubernetes()
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 	h.createNatsPVCs(2)
 	pods := h.newNatsPods(2)
 	g.Expect(pods.start()).To(BeEmpty())

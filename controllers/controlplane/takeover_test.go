@@ -71,7 +71,7 @@ func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
 	t.Parallel()
 	h, m := newNatsHarness(t)
 	g := h.g
-	cp := h.controlPlane(testfixture.WithNATS(), testfixture.WithSQLite())
+	cp := h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2), testfixture.WithSQLite())
 	left := h.leaveDatasanceControlPlane(cp, &m, 2)
 	k := &kubeControllers{h: h}
 

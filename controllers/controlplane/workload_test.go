@@ -179,7 +179,7 @@ func TestWorkloadUnavailableSaysWhy(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
 	g := h.g
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
 
 	// The router's one pod cannot pull its image.
 	router := h.deployment("router")

@@ -224,11 +224,12 @@ func controlPlaneTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	tr.underKills(rng, "install")
 	tr.expectReady()
 
-	// Phase 2: a spec change (Controller log level and replicas, NATS replicas).
+	// Phase 2: a spec change (Controller log level and replicas, NATS replicas: the sample's 3 to
+	// 5, which re-issues the NATS server certificates for the new SANs).
 	tr.mutate(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Controller.LogLevel = "debug"
 		cp.Spec.Replicas.Controller = 3
-		cp.Spec.Replicas.Nats = new(int32(3))
+		cp.Spec.Replicas.Nats = new(int32(5))
 	})
 	tr.underKills(rng, "change")
 	tr.expectReady()

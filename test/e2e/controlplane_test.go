@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,11 +14,16 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,6 +239,7 @@ func TestControlPlaneDeletionKeepsTheData(t *testing.T) {
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "controller-sqlite"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "js-data-nats-0"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "js-data-nats-1"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "js-data-nats-2"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "router-site-ca"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "default-router-local-ca"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nats-site-ca"}},
@@ -276,4 +283,193 @@ func TestControlPlaneDeletionKeepsTheData(t *testing.T) {
 			g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound), "%s keeps its volume", pvc.Name)
 		}
 	}
+}
+
+// readyWatch follows the NATS pods of a namespace through a watch and records the fewest that
+// were running and ready at once since track was called: a pod counts while it is Running, its
+// Ready condition is True and it is not being deleted (what a PodDisruptionBudget counts as
+// healthy). Every event is counted in the order the API server sent it, so a dip lasting a single
+// event is seen.
+type readyWatch struct {
+	mu       sync.Mutex
+	ready    map[types.UID]bool
+	tracking bool
+	min      int
+}
+
+func (w *readyWatch) count() int {
+	n := 0
+	for _, r := range w.ready {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *readyWatch) set(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if deleted {
+		delete(w.ready, p.UID)
+	} else {
+		w.ready[p.UID] = p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p)
+	}
+	if n := w.count(); w.tracking && n < w.min {
+		w.min = n
+	}
+}
+
+// track starts recording the minimum from the current count; a later call changes nothing.
+func (w *readyWatch) track() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.tracking {
+		w.tracking, w.min = true, w.count()
+	}
+}
+
+// minimum is the fewest ready pods seen since track.
+func (w *readyWatch) minimum() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.min
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// watchReadyPods starts a readyWatch over the pods of ns matching selector; it stops with ctx.
+func watchReadyPods(ctx context.Context, g Gomega, cs kubernetes.Interface, ns, selector string) *readyWatch {
+	w := &readyWatch{ready: map[types.UID]bool{}}
+	informer := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector }), &corev1.Pod{}, 0, cache.Indexers{})
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.set(obj, false) },
+		UpdateFunc: func(_, obj any) { w.set(obj, false) },
+		DeleteFunc: func(obj any) { w.set(obj, true) },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	go informer.RunWithContext(ctx)
+	g.Expect(cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)).To(BeTrue())
+	return w
+}
+
+// TestDrainKeepsTheNatsQuorum: the sample ControlPlane with replicas.nats omitted runs three NATS
+// servers, one per node (the hard hostname spread). Every node is then drained in turn as
+// `kubectl drain` does: cordoned, its NATS pods evicted through the eviction API, each eviction
+// retried while the PodDisruptionBudget refuses it (429), then uncordoned once the evicted pods
+// are gone. The budget keeps two of the three servers — the JetStream meta group's quorum —
+// running and ready throughout, so at least one eviction has to wait; every server is evicted at
+// least once (a pod that moved off a node is evicted again from the node it moved to), and the
+// ControlPlane ends ready with three ready servers.
+func TestDrainKeepsTheNatsQuorum(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(2 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := startControlPlane(t, g, testbed.Options{}, nil, func(cp *datasancev3.ControlPlane) { cp.Spec.Replicas.Nats = nil })
+	ns := e.cp.Namespace
+	c := e.host.Client
+	g.Eventually(func(g Gomega) {
+		s := e.state(g)
+		g.Expect(s.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", s.Reason, s.Message)
+	}).Should(Succeed())
+
+	// Three servers, one per node, and a budget the disruption controller has evaluated: one of
+	// the three may go.
+	const servers = 3
+	natsPods := func(g Gomega) []corev1.Pod { return e.componentPods(g, "nats") }
+	g.Eventually(func(g Gomega) {
+		nodes := map[string]string{}
+		pods := natsPods(g)
+		g.Expect(pods).To(HaveLen(servers))
+		for _, p := range pods {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), p.Name)
+			g.Expect(podReady(&p)).To(BeTrue(), p.Name)
+			g.Expect(nodes).NotTo(HaveKey(p.Spec.NodeName), "%s and %s on one node", p.Name, nodes[p.Spec.NodeName])
+			nodes[p.Spec.NodeName] = p.Name
+		}
+	}).Should(Succeed())
+	pdb := &policyv1.PodDisruptionBudget{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nats"}, pdb)).To(Succeed())
+		g.Expect(pdb.Status.ObservedGeneration).To(Equal(pdb.Generation))
+		g.Expect(pdb.Status.CurrentHealthy).To(Equal(int32(servers)))
+		g.Expect(pdb.Status.DisruptionsAllowed).To(Equal(int32(1)))
+	}).Should(Succeed())
+	g.Expect(pdb.Spec.MinAvailable).To(HaveValue(Equal(intstr.FromInt32(2))))
+	g.Expect(pdb.Spec.MaxUnavailable).To(BeNil())
+
+	cs, err := kubernetes.NewForConfig(e.host.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	watch := watchReadyPods(ctx, g, cs, ns, "app.kubernetes.io/component=nats")
+	setUnschedulable := func(node string, unschedulable bool) {
+		n := &corev1.Node{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+		patch := client.MergeFrom(n.DeepCopy())
+		n.Spec.Unschedulable = unschedulable
+		g.Expect(c.Patch(ctx, n, patch)).To(Succeed())
+	}
+
+	evicted := map[string]int{}
+	refused := 0
+	for _, node := range e.host.Nodes {
+		setUnschedulable(node, true)
+		var gone []types.UID
+		for _, p := range natsPods(g) {
+			if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
+				continue
+			}
+			watch.track() // from the first eviction on
+			eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				err := cs.CoreV1().Pods(ns).EvictV1(ctx, eviction)
+				if apierrors.IsTooManyRequests(err) {
+					refused++
+					return false, nil
+				}
+				return err == nil, err
+			})
+			g.Expect(err).NotTo(HaveOccurred(), "evict %s from %s (%d refusals so far)", p.Name, node, refused)
+			evicted[p.Name]++
+			gone = append(gone, p.UID)
+		}
+		// As kubectl drain does, wait until the evicted pods are gone before the node is done.
+		g.Eventually(func(g Gomega) {
+			for _, p := range natsPods(g) {
+				g.Expect(gone).NotTo(ContainElement(p.UID), "pod %s still on %s", p.Name, node)
+			}
+		}).Should(Succeed())
+		setUnschedulable(node, false)
+	}
+
+	g.Eventually(func(g Gomega) {
+		pods := natsPods(g)
+		g.Expect(pods).To(HaveLen(servers))
+		for _, p := range pods {
+			g.Expect(podReady(&p)).To(BeTrue(), p.Name)
+		}
+		s := e.state(g)
+		g.Expect(s.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", s.Reason, s.Message)
+	}).Should(Succeed())
+	t.Logf("evictions per pod %v, refused %d times, fewest ready NATS servers %d", evicted, refused, watch.minimum())
+	g.Expect(watch.minimum()).To(BeNumerically(">=", 2), "the quorum of three servers (two) stayed ready")
+	g.Expect(evicted).To(HaveLen(servers), "every NATS server was evicted at least once: %v", evicted)
+	g.Expect(refused).To(BeNumerically(">", 0), "the budget refused at least one eviction")
 }

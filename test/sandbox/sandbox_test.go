@@ -114,7 +114,7 @@ func TestSandbox(t *testing.T) {
 	// The operands run: the test bed's controllers created their pods, the scheduler placed them
 	// and kwok reports them Running and Ready (what `kubectl get pods -n demo` shows).
 	g.Expect(runningPods(ctx, g, host, sandbox.Namespace)).To(ContainElements(
-		HavePrefix("controller-"), HavePrefix("router-"), Equal("nats-0"), Equal("nats-1")))
+		HavePrefix("controller-"), HavePrefix("router-"), Equal("nats-0"), Equal("nats-1"), Equal("nats-2")))
 
 	// The sample app: committed to the sandbox Git server, applied by Flux in the tenant, Synced.
 	app := &kubeoperav1alpha1.KubeOperaApp{}

@@ -316,7 +316,9 @@ type Replicas struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Controller int32 `json:"controller,omitempty"`
-	// Nats replicas (at least 2; omitted means 2). Ignored when NATS is disabled.
+	// Nats replicas (at least 2; omitted means 3). Three servers keep the JetStream quorum (a
+	// majority of the servers) while one is down for a node drain or a rolling update; with two,
+	// JetStream is unavailable whenever one of them is down. Ignored when NATS is disabled.
 	// +kubebuilder:validation:Minimum=2
 	// +optional
 	Nats *int32 `json:"nats,omitempty"`

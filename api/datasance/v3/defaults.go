@@ -7,7 +7,8 @@ import corev1 "k8s.io/api/core/v1"
 // the raw field in some places and the defaulted one in others.
 const (
 	DefaultConsolePort     int32 = 8008
-	DefaultNatsReplicas    int32 = 2
+	DefaultNatsReplicas    int32 = 3
+	MinNatsReplicas        int32 = 2
 	DefaultPidBaseDir            = "/home/runner"
 	DefaultLogLevel              = "info"
 	DefaultStorageSize           = "10Gi"
@@ -19,10 +20,16 @@ func (s *ControlPlaneSpec) NatsEnabled() bool {
 	return s.Nats == nil || s.Nats.Enabled == nil || *s.Nats.Enabled
 }
 
-// NatsReplicas is the NATS replica count in force: at least 2.
+// NatsReplicas is the NATS replica count in force: DefaultNatsReplicas when omitted, at least
+// MinNatsReplicas otherwise. Three servers are the default because the JetStream meta group needs
+// a majority of the servers: three keep it with one server down (a node drain, a rolling update),
+// two do not.
 func (s *ControlPlaneSpec) NatsReplicas() int32 {
-	if s.Replicas.Nats == nil || *s.Replicas.Nats < DefaultNatsReplicas {
+	switch {
+	case s.Replicas.Nats == nil:
 		return DefaultNatsReplicas
+	case *s.Replicas.Nats < MinNatsReplicas:
+		return MinNatsReplicas
 	}
 	return *s.Replicas.Nats
 }

@@ -208,7 +208,7 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 		WithServiceAccountName(ControllerName).
 		WithSecurityContext(podSecurityContext())
 	if ControllerReplicated(spec) {
-		pod.WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentController)...)
+		pod.WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentController, false)...)
 	}
 	annotations := map[string]string{AnnotationCredentialsHash: hashes.Credentials}
 	if spec.ControllerHTTPS() {

@@ -73,9 +73,9 @@ type NatsWorkload struct {
 	PodAnnotations map[string]string
 }
 
-// NatsStatefulSet is StatefulSet nats (docs/controlplane.md#nats-statefulset): max(replicas.nats, 2) servers behind
-// nats-headless, each with a js-data volume, server.conf, the JWT bundle, the hub creds, the
-// JetStream key and the two server certificates.
+// NatsStatefulSet is StatefulSet nats (docs/controlplane.md#nats-statefulset): replicas.nats
+// servers (3 when omitted, at least 2) behind nats-headless, each with a js-data volume,
+// server.conf, the JWT bundle, the hub creds, the JetStream key and the two server certificates.
 func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.StatefulSetApplyConfiguration {
 	labels := StandardLabels(cp.Name, ComponentNats)
 	pod := corev1ac.PodSpec().
@@ -83,7 +83,9 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 		// The NATS image uses no Kubernetes client, so the pods carry no API token (nats_rbac.go).
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(podSecurityContext()).
-		WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentNats)...).
+		// NATS servers on the same node would all go down with it: one server per node where
+		// the nodes allow it (docs/controlplane.md#disruption-and-spread).
+		WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentNats, true)...).
 		WithContainers(natsContainer(cp, w.Image)).
 		WithVolumes(natsVolumes(cp)...)
 	if ps := cp.Spec.Images.PullSecret; ps != "" {

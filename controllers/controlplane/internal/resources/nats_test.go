@@ -62,7 +62,7 @@ func TestNatsStatefulSetGolden(t *testing.T) {
 			w:  NatsWorkload{Image: DefaultNatsImage, Storage: DesiredNatsStorage(&testfixture.ControlPlane().Spec)},
 		},
 		"statefulset-custom": {
-			cp: testfixture.ControlPlane(testfixture.WithUID(natsGoldenUID), testfixture.WithNATSReplicas(3),
+			cp: testfixture.ControlPlane(testfixture.WithUID(natsGoldenUID), testfixture.WithNATSReplicas(5),
 				testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "20Gi", StorageClassName: "fast"}),
 				func(cp *datasancev3.ControlPlane) { cp.Spec.Images.PullSecret = "regcred" }),
 			w: NatsWorkload{
