@@ -120,7 +120,7 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 	// the brought CA's expiry exported, the app not synced.
 	g.Eventually(func(g Gomega) {
 		for _, ns := range []string{nsUnreachable, nsLogin, nsBadCA} {
-			assignLoadBalancerAddresses(t, env.Client, ns)
+			standInForCloudAndRollouts(t, env.Client, ns)
 		}
 		mfs, err := ctrlmetrics.Registry.Gather()
 		g.Expect(err).NotTo(HaveOccurred())
@@ -162,11 +162,18 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 		g.Expect(env.Client.Patch(ctx, bad, client.RawPatch(types.MergePatchType,
 			fmt.Appendf(nil, `{"spec":{"controller":{"logLevel":%q}}}`, level)))).To(Succeed())
 
-		g.Eventually(func() float64 {
+		// The new log level rolls the Controller's Deployment: the stand-in finishes that rollout
+		// as the deployment controller would, so the Controller component is back at its REST
+		// API (unreachable) when the minute is scraped, not waiting for its pods.
+		g.Eventually(func(g Gomega) {
+			standInForCloudAndRollouts(t, env.Client, nsBadCA)
 			mfs, err = ctrlmetrics.Registry.Gather()
 			g.Expect(err).NotTo(HaveOccurred())
-			return errorsOf(mfs)
-		}, 30*time.Second, 50*time.Millisecond).Should(BeNumerically(">", lastErrors), "step %d: the pass of the changed ControlPlane failed", step)
+			g.Expect(errorsOf(mfs)).To(BeNumerically(">", lastErrors), "step %d: the pass of the changed ControlPlane failed", step)
+			g.Expect(valueOf(mfs, metrics.ComponentReason, map[string]string{
+				"controlplane_namespace": nsBadCA, "controlplane": "bad", "component": "controller", "reason": datasancev3.ReasonControllerUnavailable,
+			})).To(Equal(1.0), "step %d: the Controller of ControlPlane bad is unreachable again", step)
+		}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
 		lastErrors = errorsOf(mfs)
 		appendSamples(t, store, mfs, t0.Add(time.Duration(step)*time.Minute))
 		lastScrape = mfs
@@ -404,13 +411,11 @@ func expiringCA(t *testing.T, validity time.Duration) map[string][]byte {
 	return pki.SecretData(kp, nil)
 }
 
-// assignLoadBalancerAddresses plays the cloud's load balancer controller: it writes the address
-// a LoadBalancer Service gets, as that controller would (there is none in envtest).
-// assignLoadBalancerAddresses plays the cloud and the deployment controller of a cluster whose
+// standInForCloudAndRollouts plays the cloud and the deployment controller of a cluster whose
 // pods start: the LoadBalancer Services get addresses, and every Deployment of the namespace the
 // status of a finished rollout of its current generation (the API server of this test runs no
 // controllers), so the Controller component gets as far as the Controller's REST API.
-func assignLoadBalancerAddresses(t *testing.T, c client.Client, ns string) {
+func standInForCloudAndRollouts(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	var ds appsv1.DeploymentList
 	if err := c.List(t.Context(), &ds, client.InNamespace(ns)); err != nil {
