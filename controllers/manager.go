@@ -175,6 +175,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 
 	if opts.EnableControlPlane {
+		scc, err := controlplane.ServesSCC(mgr.GetRESTMapper())
+		if err != nil {
+			return nil, err
+		}
+		opts.ControlPlane.OpenShiftSCC = scc
 		r := controlplane.NewReconciler(mgr, opts.ControlPlane)
 		owned, err := ownedCache(cfg, mgr, cacheOpts.DefaultNamespaces)
 		if err != nil {

@@ -29,7 +29,11 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := applyWorkloadIdentity(ctx, s, resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName), resources.ControllerRules(s.spec)); err != nil {
+	identity := resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName)
+	if err := applyWorkloadIdentity(ctx, s, identity, resources.ControllerRules(s.spec)); err != nil {
+		return result{}, err
+	}
+	if err := allowImageUser(ctx, s, identity); err != nil {
 		return result{}, err
 	}
 	creds := resources.ControllerCredentials(resolved, bootstrapPassword(resolved))

@@ -88,6 +88,9 @@ func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
 	if _, err := createIfAbsent(ctx, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
 		return err
 	}
+	if err := allowImageUser(ctx, s, resources.NatsAccessMeta(s.cp)); err != nil {
+		return err
+	}
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{resources.NatsHeadlessService(s.cp), resources.NatsService(s.cp), resources.NatsServerService(s.cp)} {
 		if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentNats, svc), &corev1.Service{}, corev1ac.ExtractService); err != nil {
 			return err
@@ -112,7 +115,6 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 	serverConf, err := resources.NatsServerConf(s.cp, resources.NatsConfInputs{
 		OperatorJWT:     boot.operatorJWT,
 		SystemAccount:   boot.systemAccount,
-		JetStreamKey:    jsk,
 		ExternalAddress: address,
 		Existing:        current.Data[resources.NatsConfigKey],
 		FileStore:       storage.serverConfFileStore(),
@@ -121,8 +123,11 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 		return natsRestartKeys{}, terminal(datasancev3.ReasonInvalidConfiguration, err)
 	}
 	var keys natsRestartKeys
-	keys.desired, _ = natsconf.RestartKey(serverConf)
-	keys.live, _ = natsconf.RestartKey(current.Data[resources.NatsConfigKey])
+	// The file names the key the pods get from its Secret: the restart keys read it from there, so
+	// a new key restarts the pods and a file that held it in clear (an earlier version) does not.
+	podEnv := map[string]string{natsconf.JetStreamKeyEnv: jsk}
+	keys.desired, _ = natsconf.RestartKey(serverConf, podEnv)
+	keys.live, _ = natsconf.RestartKey(current.Data[resources.NatsConfigKey], podEnv)
 	changed, err := applyIfChanged(ctx, s, resources.NatsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
 		return natsRestartKeys{}, err

@@ -5,6 +5,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -89,4 +91,38 @@ func TestNatsServiceSettings(t *testing.T) {
 	server := h.service("nats-server")
 	g.Expect(server.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 	g.Expect(server.Spec.ExternalTrafficPolicy).To(Equal(corev1.ServiceExternalTrafficPolicyCluster))
+}
+
+// The NATS monitor answers without authentication: Service nats-server, a load balancer by
+// default, carries only the client port, and the monitor stays in the cluster on nats-headless.
+// A nats-server an earlier version applied with the monitor loses it on the next pass;
+// spec.nats.exposeMonitor puts it back.
+func TestNatsMonitorStaysInTheCluster(t *testing.T) {
+	t.Parallel()
+	h, _ := newNatsHarness(t)
+	g := h.g
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+	ports := func(name string) map[string]int32 {
+		out := map[string]int32{}
+		for _, p := range h.service(name).Spec.Ports {
+			out[p.Name] = p.Port
+		}
+		return out
+	}
+	g.Expect(h.service("nats-server").Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+	g.Expect(ports("nats-server")).To(Equal(map[string]int32{"client": 4222}))
+	g.Expect(ports("nats-headless")).To(HaveKeyWithValue("monitor", int32(8222)))
+
+	earlier := corev1ac.Service("nats-server", h.ns).WithSpec(corev1ac.ServiceSpec().WithPorts(
+		corev1ac.ServicePort().WithName("client").WithPort(4222).WithProtocol(corev1.ProtocolTCP),
+		corev1ac.ServicePort().WithName("monitor").WithPort(8222).WithProtocol(corev1.ProtocolTCP)))
+	g.Expect(env.Client.Apply(h.ctx, earlier, client.FieldOwner(controlplane.FieldOwner), client.ForceOwnership)).To(Succeed())
+	g.Expect(ports("nats-server")).To(HaveKey("monitor"))
+	h.mustBeReady()
+	g.Expect(ports("nats-server")).To(Equal(map[string]int32{"client": 4222}), "the pass removed the monitor")
+
+	h.update(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{ExposeMonitor: true} })
+	h.mustRequeue(controlplane.RequeueTransition)
+	h.mustBeReady()
+	g.Expect(ports("nats-server")).To(Equal(map[string]int32{"client": 4222, "monitor": 8222}))
 }

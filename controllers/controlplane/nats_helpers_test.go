@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
@@ -141,16 +143,28 @@ func (h *harness) service(name string) *corev1.Service {
 }
 
 // serverConf reads server.conf of ConfigMap iofog-nats-config with the NATS server's own
-// parser, as pod nats-0 would: $SELFNAME, which the pod's environment resolves, is defined as
-// "nats-0" at the top of the file instead (the parser looks a variable up in the file before the
-// environment), so that parallel tests need no process environment. The definition is not part of
-// the returned map.
+// parser, as pod nats-0 would: the variables the pod's environment resolves are defined at the
+// top of the file instead (the parser looks a variable up in the file before the environment), so
+// that parallel tests need no process environment: $SELFNAME as "nats-0" and $JETSTREAM_KEY as
+// the key of the Secret the StatefulSet's container takes it from. The definitions are not part
+// of the returned map.
 func (h *harness) serverConf() map[string]any {
 	h.t.Helper()
-	m, err := conf.Parse("SELFNAME: \"nats-0\"\n" + h.configMap("iofog-nats-config").Data["server.conf"])
+	sts := &appsv1.StatefulSet{}
+	h.g.Expect(env.Client.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: "nats"}, sts)).To(Succeed())
+	var key *corev1.SecretKeySelector
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "JETSTREAM_KEY" && e.ValueFrom != nil {
+			key = e.ValueFrom.SecretKeyRef
+		}
+	}
+	h.g.Expect(key).NotTo(BeNil(), "JETSTREAM_KEY comes from a Secret")
+	defs := fmt.Sprintf("SELFNAME: \"nats-0\"\nJETSTREAM_KEY: %q\n", h.secret(key.Name).Data[key.Key])
+	m, err := conf.Parse(defs + h.configMap("iofog-nats-config").Data["server.conf"])
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(m).To(HaveKeyWithValue("server_name", "nats-0"), "$SELFNAME resolved")
 	delete(m, "SELFNAME")
+	delete(m, "JETSTREAM_KEY")
 	return m
 }
 

@@ -174,7 +174,7 @@ func TestNatsFirstInstall(t *testing.T) {
 	g.Expect(servicePorts(natsSvc)).To(Equal(map[string]int32{"cluster": 6222, "leaf": 7422, "mqtt": 8883}))
 	server := h.service("nats-server")
 	g.Expect(server.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
-	g.Expect(servicePorts(server)).To(Equal(map[string]int32{"client": 4222, "monitor": 8222}))
+	g.Expect(servicePorts(server)).To(Equal(map[string]int32{"client": 4222}), "the monitor stays in the cluster")
 	// ServiceAccount nats, with no Role or RoleBinding: the NATS pods use no Kubernetes API
 	// (docs/controlplane.md#operand-rbac; TestNatsServiceAccountReadsNothing checks the grants).
 	g.Expect(h.exists(&rbacv1.Role{}, "nats")).To(BeFalse(), "Role nats")

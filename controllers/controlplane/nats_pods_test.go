@@ -291,10 +291,22 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 	spec := sts.Spec.Template.Spec
 	h.g.Expect(spec.Containers).To(HaveLen(1))
 	container := spec.Containers[0]
+	// The container's environment as the kubelet resolves it: literal values, keys of Secrets
+	// and the pod's name from the downward API.
 	p.env = map[string]string{}
 	for _, e := range container.Env {
-		if e.ValueFrom == nil {
+		switch {
+		case e.ValueFrom == nil:
 			p.env[e.Name] = e.Value
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			value, ok := h.secret(ref.Name).Data[ref.Key]
+			h.g.Expect(ok).To(BeTrue(), "env %s: Secret %s has key %s", e.Name, ref.Name, ref.Key)
+			p.env[e.Name] = string(value)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			p.env[e.Name] = p.name
+		default:
+			h.t.Fatalf("env %s: a source the test bed does not resolve", e.Name)
 		}
 	}
 	volumes := map[string]corev1.Volume{}
@@ -354,7 +366,8 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 var quotedAbsPath = regexp.MustCompile(`(?m)^\s*(?:pid_file|store_dir|dir|ca_file|cert_file|key_file)\s*[:=]?\s*"/[^"]*"`)
 
 // options reads the pod's mounted server.conf with ProcessConfigFile, its paths moved into the
-// pod's tree and $SELFNAME the pod's name (the downward-API env the file refers to), then moves
+// pod's tree and the variables it refers to ($SELFNAME, $JETSTREAM_KEY) resolved from the pod's
+// environment as the wrapper passes it on to nats-server (this process's, set here), then moves
 // the listeners to the pod's loopback ports and the routes to the peers' (see natsPods).
 func (c *natsPods) options(p *natsPod) *server.Options {
 	h := c.h
@@ -367,7 +380,9 @@ func (c *natsPods) options(p *natsPod) *server.Options {
 	})
 	file := filepath.Join(p.root, "server.conf")
 	h.g.Expect(os.WriteFile(file, []byte(conf), 0o600)).To(Succeed())
-	h.t.Setenv("SELFNAME", p.name)
+	for name, value := range p.env {
+		h.t.Setenv(name, value)
+	}
 	opts, err := server.ProcessConfigFile(file)
 	h.g.Expect(err).NotTo(HaveOccurred(), "%s: server.conf has no configuration error", p.name)
 

@@ -21,7 +21,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -57,6 +59,17 @@ func TestRealNatsServer(t *testing.T) {
 		g.Expect(js.Domain).To(Equal(h.ns))
 		g.Expect(p.opts.JetStreamKey).To(Equal(jsk), "encrypted with the key of the Secret")
 		g.Expect(p.opts.JetStreamCipher).To(Equal(server.ChaCha))
+	}
+	// The key reaches the servers from its Secret only: server.conf names it, and no ConfigMap
+	// of the namespace (readable with view, and by the Controller's ServiceAccount) holds it.
+	g.Expect(h.configMap("iofog-nats-config").Data["server.conf"]).To(MatchRegexp(`(?m)^\s*key: \$JETSTREAM_KEY$`))
+	var configMaps corev1.ConfigMapList
+	g.Expect(env.Client.List(h.ctx, &configMaps, client.InNamespace(h.ns))).To(Succeed())
+	g.Expect(configMaps.Items).NotTo(BeEmpty())
+	for _, cm := range configMaps.Items {
+		for k, v := range cm.Data {
+			g.Expect(v).NotTo(ContainSubstring(jsk), "ConfigMap %s key %s holds the JetStream key", cm.Name, k)
+		}
 	}
 	h.checkNatsListeners(pods)
 

@@ -67,6 +67,9 @@ type Options struct {
 	// Clock is the reconciler's clock: certificate validity and renewal, verification intervals,
 	// restart stamps. nil means the real clock; tests inject a fake one.
 	Clock clock.PassiveClock
+	// OpenShiftSCC says the cluster admits pods with OpenShift's SecurityContextConstraints
+	// (ServesSCC): the Controller and NATS ServiceAccounts are then bound to SCC nonroot-v2.
+	OpenShiftSCC bool
 	// OnPass, when set, is called at the end of every pass with the ControlPlane's key (after
 	// its status patch). Tests use it to know that no pass is in flight before they count what
 	// happens over a window; production code has no use for it.

@@ -30,6 +30,10 @@ package controlplane
 //     object (releaseDataStore: the SQLite PVC, the CA Secrets, the JetStream key Secret, the
 //     NATS JWT bundle ConfigMap) needs delete on it, hence delete on PVCs although the operator
 //     never deletes one.
+//   - On OpenShift the Controller and NATS ServiceAccounts are bound to OpenShift's ClusterRole
+//     system:openshift:scc:nonroot-v2 (openshift.go). Binding a role needs its permissions or
+//     bind on it: bind on that one ClusterRole, which the authorizer checks inside the RoleBinding
+//     create (no request of its own).
 //
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=datasance.com,resources=controlplanes/status,verbs=patch
@@ -48,4 +52,5 @@ package controlplane
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=system:openshift:scc:nonroot-v2
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -51,6 +51,7 @@ var rbacUnusedHere = map[string]string{
 	"update coordination.k8s.io/leases":             escalation,
 	"watch coordination.k8s.io/leases":              escalation,
 	"update datasance.com/controlplanes/finalizers": ownerRefAdmission,
+	"bind rbac.authorization.k8s.io/clusterroles":   "the RBAC authorizer checks it inside the create of a RoleBinding to system:openshift:scc:nonroot-v2 (no request of its own)",
 	"delete /persistentvolumeclaims":                ownerRefAdmission,
 	"patch events.k8s.io/events":                    "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 	"delete /secrets": "deleteOwned removes the vault credentials Secret when the spec drops its vault block " +

@@ -8,10 +8,12 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -119,8 +121,9 @@ func TestHTTPSController(t *testing.T) {
 		NotTo(Equal(d.Spec.Template.Annotations[controlplane.AnnotationTLSHash]))
 }
 
-// Operand pods run restricted: non-root 10000, RuntimeDefault seccomp, no escalation, no
-// capabilities; both Deployments and the Services carry labels and the owner reference, the
+// Operand pods run restricted: non-root, RuntimeDefault seccomp, no escalation, no capabilities;
+// the Controller as the image's user 10000 (its files are that user's only), the router with no
+// fixed ID (OpenShift's restricted-v2 assigns one from the namespace's range); both Deployments and the Services carry labels and the owner reference, the
 // Secrets too except the CAs, which carry the labels only.
 func TestOperandSecurityAndOwnership(t *testing.T) {
 	t.Parallel()
@@ -132,9 +135,15 @@ func TestOperandSecurityAndOwnership(t *testing.T) {
 		d := h.deployment(name)
 		psc := d.Spec.Template.Spec.SecurityContext
 		g.Expect(psc.RunAsNonRoot).To(HaveValue(BeTrue()))
-		g.Expect(psc.RunAsUser).To(HaveValue(Equal(int64(10000))))
-		g.Expect(psc.RunAsGroup).To(HaveValue(Equal(int64(10000))))
-		g.Expect(psc.FSGroup).To(HaveValue(Equal(int64(10000))))
+		if name == "controller" {
+			g.Expect(psc.RunAsUser).To(HaveValue(Equal(int64(10000))))
+			g.Expect(psc.RunAsGroup).To(HaveValue(Equal(int64(10000))))
+			g.Expect(psc.FSGroup).To(HaveValue(Equal(int64(10000))))
+		} else {
+			g.Expect(psc.RunAsUser).To(BeNil(), "the router runs as whoever the platform assigns")
+			g.Expect(psc.RunAsGroup).To(BeNil())
+			g.Expect(psc.FSGroup).To(BeNil())
+		}
 		g.Expect(psc.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 		csc := d.Spec.Template.Spec.Containers[0].SecurityContext
 		g.Expect(csc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
@@ -232,4 +241,33 @@ func TestWorkloadUnavailableSaysWhy(t *testing.T) {
 
 	h.finishRollouts()
 	h.mustBeReady()
+}
+
+// On OpenShift (the API serves SecurityContextConstraints) the ServiceAccounts of the Controller
+// and NATS, whose pods run as their images' user 10000, are bound to OpenShift's ClusterRole of
+// SCC nonroot-v2 in the ControlPlane's namespace; the router's, whose pods run as whoever
+// restricted-v2 assigns, is not. Elsewhere no such binding is written.
+func TestOpenShiftLetsTheImageUsersRun(t *testing.T) {
+	t.Parallel()
+	for _, openShift := range []bool{true, false} {
+		h, _ := newNatsHarness(t)
+		h.r.Options.OpenShiftSCC = openShift
+		h.bringUpNats(h.controlPlane(testfixture.WithNATS()))
+		var bindings rbacv1.RoleBindingList
+		h.g.Expect(env.Client.List(h.ctx, &bindings, client.InNamespace(h.ns))).To(Succeed())
+		scc := map[string][]rbacv1.Subject{}
+		for _, b := range bindings.Items {
+			if b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "system:openshift:scc:nonroot-v2" {
+				scc[b.Name] = b.Subjects
+			}
+		}
+		if !openShift {
+			h.g.Expect(scc).To(BeEmpty(), "no SCC binding where there are no SCCs")
+			continue
+		}
+		h.g.Expect(scc).To(Equal(map[string][]rbacv1.Subject{
+			"controller-nonroot-v2": {{Kind: "ServiceAccount", Name: "controller", Namespace: h.ns}},
+			"nats-nonroot-v2":       {{Kind: "ServiceAccount", Name: "nats", Namespace: h.ns}},
+		}))
+	}
 }

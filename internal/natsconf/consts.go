@@ -49,5 +49,16 @@ const (
 // resolved from the pod's SELFNAME env (downward API metadata.name).
 const serverNameRef = "$SELFNAME"
 
+// JetStreamKeyEnv is the container environment variable that carries the
+// JetStream encryption key, from Secret nats-jetstream-key-<name>. server.conf
+// names it (jetstream.key is the reference $JETSTREAM_KEY) and never holds the
+// key: the file lives in a ConfigMap, readable by anyone who may view the
+// namespace. nats-server resolves a reference the file does not define from
+// its environment, and the image's wrapper starts it with the container's
+// environment (Datasance/nats-server internal/nats/nats.go, Server.Start).
+const JetStreamKeyEnv = "JETSTREAM_KEY"
+
+const jetStreamKeyRef = "$" + JetStreamKeyEnv
+
 // tlsTimeout is the TLS handshake timeout of the cluster, leaf and MQTT listeners.
 const tlsTimeout = "3s"

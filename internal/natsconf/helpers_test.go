@@ -23,12 +23,16 @@ func params(mods ...func(*natsconf.Params)) natsconf.Params {
 		Replicas:      2,
 		OperatorJWT:   testOperatorJWT,
 		SystemAccount: testSystemAccount,
-		JetStreamKey:  testJetStreamKey,
 	}
 	for _, m := range mods {
 		m(&p)
 	}
 	return p
+}
+
+// podEnv is the environment of the NATS container as far as server.conf refers to it.
+func podEnv(jetStreamKey string) map[string]string {
+	return map[string]string{natsconf.JetStreamKeyEnv: jetStreamKey}
 }
 
 func withReplicas(n int) func(*natsconf.Params) { return func(p *natsconf.Params) { p.Replicas = n } }
@@ -51,12 +55,14 @@ func mustRender(tb testing.TB, p natsconf.Params, existing string) string {
 }
 
 // parse reads server.conf with the NATS server's own parser. The parser
-// resolves $SELFNAME from the environment when the file does not define it
-// (conf.lookupVariable falls back to os.LookupEnv), which is what the NATS
-// image relies on; t.Setenv provides it here.
+// resolves $SELFNAME and $JETSTREAM_KEY from the environment when the file
+// does not define them (conf.lookupVariable falls back to os.LookupEnv), which
+// is what the NATS image relies on; t.Setenv provides them here as the pod's
+// environment does.
 func parse(t *testing.T, serverConf string) map[string]any {
 	t.Helper()
 	t.Setenv("SELFNAME", "nats-0")
+	t.Setenv(natsconf.JetStreamKeyEnv, testJetStreamKey)
 	m, err := conf.Parse(serverConf)
 	if err != nil {
 		t.Fatalf("conf.Parse: %v\n%s", err, serverConf)

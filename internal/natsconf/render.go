@@ -24,8 +24,6 @@ type Params struct {
 	// OperatorJWT and SystemAccount come from the Controller's bootstrap.
 	OperatorJWT   string
 	SystemAccount string
-	// JetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
-	JetStreamKey string
 	// MemoryStore and FileStore are Kubernetes quantities (e.g. "10Gi") or
 	// empty for DefaultMemoryStore / DefaultFileStore; see ConvertSize.
 	MemoryStore, FileStore string
@@ -74,7 +72,7 @@ func Render(p Params, existing string) (string, error) {
 	w.line("max_memory_store", memoryStore)
 	w.line("max_file_store", fileStore)
 	w.line("cipher", "chachapoly")
-	w.line("key", quote(p.JetStreamKey))
+	w.line("key", jetStreamKeyRef)
 	w.line("prev_encryption_key", quote(""))
 	w.close()
 	w.blank()
@@ -116,7 +114,7 @@ func (p Params) validate() error {
 	var missing []string
 	for _, f := range []struct{ name, value string }{
 		{"name", p.Name}, {"namespace", p.Namespace}, {"operator JWT", p.OperatorJWT},
-		{"system account", p.SystemAccount}, {"JetStream key", p.JetStreamKey},
+		{"system account", p.SystemAccount},
 	} {
 		if strings.TrimSpace(f.value) == "" {
 			missing = append(missing, f.name)

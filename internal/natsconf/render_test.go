@@ -174,14 +174,19 @@ func TestRenderEscapesStrings(t *testing.T) {
 	for _, key := range tests {
 		t.Run(key, func(t *testing.T) {
 			g := NewWithT(t)
-			m := parse(t, mustRender(t, params(func(p *natsconf.Params) {
-				p.JetStreamKey = key
+			out := mustRender(t, params(func(p *natsconf.Params) {
 				p.Namespace = key
 				p.Name = key
-			}), ""))
-			g.Expect(block(t, m, "jetstream")).To(HaveKeyWithValue("key", key))
+			}), "")
+			m := parse(t, out)
 			g.Expect(block(t, m, "jetstream")).To(HaveKeyWithValue("domain", key))
 			g.Expect(block(t, m, "cluster")).To(HaveKeyWithValue("name", key))
+			// The same string as the JetStream key of the pods' environment: the restart
+			// key reads it, and tells it from another.
+			k, ok := natsconf.RestartKey(out, podEnv(key))
+			g.Expect(ok).To(BeTrue())
+			other, _ := natsconf.RestartKey(out, podEnv(key+"x"))
+			g.Expect(k).NotTo(Equal(other))
 		})
 	}
 }
@@ -213,7 +218,6 @@ func TestRenderRejectsInvalidParams(t *testing.T) {
 		"no namespace":             params(func(p *natsconf.Params) { p.Namespace = " " }),
 		"no operator JWT":          params(func(p *natsconf.Params) { p.OperatorJWT = "" }),
 		"no system account":        params(func(p *natsconf.Params) { p.SystemAccount = "" }),
-		"no JetStream key":         params(func(p *natsconf.Params) { p.JetStreamKey = "" }),
 		"zero replicas":            params(withReplicas(0)),
 		"leaf port out of range":   params(withExternal("nats.example.com", 70000)),
 		"address with port":        params(withExternal("nats.example.com:7422", 0)),

@@ -13,9 +13,13 @@ import (
 // key, and keeps running with the old values; a JetStream store limit may only grow. So two
 // files with the same key differ at most in their routes, which the reload applies, and a new
 // key needs the pods restarted. The certificates are files the configuration names by path:
-// their content is not part of the key. ok is false when serverConf cannot be read.
-func RestartKey(serverConf string) (key string, ok bool) {
-	parsed, ok := parseConf(serverConf)
+// their content is not part of the key. The variables the file refers to are resolved from env,
+// the container environment the pods get (JetStreamKeyEnv): a file that names the key and one
+// that held it in clear, as earlier versions wrote it, have the same key when the key is the
+// same, and a new key in the Secret restarts the pods. ok is false when serverConf cannot be
+// read.
+func RestartKey(serverConf string, env map[string]string) (key string, ok bool) {
+	parsed, ok := parseConf(serverConf, env)
 	if !ok {
 		return "", false
 	}

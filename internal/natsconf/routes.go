@@ -67,7 +67,7 @@ var includeDirective = regexp.MustCompile(`(?i)(^|[\s{;,])include\s`)
 // NATS server's own parser (parseConf). It returns nil when existing is empty
 // or unreadable.
 func existingRoutes(existing string) []string {
-	parsed, ok := parseConf(existing)
+	parsed, ok := parseConf(existing, nil)
 	if !ok {
 		return nil
 	}
@@ -93,17 +93,19 @@ func existingRoutes(existing string) []string {
 // strings, multi-line arrays) is handled.
 //
 // Two features of that parser are neutralised first:
-//   - Variable references: server_name is the literal $SELFNAME, resolved by
-//     the pod, and upstream files also reference $JETSTREAM_PREV_KEY. The
-//     parser fails on undefined variables and otherwise falls back to this
-//     process's environment. Every referenced name is therefore defined as a
-//     placeholder at the top of the document (block scoping makes top-level
-//     keys visible everywhere); references read as "", the same for every file.
+//   - Variable references: server_name is the literal $SELFNAME and
+//     jetstream.key the literal $JETSTREAM_KEY, resolved by the pod, and
+//     upstream files also reference $JETSTREAM_PREV_KEY. The parser fails on
+//     undefined variables and otherwise falls back to this process's
+//     environment. Every referenced name is therefore defined at the top of
+//     the document (block scoping makes top-level keys visible everywhere):
+//     as its value in env, the pod's environment as far as the caller knows
+//     it, or as "" (the same for every file).
 //   - include directives would make the parser read files; a file using them
 //     is treated as unreadable instead (this package does no I/O).
 //
 // ok is false when existing is empty or unreadable.
-func parseConf(existing string) (map[string]any, bool) {
+func parseConf(existing string, env map[string]string) (map[string]any, bool) {
 	if strings.TrimSpace(existing) == "" || includeDirective.MatchString(existing) {
 		return nil, false
 	}
@@ -112,7 +114,7 @@ func parseConf(existing string) (map[string]any, bool) {
 	for _, m := range variableRef.FindAllStringSubmatch(existing, -1) {
 		if name := m[1]; !defined[name] && !strings.EqualFold(name, "include") {
 			defined[name] = true
-			fmt.Fprintf(&defs, "%s: \"\"\n", name)
+			fmt.Fprintf(&defs, "%s: %s\n", name, quote(env[name]))
 		}
 	}
 	parsed, err := conf.Parse(defs.String() + existing)

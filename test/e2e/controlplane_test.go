@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,8 +121,12 @@ func (e *cpEnv) componentPods(g Gomega, component string) []corev1.Pod {
 	return list.Items
 }
 
-// TestControlPlaneReadyMeansRunningPods: on a cluster whose pods live, the sample ControlPlane is
-// ready only once its Controller, router and NATS pods run and are ready; a router that starts
+// TestControlPlaneReadyMeansRunningPods: on a cluster whose pods live and are admitted as
+// OpenShift admits them by default (restricted-v2, SCC bindings as OpenShift ships them), the
+// sample ControlPlane is ready only once its Controller, router and NATS pods run and are ready;
+// the router runs under restricted-v2 with a UID of the namespace's range, the Controller and
+// NATS under nonroot-v2 as their images' user 10000 (docs/controlplane.md#pod-identity-and-openshift);
+// a router that starts
 // crash-looping takes it out of ready (after the grace period) with a reason and message that name
 // the pod and what it reports; a new router pod makes it ready again.
 func TestControlPlaneReadyMeansRunningPods(t *testing.T) {
@@ -129,19 +134,36 @@ func TestControlPlaneReadyMeansRunningPods(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(2 * time.Minute)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	e := startControlPlane(t, g, testbed.Options{}, nil)
+	e := startControlPlane(t, g, testbed.Options{OpenShift: true}, nil)
 
 	g.Eventually(func(g Gomega) {
 		c := e.state(g)
 		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", c.Reason, c.Message)
 	}).Should(Succeed())
-	// Every component's pods run: what made it ready.
-	for _, component := range []string{"controller", "router", "nats"} {
+	// Every component's pods run: what made it ready; each was admitted by the SCC it needs.
+	ns := &corev1.Namespace{}
+	g.Expect(e.host.Client.Get(ctx, client.ObjectKey{Name: e.cp.Namespace}, ns)).To(Succeed())
+	uidRange := ns.Annotations[testbed.AnnotationUIDRange]
+	g.Expect(uidRange).NotTo(BeEmpty())
+	first, err := strconv.ParseInt(strings.Split(uidRange, "/")[0], 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	for component, scc := range map[string]string{"controller": "nonroot-v2", "router": "restricted-v2", "nats": "nonroot-v2"} {
 		pods := e.componentPods(g, component)
 		g.Expect(pods).NotTo(BeEmpty(), component)
 		for _, p := range pods {
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), p.Name)
 			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), p.Name)
+			g.Expect(p.Annotations).To(HaveKeyWithValue(testbed.AnnotationValidatedSCC, scc), p.Name)
+			uid := p.Spec.Containers[0].SecurityContext.RunAsUser
+			if uid == nil {
+				uid = p.Spec.SecurityContext.RunAsUser
+			}
+			g.Expect(uid).NotTo(BeNil(), p.Name)
+			if scc == "restricted-v2" {
+				g.Expect(*uid).To(Equal(first), "%s runs as the namespace's first UID", p.Name)
+			} else {
+				g.Expect(*uid).To(Equal(int64(10000)), "%s runs as its image's user", p.Name)
+			}
 		}
 	}
 

@@ -12,7 +12,7 @@
 //   - kube-controller-manager with the controllers listed in controllers (deployment, replicaset,
 //     statefulset, garbage collector, namespace, disruption, resourcequota, endpointslice,
 //     serviceaccount and its token, root CA publisher, persistent-volume binder and the claim and
-//     volume protection);
+//     volume protection), each acting as its own ServiceAccount;
 //   - kube-scheduler with its default profile;
 //   - kwok (sigs.k8s.io/kwok), which plays the kubelets of Options.Nodes nodes spread over
 //     Options.Zones zones: node status and heartbeats, and every pod's status through the stages
@@ -22,9 +22,11 @@
 //   - a CSI external-provisioner for the default StorageClass testbed-local: a claim gets a
 //     PersistentVolume pre-bound to it, which the real binder binds; a released volume is deleted;
 //   - with Options.OpenShift, OpenShift's namespace SCC allocation controller (the uid-range,
-//     supplemental-groups and mcs annotations of every namespace) and its SCC admission for the
-//     restricted-v2 SecurityContextConstraints, as a mutating admission webhook on every pod
-//     creation (scc.go cites the rules' sources). A pod the real SCC refuses is refused here with
+//     supplemental-groups and mcs annotations of every namespace), the SecurityContextConstraints
+//     API with the ClusterRoles that grant the use of restricted-v2 and nonroot-v2 (openshift.go),
+//     and its SCC admission for those two SCCs, as a mutating admission webhook on every pod
+//     creation (scc.go cites the rules' sources): restricted-v2 first, then nonroot-v2 where the
+//     pod's creator or ServiceAccount may use it. A pod the real SCCs refuse is refused here with
 //     the same field errors, and its ReplicaSet or StatefulSet reports FailedCreate.
 //
 // Not here at all: load-balancer and Ingress addresses (a cloud controller and an ingress

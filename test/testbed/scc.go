@@ -10,22 +10,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// OpenShift's restricted-v2 SecurityContextConstraints, as its SCC admission plugin applies it to
-// a pod. OpenShift's admission library is not served by the Go module proxy, so this file writes
-// the rules down from their sources (docs/testbed.md lists them with file and function):
+// OpenShift's SCC admission for the two SecurityContextConstraints a namespace's pods meet: the
+// default, restricted-v2, and nonroot-v2, which OpenShift grants to whom a RoleBinding to its
+// ClusterRole system:openshift:scc:nonroot-v2 names. OpenShift's admission library is not served
+// by the Go module proxy, so this file writes the rules down from their sources (docs/testbed.md
+// lists them with file and function):
 //
-//   - the manifest: openshift/cluster-kube-apiserver-operator,
-//     bindata/bootkube/scc-manifests/0000_20_kube-apiserver-operator_00_scc-restricted-v2.yaml;
+//   - the manifests: openshift/cluster-kube-apiserver-operator, bindata/bootkube/scc-manifests/
+//     0000_20_kube-apiserver-operator_00_scc-restricted-v2.yaml and ..._00_scc-nonroot-v2.yaml;
 //   - defaulting and validation: openshift/apiserver-library-go, pkg/securitycontextconstraints
 //     (sccmatching/provider.go CreatePodSecurityContext, CreateContainerSecurityContext,
 //     ValidatePodSecurityContext, ValidateContainerSecurityContext, and the strategies
-//     user/mustrunasrange.go, group/mustrunas.go, selinux/mustrunas.go, seccomp/strategy.go,
-//     capabilities/mustrunas.go);
+//     user/mustrunasrange.go, user/nonroot.go, group/mustrunas.go, group/runasany.go,
+//     selinux/mustrunas.go, seccomp/strategy.go, capabilities/mustrunas.go);
+//   - the order the SCCs are tried in and who may use one: sccadmission/admission.go
+//     (computeSecurityContext), sccmatching/matcher.go (ConstraintAppliesTo) and
+//     util/sort/byrestrictions.go (ByPriority); webhook.go plays that part;
 //   - the namespace's ranges: openshift/cluster-policy-controller,
 //     pkg/security/controller/namespace_scc_allocation_controller.go (allocate).
 //
-// What is left out: the other SCCs and who may use them. A namespace's ServiceAccounts may use
-// restricted-v2 only, which is what a namespace gets by default.
+// What is left out: the other SCCs OpenShift ships (anyuid, privileged, hostnetwork-v2, ...),
+// which the real admission also tries and lists as "not usable" in a refusal, and an SCC's own
+// users and groups lists (empty for both modelled here: who may use them is RBAC's answer).
 
 // The namespace annotations of the SCC ranges (openshift/api security/v1 consts.go).
 const (
@@ -36,17 +42,59 @@ const (
 	AnnotationValidatedSCC = "openshift.io/scc"
 )
 
-// restrictedV2 is the SCC's name, as it appears in the admission messages.
-const restrictedV2 = "restricted-v2"
-
 // seccompPodAnnotation is the pod-level seccomp annotation the seccomp strategy sets beside the
 // field.
 const seccompPodAnnotation = "seccomp.security.alpha.kubernetes.io/pod"
 
-// restrictedV2Volumes are the volume types restricted-v2 allows.
-var restrictedV2Volumes = []string{
-	"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image", "persistentVolumeClaim", "projected", "secret",
+// The strategies of an SCC's fsGroup and runAsUser, named as in its manifest.
+const (
+	// fsGroupMustRunAs: the namespace's group, defaulted and required (group/mustrunas.go).
+	fsGroupMustRunAs = "MustRunAs"
+	// fsGroupRunAsAny: no default, no check (group/runasany.go).
+	fsGroupRunAsAny = "RunAsAny"
+	// runAsUserMustRunAsRange: a UID of the namespace's range, its first one by default
+	// (user/mustrunasrange.go).
+	runAsUserMustRunAsRange = "MustRunAsRange"
+	// runAsUserMustRunAsNonRoot: any UID but 0, none generated (user/nonroot.go).
+	runAsUserMustRunAsNonRoot = "MustRunAsNonRoot"
+)
+
+// scc is one SecurityContextConstraints where restricted-v2 and nonroot-v2 differ: the volume
+// types it allows and its fsGroup and runAsUser strategies. What both manifests set alike
+// (seLinuxContext MustRunAs the namespace's level, seccompProfiles [runtime/default],
+// requiredDropCapabilities [ALL], allowedCapabilities [NET_BIND_SERVICE], no privileged
+// containers or privilege escalation, no host network, PID, IPC or ports, supplementalGroups
+// RunAsAny) defaults and validate apply once for both, as the one provider implementation
+// (sccmatching/provider.go) does for every SCC.
+type scc struct {
+	name      string
+	volumes   []string
+	fsGroup   string
+	runAsUser string
 }
+
+// The two SCCs, in the order the admission tries them: neither sets a priority, and
+// restricted-v2 scores as the more restrictive (its UIDs come from a range), so ByPriority puts
+// it first.
+var (
+	restrictedV2 = scc{
+		name: "restricted-v2",
+		volumes: []string{
+			"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image", "persistentVolumeClaim", "projected", "secret",
+		},
+		fsGroup:   fsGroupMustRunAs,
+		runAsUser: runAsUserMustRunAsRange,
+	}
+	nonrootV2 = scc{
+		name: "nonroot-v2",
+		volumes: []string{
+			"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret",
+		},
+		fsGroup:   fsGroupRunAsAny,
+		runAsUser: runAsUserMustRunAsNonRoot,
+	}
+	sccs = []scc{restrictedV2, nonrootV2}
+)
 
 // sccRanges are what the namespace annotations allocate: the UIDs a container may run as, the one
 // fsGroup a pod may have, and the SELinux level.
@@ -109,16 +157,17 @@ func parseBlock(s string) (lo, hi int64, err error) {
 	return 0, 0, fmt.Errorf("invalid block %q", s)
 }
 
-// defaultRestrictedV2 fills what the SCC admission fills in a pod it admits under restricted-v2,
-// only where the pod leaves a field unset: the pod's fsGroup, SELinux level and RuntimeDefault
-// seccomp profile; each container's runAsUser (the range's first UID, unless the pod sets one),
-// runAsNonRoot, allowPrivilegeEscalation false and a drop of ALL capabilities.
-func defaultRestrictedV2(r sccRanges, pod *corev1.Pod) {
+// defaults fills what the SCC admission fills in a pod it admits under s, only where the pod
+// leaves a field unset: the pod's SELinux level and RuntimeDefault seccomp profile, and its
+// fsGroup under MustRunAs; each container's runAsUser under MustRunAsRange (the range's first
+// UID, unless the pod sets one), runAsNonRoot, allowPrivilegeEscalation false and a drop of ALL
+// capabilities.
+func (s scc) defaults(r sccRanges, pod *corev1.Pod) {
 	if pod.Spec.SecurityContext == nil {
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
 	psc := pod.Spec.SecurityContext
-	if psc.FSGroup == nil {
+	if s.fsGroup == fsGroupMustRunAs && psc.FSGroup == nil {
 		psc.FSGroup = new(r.fsGroup)
 	}
 	if psc.SELinuxOptions == nil {
@@ -135,12 +184,17 @@ func defaultRestrictedV2(r sccRanges, pod *corev1.Pod) {
 		if c == nil {
 			c = &corev1.SecurityContext{}
 		}
-		if c.RunAsUser == nil && psc.RunAsUser == nil {
+		if s.runAsUser == runAsUserMustRunAsRange && c.RunAsUser == nil && psc.RunAsUser == nil {
 			c.RunAsUser = new(r.uidMin)
 		}
-		uid := effective(c.RunAsUser, psc.RunAsUser)
-		if effective(c.RunAsNonRoot, psc.RunAsNonRoot) == nil && uid != nil && *uid > 0 {
-			c.RunAsNonRoot = new(true)
+		// Where neither the container nor the pod says, runAsNonRoot is true for a UID above 0
+		// and, under MustRunAsNonRoot, for no UID at all, which makes the kubelet refuse an image
+		// whose user is root.
+		if effective(c.RunAsNonRoot, psc.RunAsNonRoot) == nil {
+			switch uid := effective(c.RunAsUser, psc.RunAsUser); {
+			case uid == nil && s.runAsUser == runAsUserMustRunAsNonRoot, uid != nil && *uid > 0:
+				c.RunAsNonRoot = new(true)
+			}
 		}
 		if c.Capabilities == nil {
 			c.Capabilities = &corev1.Capabilities{}
@@ -155,24 +209,24 @@ func defaultRestrictedV2(r sccRanges, pod *corev1.Pod) {
 	})
 }
 
-// validateRestrictedV2 lists what restricted-v2 refuses in a (defaulted) pod, each in the words of
-// the SCC admission's field errors.
-func validateRestrictedV2(r sccRanges, pod *corev1.Pod) []string {
+// validate lists what s refuses in a (defaulted) pod, each in the words of the SCC admission's
+// field errors.
+func (s scc) validate(r sccRanges, pod *corev1.Pod) []string {
 	var errs []string
-	provider := "provider " + restrictedV2 + ": "
+	provider := "provider " + s.name + ": "
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
 	}
-	if psc.FSGroup == nil || *psc.FSGroup != r.fsGroup {
+	if s.fsGroup == fsGroupMustRunAs && (psc.FSGroup == nil || *psc.FSGroup != r.fsGroup) {
 		v := "nil"
 		if psc.FSGroup != nil {
 			v = fmt.Sprintf("[]int64{%d}", *psc.FSGroup)
 		}
 		errs = append(errs, fmt.Sprintf("%s.spec.securityContext.fsGroup: Invalid value: %s: %s is not an allowed group", provider, v, strings.Trim(v, "[]int64{}")))
 	}
-	if s := psc.SELinuxOptions; s != nil && !levelEqual(s.Level, r.mcs) {
-		errs = append(errs, fmt.Sprintf("%s.spec.securityContext.seLinuxOptions.level: Invalid value: %q: must be %s", provider, s.Level, r.mcs))
+	if l := psc.SELinuxOptions; l != nil && !levelEqual(l.Level, r.mcs) {
+		errs = append(errs, fmt.Sprintf("%s.spec.securityContext.seLinuxOptions.level: Invalid value: %q: must be %s", provider, l.Level, r.mcs))
 	}
 	if p := psc.SeccompProfile; p != nil && p.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		errs = append(errs, fmt.Sprintf("pod.spec.securityContext.seccompProfile: Forbidden: %s is not an allowed seccomp profile. Valid values are [runtime/default]", seccompName(p)))
@@ -187,7 +241,7 @@ func validateRestrictedV2(r sccRanges, pod *corev1.Pod) []string {
 		}
 	}
 	for i, v := range pod.Spec.Volumes {
-		if t := volumeType(v); !slices.Contains(restrictedV2Volumes, t) {
+		if t := volumeType(v); !slices.Contains(s.volumes, t) {
 			errs = append(errs, fmt.Sprintf("spec.volumes[%d]: Invalid value: %q: %s volumes are not allowed to be used", i, t, t))
 		}
 	}
@@ -197,14 +251,9 @@ func validateRestrictedV2(r sccRanges, pod *corev1.Pod) []string {
 			sc = &corev1.SecurityContext{}
 		}
 		path := provider + c.path
-		switch uid := effective(sc.RunAsUser, psc.RunAsUser); {
-		case uid == nil:
-			errs = append(errs, path+".runAsUser: Required value")
-		case *uid < r.uidMin || *uid > r.uidMax:
-			errs = append(errs, fmt.Sprintf("%s.runAsUser: Invalid value: %d: must be in the ranges: [%d, %d]", path, *uid, r.uidMin, r.uidMax))
-		}
-		if s := sc.SELinuxOptions; s != nil && !levelEqual(s.Level, r.mcs) {
-			errs = append(errs, fmt.Sprintf("%s.seLinuxOptions.level: Invalid value: %q: must be %s", path, s.Level, r.mcs))
+		errs = append(errs, s.validateUser(r, path, effective(sc.RunAsUser, psc.RunAsUser), effective(sc.RunAsNonRoot, psc.RunAsNonRoot))...)
+		if l := sc.SELinuxOptions; l != nil && !levelEqual(l.Level, r.mcs) {
+			errs = append(errs, fmt.Sprintf("%s.seLinuxOptions.level: Invalid value: %q: must be %s", path, l.Level, r.mcs))
 		}
 		if p := sc.SeccompProfile; p != nil && p.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			errs = append(errs, fmt.Sprintf("pod.spec.containers[%s].securityContext.seccompProfile: Forbidden: %s is not an allowed seccomp profile. Valid values are [runtime/default]", c.name, seccompName(p)))
@@ -234,7 +283,39 @@ func validateRestrictedV2(r sccRanges, pod *corev1.Pod) []string {
 	return errs
 }
 
-// refusal is the SCC admission's message for a pod no SCC validates.
+// validateUser lists what s's runAsUser strategy refuses in a container's effective runAsUser
+// and runAsNonRoot (the container's, else the pod's).
+func (s scc) validateUser(r sccRanges, path string, uid *int64, nonRoot *bool) []string {
+	if s.runAsUser == runAsUserMustRunAsRange {
+		switch {
+		case uid == nil:
+			return []string{path + ".runAsUser: Required value"}
+		case *uid < r.uidMin || *uid > r.uidMax:
+			return []string{fmt.Sprintf("%s.runAsUser: Invalid value: %d: must be in the ranges: [%d, %d]", path, *uid, r.uidMin, r.uidMax)}
+		}
+		return nil
+	}
+	// MustRunAsNonRoot accepts no UID at all (the image's user, which the kubelet checks) as long
+	// as runAsNonRoot says so, and any UID but root's.
+	switch {
+	case uid == nil && nonRoot == nil:
+		return []string{path + ".runAsNonRoot: Required value: must be true"}
+	case nonRoot != nil && !*nonRoot:
+		return []string{path + ".runAsNonRoot: Invalid value: false: must be true"}
+	case uid != nil && *uid == 0:
+		return []string{path + ".runAsUser: Invalid value: 0: running with the root UID is forbidden"}
+	}
+	return nil
+}
+
+// notUsable is the SCC admission's entry for an SCC that neither the pod's creator nor its
+// ServiceAccount may use.
+func notUsable(name string) string {
+	return fmt.Sprintf("provider %q: Forbidden: not usable by user or serviceaccount", name)
+}
+
+// refusal is the SCC admission's message for a pod no SCC validates: every SCC's errors, in the
+// order the SCCs were tried.
 func refusal(errs []string) string {
 	list := slices.Compact(errs)
 	if len(list) == 1 {

@@ -107,9 +107,13 @@ type Options struct {
 	Zones int
 	// NodeCPU and NodeMemory are each node's capacity (default 8 CPUs and 32Gi).
 	NodeCPU, NodeMemory string
-	// OpenShift admits pods as OpenShift does by default: every namespace gets its SCC ranges
-	// (the allocation controller's annotations) and every pod is defaulted and checked against
-	// the restricted-v2 SecurityContextConstraints (scc.go).
+	// OpenShift admits pods as OpenShift does with the SCCs it ships: every namespace gets its
+	// SCC ranges (the allocation controller's annotations); every pod is defaulted and checked
+	// against the restricted-v2 SecurityContextConstraints, which every user may use, then
+	// against nonroot-v2 when its creator or its ServiceAccount may use that (a RoleBinding to
+	// ClusterRole system:openshift:scc:nonroot-v2), and is annotated openshift.io/scc with the
+	// SCC that admitted it (scc.go, webhook.go). The API serves SecurityContextConstraints and
+	// holds the ClusterRoles and the binding OpenShift installs for these two SCCs (openshift.go).
 	OpenShift bool
 	// Dir receives the components' logs and files; empty: a new temporary directory, removed by
 	// Stop.
@@ -260,8 +264,8 @@ func (c *Cluster) createNodes(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// startStandIns runs the in-process parts: the claim provisioner, and on OpenShift the SCC range
-// allocation and the restricted-v2 admission webhook.
+// startStandIns runs the in-process parts: the claim provisioner, and on OpenShift the SCC API
+// and RBAC, the SCC range allocation and the SCC admission webhook.
 func (c *Cluster) startStandIns(ctx context.Context, openShift bool) error {
 	mgr, err := ctrl.NewManager(c.Config, manager.Options{
 		Scheme:                 testenv.Scheme(),
@@ -279,10 +283,13 @@ func (c *Cluster) startStandIns(ctx context.Context, openShift bool) error {
 	}
 	var hook *sccWebhook
 	if openShift {
+		if err := installOpenShiftAPI(ctx, c.Client); err != nil {
+			return err
+		}
 		if err := setupRangeAllocator(mgr); err != nil {
 			return err
 		}
-		if hook, err = newSCCWebhook(c.Dir, mgr.GetAPIReader()); err != nil {
+		if hook, err = newSCCWebhook(c.Dir, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
 			return err
 		}
 		if err := mgr.Add(hook.server); err != nil {
@@ -305,6 +312,13 @@ func (c *Cluster) startStandIns(ctx context.Context, openShift bool) error {
 }
 
 // startProcesses starts the controller manager, the scheduler and kwok, each with its log in Dir.
+//
+// Each controller of the controller manager acts as its own ServiceAccount in kube-system
+// (replicaset-controller, statefulset-controller, ...) with the roles the API server bootstraps
+// for it, as OpenShift runs them (openshift/cluster-kube-controller-manager-operator,
+// bindata/assets/config/defaultconfig.yaml, use-service-account-credentials) and kubeadm does:
+// the SCC admission asks what the creator of a pod may use, and a controller manager acting as
+// the cluster admin may use every SCC.
 func (c *Cluster) startProcesses(b binDirs) error {
 	common := []string{"--kubeconfig=" + c.KubeconfigFile}
 	apiServer := c.Env.Env.ControlPlane.GetAPIServer()
@@ -314,7 +328,7 @@ func (c *Cluster) startProcesses(b binDirs) error {
 		env  []string
 	}{
 		{filepath.Join(b.cluster, "kube-controller-manager"), append([]string{
-			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=true",
 			"--controllers=" + strings.Join(controllers, ","),
 			"--service-account-private-key-file=" + filepath.Join(apiServer.CertDir, "sa-signer.key"),
 			"--root-ca-file=" + filepath.Join(c.Dir, "ca.crt"),

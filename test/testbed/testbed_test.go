@@ -12,9 +12,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +28,7 @@ import (
 
 // The test bed's own tests: what a suite relies on when it starts a cluster. Every test shares one
 // cluster with OpenShift's admission on (started by the first test that needs it), so the pods
-// below also pass through restricted-v2.
+// below also pass through the SCC admission.
 var (
 	clusterOnce sync.Once
 	cluster     *testbed.Cluster
@@ -240,6 +243,79 @@ func TestRestrictedV2RefusesAFixedUID(t *testing.T) {
 	g.Expect(msg).To(ContainSubstring("runAsUser: Invalid value: 10000: must be in the ranges"))
 	g.Expect(msg).To(ContainSubstring("fsGroup: Invalid value: []int64{10000}"))
 	g.Expect(pods(g, ns, "fixed")).To(BeEmpty())
+}
+
+// TestNonrootV2AdmitsAFixedUIDOnceTheServiceAccountMayUseIt: pods that run as their image's user
+// 10000 are refused while their ServiceAccount may use restricted-v2 only; a RoleBinding of the
+// ServiceAccount to OpenShift's ClusterRole system:openshift:scc:nonroot-v2 in the namespace lets
+// the ReplicaSet create them, admitted by nonroot-v2; a pod that sets no IDs, under the same
+// ServiceAccount, is still restricted-v2's.
+func TestNonrootV2AdmitsAFixedUIDOnceTheServiceAccountMayUseIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "image-user"}}
+	g.Expect(cluster.Client.Create(ctx, sa)).To(Succeed())
+	uid := int64(10000)
+	d := deployment(ns, "imageuser", 1, func(tpl *corev1.PodTemplateSpec) {
+		tpl.Spec.ServiceAccountName = sa.Name
+		tpl.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, RunAsNonRoot: new(true)}
+	})
+	g.Expect(cluster.Client.Create(ctx, d)).To(Succeed())
+	msg := replicaFailure(g, ns, "imageuser")
+	g.Expect(msg).To(ContainSubstring("provider restricted-v2: .containers[0].runAsUser: Invalid value: 10000: must be in the ranges: [1000"))
+	g.Expect(msg).To(ContainSubstring(`provider "nonroot-v2": Forbidden: not usable by user or serviceaccount`))
+	g.Expect(pods(g, ns, "imageuser")).To(BeEmpty())
+
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "image-user-nonroot-v2"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:openshift:scc:nonroot-v2"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+	}
+	g.Expect(cluster.Client.Create(ctx, binding)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
+	}, waitLong, 200*time.Millisecond).Should(Succeed(), "the ReplicaSet controller's next try creates the pod")
+	ps := pods(g, ns, "imageuser")
+	g.Expect(ps).To(HaveLen(1))
+	g.Expect(ps[0].Annotations).To(HaveKeyWithValue(testbed.AnnotationValidatedSCC, "nonroot-v2"))
+	g.Expect(*ps[0].Spec.SecurityContext.RunAsUser).To(Equal(uid))
+	g.Expect(*ps[0].Spec.SecurityContext.FSGroup).To(Equal(uid))
+	g.Expect(ps[0].Spec.Containers[0].SecurityContext.RunAsUser).To(BeNil(), "nonroot-v2 assigns no UID")
+
+	plain := deployment(ns, "plain", 1, func(tpl *corev1.PodTemplateSpec) { tpl.Spec.ServiceAccountName = sa.Name })
+	g.Expect(cluster.Client.Create(ctx, plain)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ps := pods(g, ns, "plain")
+		g.Expect(ps).To(HaveLen(1))
+		g.Expect(ps[0].Annotations).To(HaveKeyWithValue(testbed.AnnotationValidatedSCC, "restricted-v2"))
+		g.Expect(*ps[0].Spec.Containers[0].SecurityContext.RunAsUser).To(BeNumerically(">=", int64(1000000000)))
+	}, waitLong, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestOpenShiftServesSecurityContextConstraints: the API serves OpenShift's SCC kind (what the
+// operator tells OpenShift by) and holds the ClusterRoles that grant the use of restricted-v2
+// and nonroot-v2, restricted-v2's bound to every authenticated user.
+func TestOpenShiftServesSecurityContextConstraints(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	start(t)
+	m, err := cluster.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: testbed.SCCGroup, Kind: "SecurityContextConstraints"}, "v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(m.Resource.Resource).To(Equal("securitycontextconstraints"))
+	g.Expect(m.Scope.Name()).To(Equal(meta.RESTScopeNameRoot))
+	for _, scc := range []string{"restricted-v2", "nonroot-v2"} {
+		role := &rbacv1.ClusterRole{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "system:openshift:scc:" + scc}, role)).To(Succeed())
+		g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{
+			APIGroups: []string{testbed.SCCGroup}, Resources: []string{"securitycontextconstraints"},
+			ResourceNames: []string{scc}, Verbs: []string{"use"},
+		}}))
+	}
+	binding := &rbacv1.ClusterRoleBinding{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "system:openshift:scc:restricted-v2"}, binding)).To(Succeed())
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}))
 }
 
 func TestResourceQuotaRefusesBestEffortPods(t *testing.T) {

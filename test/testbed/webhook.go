@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,14 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -25,16 +30,22 @@ import (
 )
 
 // sccWebhookName names the MutatingWebhookConfiguration and its one webhook.
-const sccWebhookName = "restricted-v2.scc.testbed.kubeopera.io"
+const sccWebhookName = "scc.testbed.kubeopera.io"
 
 // rangesWait is how long the SCC admission waits for a new namespace's annotations
 // (CreateProvidersFromConstraints polls for 10 s before it refuses the pod).
 const rangesWait = 10 * time.Second
 
-// sccAdmission plays OpenShift's SCC admission for pods: it defaults and validates every pod
-// against restricted-v2 with the ranges of the pod's namespace.
+// sccAdmission plays OpenShift's SCC admission for pods (sccadmission/admission.go,
+// computeSecurityContext): it tries the SCCs in order (sccs), skipping those that neither the
+// user who creates the pod nor the pod's ServiceAccount may use; the first whose defaults
+// validate admits the pod, annotated with its name; when none does, the pod is refused with every
+// SCC's errors.
 type sccAdmission struct {
-	c client.Reader
+	// namespaces reads the pod's namespace (its SCC ranges) uncached.
+	namespaces client.Reader
+	// reviews creates the SubjectAccessReviews that say who may use an SCC.
+	reviews client.Writer
 }
 
 func (a *sccAdmission) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -46,19 +57,63 @@ func (a *sccAdmission) Handle(ctx context.Context, req admission.Request) admiss
 	if err != nil {
 		return admission.Denied(fmt.Sprintf("error fetching namespace %q: %v", req.Namespace, err))
 	}
-	defaultRestrictedV2(ranges, pod)
-	if errs := validateRestrictedV2(ranges, pod); len(errs) > 0 {
-		return admission.Denied(refusal(errs))
+	var errs []string
+	for _, s := range sccs {
+		if !a.usable(ctx, s.name, req.Namespace, req.UserInfo, pod.Spec.ServiceAccountName) {
+			errs = append(errs, notUsable(s.name))
+			continue
+		}
+		admitted := pod.DeepCopy()
+		s.defaults(ranges, admitted)
+		if refused := s.validate(ranges, admitted); len(refused) > 0 {
+			errs = append(errs, refused...)
+			continue
+		}
+		if admitted.Annotations == nil {
+			admitted.Annotations = map[string]string{}
+		}
+		admitted.Annotations[AnnotationValidatedSCC] = s.name
+		out, err := json.Marshal(admitted)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.PatchResponseFromRaw(req.Object.Raw, out)
 	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
+	return admission.Denied(refusal(errs))
+}
+
+// usable reports whether the user who creates the pod or the pod's ServiceAccount may use the
+// SCC in the namespace: verb use on the securitycontextconstraints of that name, asked of the API
+// server's authorizer as sccmatching.ConstraintAppliesTo asks it (the SCCs' own users and groups
+// lists are empty). The ServiceAccount is the pod's serviceAccountName, "default" when empty (the
+// ServiceAccount admission plugin, which envtest disables, sets it before the SCC admission runs
+// on OpenShift), asked about as serviceaccount.UserInfo describes it: its user name and its two
+// service-account groups, without system:authenticated. A review that fails counts as a no, as
+// there.
+func (a *sccAdmission) usable(ctx context.Context, scc, namespace string, user authenticationv1.UserInfo, serviceAccount string) bool {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	pod.Annotations[AnnotationValidatedSCC] = restrictedV2
-	out, err := json.Marshal(pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+	sa := serviceaccount.UserInfo(namespace, cmp.Or(serviceAccount, "default"), "")
+	subjects := []authorizationv1.SubjectAccessReviewSpec{
+		{User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra},
+		{User: sa.GetName(), Groups: sa.GetGroups()},
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+	for _, spec := range subjects {
+		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: "use", Group: SCCGroup, Resource: "securitycontextconstraints", Name: scc,
+		}
+		review := &authorizationv1.SubjectAccessReview{Spec: spec}
+		if err := a.reviews.Create(ctx, review); err != nil {
+			log.FromContext(ctx).Error(err, "Cannot authorize for SCC", "scc", scc, "user", spec.User)
+			continue
+		}
+		if review.Status.Allowed {
+			return true
+		}
+	}
+	return false
 }
 
 // ranges reads the namespace's SCC annotations, waiting for the allocation controller as the real
@@ -78,7 +133,7 @@ func (a *sccAdmission) ranges(ctx context.Context, namespace string) (sccRanges,
 
 func (a *sccAdmission) readRanges(ctx context.Context, namespace string) (sccRanges, error) {
 	ns := &corev1.Namespace{}
-	if err := a.c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := a.namespaces.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return sccRanges{}, err
 	}
 	return parseRanges(ns.Annotations)
@@ -91,8 +146,9 @@ type sccWebhook struct {
 	ca     []byte
 }
 
-// newSCCWebhook prepares a TLS webhook server on loopback with a certificate of its own CA.
-func newSCCWebhook(dir string, c client.Reader) (*sccWebhook, error) {
+// newSCCWebhook prepares a TLS webhook server on loopback with a certificate of its own CA; the
+// admission reads namespaces with one client and creates SubjectAccessReviews with the other.
+func newSCCWebhook(dir string, namespaces client.Reader, reviews client.Writer) (*sccWebhook, error) {
 	now := time.Now()
 	ca, err := pki.GenerateCA("testbed webhook CA", now, 24*time.Hour)
 	if err != nil {
@@ -117,7 +173,7 @@ func newSCCWebhook(dir string, c client.Reader) (*sccWebhook, error) {
 		return nil, err
 	}
 	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
-	srv.Register("/scc", &admission.Webhook{Handler: &sccAdmission{c: c}})
+	srv.Register("/scc", &admission.Webhook{Handler: &sccAdmission{namespaces: namespaces, reviews: reviews}})
 	return &sccWebhook{server: srv, port: port, ca: ca.CertPEM}, nil
 }
 

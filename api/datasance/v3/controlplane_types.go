@@ -558,6 +558,12 @@ type Nats struct {
 	// JetStream configures JetStream storage.
 	// +optional
 	JetStream *JetStream `json:"jetStream,omitempty"`
+	// ExposeMonitor adds the NATS monitoring port (8222) to Service nats-server, and so to the
+	// address that Service gives (a load balancer unless services.natsServer says otherwise).
+	// The monitor answers without authentication (connections, subjects, account public keys):
+	// by default it stays in the cluster, on Service nats-headless.
+	// +optional
+	ExposeMonitor bool `json:"exposeMonitor,omitempty"`
 }
 
 // JetStream configures JetStream storage. Sizes are whole Kubernetes quantities with an optional

@@ -206,7 +206,7 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 	}
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ControllerName).
-		WithSecurityContext(podSecurityContext())
+		WithSecurityContext(podSecurityContext(imageUser))
 	if ControllerReplicated(spec) {
 		pod.WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentController, false)...)
 	}

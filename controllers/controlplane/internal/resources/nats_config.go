@@ -20,8 +20,6 @@ import (
 type NatsConfInputs struct {
 	// OperatorJWT and systemAccount come from the bootstrap.
 	OperatorJWT, SystemAccount string
-	// JetStreamKey is the jsk of Secret nats-jetstream-key-<name>.
-	JetStreamKey string
 	// ExternalAddress is the external NATS address, "" when there is none (docs/controlplane.md#external-nats-address).
 	ExternalAddress string
 	// Existing is the current server.conf ("" if none): its non-ordinal routes are kept.
@@ -31,7 +29,8 @@ type NatsConfInputs struct {
 	FileStore string
 }
 
-// NatsServerConf renders server.conf (docs/controlplane.md#nats-server-configuration) for cp. The error wraps
+// NatsServerConf renders server.conf (docs/controlplane.md#nats-server-configuration) for cp. The
+// file names the JetStream key (natsconf.JetStreamKeyEnv) and never holds it. The error wraps
 // natsconf.ErrInvalidParams when the inputs cannot make a valid file.
 func NatsServerConf(cp *datasancev3.ControlPlane, in NatsConfInputs) (string, error) {
 	p := natsconf.Params{
@@ -40,7 +39,6 @@ func NatsServerConf(cp *datasancev3.ControlPlane, in NatsConfInputs) (string, er
 		Replicas:        int(cp.Spec.NatsReplicas()),
 		OperatorJWT:     in.OperatorJWT,
 		SystemAccount:   in.SystemAccount,
-		JetStreamKey:    in.JetStreamKey,
 		ExternalAddress: in.ExternalAddress,
 	}
 	if js := natsJetStream(&cp.Spec); js != nil {

@@ -19,13 +19,13 @@ import (
 // The operator no longer creates either; it removes the rules of an owned Role of this name.
 const NatsRoleName = natsServiceAccountName
 
-// natsAccessMeta is the metadata of ServiceAccount nats.
-func natsAccessMeta(cp *datasancev3.ControlPlane) ObjectMeta {
+// NatsAccessMeta is the metadata of ServiceAccount nats.
+func NatsAccessMeta(cp *datasancev3.ControlPlane) ObjectMeta {
 	return MetaFor(cp, ComponentNats, natsServiceAccountName)
 }
 
 // NatsServiceAccount is ServiceAccount nats, with the image pull Secret when one is set. It is
 // the pods' identity only: nothing grants it any permission.
 func NatsServiceAccount(cp *datasancev3.ControlPlane) *corev1ac.ServiceAccountApplyConfiguration {
-	return ServiceAccount(natsAccessMeta(cp), cp.Spec.Images.PullSecret)
+	return ServiceAccount(NatsAccessMeta(cp), cp.Spec.Images.PullSecret)
 }

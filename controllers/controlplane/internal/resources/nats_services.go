@@ -45,9 +45,16 @@ func NatsService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfigurati
 	return natsExposedService(cp, NatsServiceName, cp.Spec.Services.Nats, natsClusterPort, natsLeafPort, natsMQTTPort)
 }
 
-// NatsServerService is Service nats-server: client and monitor, typed by spec.services.natsServer.
+// NatsServerService is Service nats-server, typed by spec.services.natsServer: the client port,
+// and the monitor only when spec.nats.exposeMonitor asks for it. The monitor has no
+// authentication and this Service is a load balancer by default, so in-cluster readers (probes,
+// Prometheus) use Service nats-headless, which always has it.
 func NatsServerService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {
-	return natsExposedService(cp, NatsServerServiceName, cp.Spec.Services.NatsServer, natsClientPort, natsMonitorPort)
+	ports := []natsPort{natsClientPort}
+	if cp.Spec.Nats != nil && cp.Spec.Nats.ExposeMonitor {
+		ports = append(ports, natsMonitorPort)
+	}
+	return natsExposedService(cp, NatsServerServiceName, cp.Spec.Services.NatsServer, ports...)
 }
 
 // natsExposedService is a NATS Service exposed as the Service block says. services.*.address is

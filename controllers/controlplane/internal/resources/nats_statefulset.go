@@ -82,7 +82,7 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 		WithServiceAccountName(natsServiceAccountName).
 		// The NATS image uses no Kubernetes client, so the pods carry no API token (nats_rbac.go).
 		WithAutomountServiceAccountToken(false).
-		WithSecurityContext(podSecurityContext()).
+		WithSecurityContext(podSecurityContext(imageUser)).
 		// NATS servers on the same node would all go down with it: one server per node where
 		// the nodes allow it (docs/controlplane.md#disruption-and-spread).
 		WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentNats, true)...).
@@ -175,7 +175,7 @@ func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration 
 		envValue("NATS_MONITOR_PORT", port(natsconf.MonitorPort)),
 		envValue("NATS_HTTP_PORT", port(natsconf.MonitorPort)),
 		envValue("NATS_JETSTREAM_STORE_DIR", natsconf.StoreDir),
-		envSecret("JETSTREAM_KEY", NatsJetStreamKeySecretName(cp.Name), NatsJetStreamKeyKey),
+		envSecret(natsconf.JetStreamKeyEnv, NatsJetStreamKeySecretName(cp.Name), NatsJetStreamKeyKey),
 		envValue("JETSTREAM_PREV_KEY", ""),
 		envField("SELFNAME", "metadata.name"),
 	}

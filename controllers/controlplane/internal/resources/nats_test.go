@@ -234,7 +234,10 @@ func TestNatsServices(t *testing.T) {
 	g.Expect(NatsService(cp).Annotations).To(Equal(map[string]string{"a": "b"}))
 	g.Expect(NatsServerService(cp).Annotations).To(BeEmpty())
 	g.Expect(natsServicePortMap(NatsService(cp))).To(Equal(map[string]int32{"cluster": 6222, "leaf": 7422, "mqtt": 8883}))
-	g.Expect(natsServicePortMap(NatsServerService(cp))).To(Equal(map[string]int32{"client": 4222, "monitor": 8222}))
+	g.Expect(natsServicePortMap(NatsServerService(cp))).To(Equal(map[string]int32{"client": 4222}),
+		"the unauthenticated monitor is not on the exposed Service by default")
+	exposed := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) { cp.Spec.Nats = &datasancev3.Nats{ExposeMonitor: true} })
+	g.Expect(natsServicePortMap(NatsServerService(exposed))).To(Equal(map[string]int32{"client": 4222, "monitor": 8222}), "exposeMonitor")
 	headless := NatsHeadlessService(cp)
 	g.Expect(*headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	g.Expect(*headless.Spec.PublishNotReadyAddresses).To(BeTrue())
@@ -283,16 +286,18 @@ func TestNatsHookNames(t *testing.T) {
 }
 
 // server.conf as the reconciler builds it parses with the NATS server's own parser, and the
-// bootstrap values read back from it are the ones written.
+// bootstrap values read back from it are the ones written; the JetStream key is the one of the
+// pod's environment, never in the file.
 func TestNatsServerConf(t *testing.T) {
 	t.Setenv("SELFNAME", "nats-0")
+	t.Setenv(natsconf.JetStreamKeyEnv, `k"ey`)
 	g := NewWithT(t)
 	cp := testfixture.ControlPlane(testfixture.WithNATSReplicas(3), testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "5Gi", MemoryStoreSize: "512Mi"}),
 		testfixture.WithNATSIngress(datasancev3.NatsIngress{LeafPort: 443}))
 	in := NatsConfInputs{
 		OperatorJWT: "eyJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln", SystemAccount: "ASYSTEM",
-		JetStreamKey: `k"ey`, ExternalAddress: "2001:db8::1",
-		Existing: `cluster { routes: ["nats://nats-9.nats-headless:6222", "nats://edge.example.com:6222"] }`,
+		ExternalAddress: "2001:db8::1",
+		Existing:        `cluster { routes: ["nats://nats-9.nats-headless:6222", "nats://edge.example.com:6222"] }`,
 	}
 	out, err := NatsServerConf(cp, in)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -301,6 +306,7 @@ func TestNatsServerConf(t *testing.T) {
 	g.Expect(m).To(HaveKeyWithValue("operator", in.OperatorJWT))
 	js := m["jetstream"].(map[string]any)
 	g.Expect(js).To(HaveKeyWithValue("key", `k"ey`))
+	g.Expect(out).NotTo(ContainSubstring(`k\"ey`), "the key is not in the file")
 	g.Expect(js).To(HaveKeyWithValue("domain", "edge"))
 	g.Expect(js).To(HaveKeyWithValue("max_file_store", int64(5_000_000_000)))
 	g.Expect(js).To(HaveKeyWithValue("max_memory_store", int64(512_000_000)))
@@ -390,7 +396,8 @@ func TestNatsFileStoreInForce(t *testing.T) {
 		g.Expect(NatsFileStoreSize(resource.MustParse(q))).To(Equal(want), q)
 	}
 	cp := testfixture.ControlPlane(testfixture.WithJetStream(datasancev3.JetStream{StorageSize: "20Gi"}))
-	in := NatsConfInputs{OperatorJWT: "J", SystemAccount: "ASYSTEM", JetStreamKey: "k"}
+	t.Setenv(natsconf.JetStreamKeyEnv, "k")
+	in := NatsConfInputs{OperatorJWT: "J", SystemAccount: "ASYSTEM"}
 	for fileStore, bytes := range map[string]int64{"": 20_000_000_000, "5Gi": 5_000_000_000, "10737418240": 10_737_418_240} {
 		in.FileStore = fileStore
 		out, err := NatsServerConf(cp, in)

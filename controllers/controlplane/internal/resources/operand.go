@@ -16,18 +16,35 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// operandUID is the UID, GID and fsGroup of every operand pod (docs/controlplane.md#controller-deployment, docs/controlplane.md#nats-statefulset).
+// operandUID is the user the Controller and NATS images are built for (useradd --uid 10000,
+// USER 10000): their code and state live in its home directory /home/runner, which only that UID
+// may enter (docs/controlplane.md#pod-identity-and-openshift).
 const operandUID int64 = 10000
 
-// podSecurityContext is the restricted pod security context of every operand pod: non-root
-// UID/GID/fsGroup 10000 and the runtime's default seccomp profile.
-func podSecurityContext() *corev1ac.PodSecurityContextApplyConfiguration {
-	return corev1ac.PodSecurityContext().
+// identity is whom an operand pod runs as.
+type identity int
+
+const (
+	// imageUser pins UID, GID and fsGroup operandUID: the Controller and NATS, whose images
+	// cannot run as any other user. On OpenShift their ServiceAccounts may use SCC nonroot-v2
+	// (NonrootSCCRoleBinding), which admits a fixed non-root UID.
+	imageUser identity = iota
+	// platformUser pins no ID: the router, whose image runs as any user. A cluster without
+	// SCCs runs the image's USER (10000, non-root); OpenShift's restricted-v2 assigns a UID and
+	// fsGroup from the namespace's range.
+	platformUser
+)
+
+// podSecurityContext is the restricted pod security context of an operand pod: non-root, the
+// runtime's default seccomp profile, and the IDs of its identity.
+func podSecurityContext(id identity) *corev1ac.PodSecurityContextApplyConfiguration {
+	sc := corev1ac.PodSecurityContext().
 		WithRunAsNonRoot(true).
-		WithRunAsUser(operandUID).
-		WithRunAsGroup(operandUID).
-		WithFSGroup(operandUID).
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+	if id == imageUser {
+		sc.WithRunAsUser(operandUID).WithRunAsGroup(operandUID).WithFSGroup(operandUID)
+	}
+	return sc
 }
 
 // containerSecurityContext is the restricted container security context: no privilege
@@ -210,4 +227,21 @@ func writeField(h interface{ Write([]byte) (int, error) }, s string) {
 	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 	_, _ = h.Write(n[:])
 	_, _ = h.Write([]byte(s))
+}
+
+// NonrootSCCClusterRole is the ClusterRole OpenShift ships to grant use of its SCC nonroot-v2,
+// which admits any fixed non-root UID with the rest of restricted-v2's rules
+// (openshift/cluster-kube-apiserver-operator, bindata/bootkube/scc-manifests,
+// 0000_20_kube-apiserver-operator_00_cr-scc-nonroot-v2.yaml).
+const NonrootSCCClusterRole = "system:openshift:scc:nonroot-v2"
+
+// NonrootSCCRoleBinding binds ServiceAccount m.Name to NonrootSCCClusterRole in its namespace,
+// as RoleBinding <m.Name>-nonroot-v2: on OpenShift the pods of that ServiceAccount may then run
+// as operandUID, which restricted-v2 refuses (its UIDs come from the namespace's range).
+func NonrootSCCRoleBinding(m ObjectMeta) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(m.Name+"-nonroot-v2", m.Namespace).
+		WithLabels(m.Labels).
+		WithOwnerReferences(ownerReference(m.cp)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(NonrootSCCClusterRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(m.Name).WithNamespace(m.Namespace))
 }

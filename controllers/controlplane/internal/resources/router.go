@@ -130,7 +130,7 @@ func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 				}).
 				WithSpec(corev1ac.PodSpec().
 					WithServiceAccountName(RouterName).
-					WithSecurityContext(podSecurityContext()).
+					WithSecurityContext(podSecurityContext(platformUser)).
 					WithContainers(container).
 					WithVolumes(
 						secretVolume(RouterSiteServerSecretName, RouterSiteServerSecretName),
