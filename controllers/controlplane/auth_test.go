@@ -166,8 +166,11 @@ func TestWrongCredentials(t *testing.T) {
 // included. With a wrong password in the referenced Secret the operator logs in once, then only
 // once per LoginRetryInterval and at most MaxRejectedLogins times in a row, however many passes
 // run (watch events); after that the failure is terminal until the credentials change. The
-// account never locks, and fixing the Secret brings the ControlPlane to ready: the changed
-// credentials are tried at once, and no login fails again.
+// count is in the ControlPlane's status (the credentials only as an HMAC), so a restarted
+// operator makes no login either: the Controller's own count never decays, and its fifth failure
+// would lock the account. The account never locks, and fixing the Secret brings the ControlPlane
+// to ready: the changed credentials are tried at once, no login fails again, and the count is
+// gone from the status.
 func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -211,6 +214,21 @@ func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning LoginFailed")))
 	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins))
 	g.Expect(h.api.Locked(fake.DefaultUsername)).To(BeFalse(), "the operator never locks the account")
+	rejected := h.get().Status.Controller.RejectedLogins
+	g.Expect(rejected).NotTo(BeNil())
+	g.Expect(rejected.Count).To(BeEquivalentTo(controlplane.MaxRejectedLogins))
+	g.Expect(rejected.Credentials).To(MatchRegexp(`^[0-9a-f]{64}$`), "an HMAC, not the credentials")
+
+	// A new operator process remembers nothing but the status: still no login, however much
+	// time passes.
+	h.restartOperator()
+	for range 3 {
+		_, err := h.reconcile()
+		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "error: %v", err)
+		h.clock.SetTime(h.clock.Now().Add(controlplane.LoginRetryInterval))
+	}
+	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins), "no login after the restart")
+	g.Expect(h.api.FailedLogins(fake.DefaultUsername)).To(Equal(controlplane.MaxRejectedLogins))
 
 	sec := &corev1.Secret{}
 	g.Expect(env.Client.Get(h.ctx, h.key("bootstrap"), sec)).To(Succeed())
@@ -226,6 +244,7 @@ func TestRejectedLoginNeverLocksTheAccount(t *testing.T) {
 	h.mustBeReady()
 	g.Expect(logins()).To(Equal(controlplane.MaxRejectedLogins + 2))
 	g.Expect(h.api.FailedLogins(fake.DefaultUsername)).To(BeZero())
+	g.Expect(h.get().Status.Controller.RejectedLogins).To(BeNil())
 }
 
 // A missing passwordSecretRef Secret is SecretNotFound and a missing key SecretKeyNotFound, both

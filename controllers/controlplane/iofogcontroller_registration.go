@@ -177,7 +177,11 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 // after that it is terminal until the credentials change (spec or the referenced Secret, both
 // watched). Changed credentials are tried once, at once.
 func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, res result, err error) {
-	creds := credentialsFingerprint(s.spec, resolved)
+	key, err := rolloutKey(ctx, s)
+	if err != nil {
+		return false, result{}, err
+	}
+	creds := credentialsFingerprint(key, s.spec, resolved)
 	if wait, held := s.r.logins.held(s.cp, creds, s.now); held {
 		refused, refusedErr := loginRefused(wait)
 		return false, refused, refusedErr

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -404,10 +406,11 @@ const (
 	maxRejectedLogins = 4
 )
 
-// loginGate is the reconciler's memory of rejected credentials, per ControlPlane. It holds a
-// SHA-256 fingerprint of the credentials tried (memory only, never written anywhere), how many
-// logins in a row the Controller rejected and when the last one was. Like registrations it is
-// memory only: a restarted operator tries the credentials once more.
+// loginGate is the reconciler's record of rejected credentials, per ControlPlane: a fingerprint
+// of the credentials tried (credentialsFingerprint), how many logins in a row the Controller
+// rejected and when the last one was. It lives in memory, which is never stale within the
+// process, and in status.controller.rejectedLogins, which survives an operator restart: a
+// ControlPlane the memory knows nothing about starts from its status.
 type loginGate struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]loginRecord
@@ -418,8 +421,20 @@ type loginRecord struct {
 	// creds is the fingerprint of the credentials last rejected.
 	creds string
 	// inARow counts the rejected logins since the last successful one.
-	inARow int
+	inARow int32
 	last   time.Time
+}
+
+// record is the memory of cp's rejected logins, from its status when the memory has none.
+// The caller holds g.mu.
+func (g *loginGate) record(cp *datasancev3.ControlPlane) (loginRecord, bool) {
+	if rec, ok := g.m[client.ObjectKeyFromObject(cp)]; ok && rec.uid == cp.UID {
+		return rec, true
+	}
+	if st := cp.Status.Controller.RejectedLogins; st != nil && st.Count > 0 {
+		return loginRecord{uid: cp.UID, creds: st.Credentials, inARow: st.Count, last: st.LastRejection.Time}, true
+	}
+	return loginRecord{}, false
 }
 
 // held reports whether a login with creds must not be tried at now, and if so how long until
@@ -427,8 +442,8 @@ type loginRecord struct {
 func (g *loginGate) held(cp *datasancev3.ControlPlane, creds string, now time.Time) (time.Duration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	rec, ok := g.m[client.ObjectKeyFromObject(cp)]
-	if !ok || rec.uid != cp.UID || rec.creds != creds {
+	rec, ok := g.record(cp)
+	if !ok || rec.creds != creds {
 		return 0, false
 	}
 	if rec.inARow >= maxRejectedLogins {
@@ -440,30 +455,33 @@ func (g *loginGate) held(cp *datasancev3.ControlPlane, creds string, now time.Ti
 	return 0, false
 }
 
-// rejected records a rejected login with creds and returns the rejections in a row.
+// rejected records a rejected login with creds, in memory and in cp's status, and returns the
+// rejections in a row.
 func (g *loginGate) rejected(cp *datasancev3.ControlPlane, creds string, now time.Time) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
 		g.m = map[types.NamespacedName]loginRecord{}
 	}
-	key := client.ObjectKeyFromObject(cp)
-	rec := g.m[key]
-	if rec.uid != cp.UID {
-		rec = loginRecord{uid: cp.UID}
-	}
+	rec, _ := g.record(cp)
+	rec.uid = cp.UID
+	// The status keeps whole seconds: a restarted operator may retry up to a second early.
 	rec.creds, rec.last = creds, now
 	rec.inARow++
-	g.m[key] = rec
-	return rec.inARow
+	g.m[client.ObjectKeyFromObject(cp)] = rec
+	cp.Status.Controller.RejectedLogins = &datasancev3.RejectedLogins{
+		Count: rec.inARow, LastRejection: metav1.Time{Time: rec.last}, Credentials: creds,
+	}
+	return int(rec.inARow)
 }
 
-// succeeded forgets the rejections of cp.
+// succeeded forgets the rejections of cp, in memory and in its status.
 func (g *loginGate) succeeded(cp *datasancev3.ControlPlane) {
 	g.forget(client.ObjectKeyFromObject(cp))
+	cp.Status.Controller.RejectedLogins = nil
 }
 
-// forget drops a ControlPlane.
+// forget drops a ControlPlane from the memory.
 func (g *loginGate) forget(key types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -472,9 +490,11 @@ func (g *loginGate) forget(key types.NamespacedName) {
 
 // credentialsFingerprint identifies the credentials a login sends (auth mode, issuer, user or
 // client and the resolved secrets), so that a change of the spec or of a referenced Secret is
-// told apart from a retry of the same rejected values. It is a hash kept in memory only.
-func credentialsFingerprint(spec, resolved *datasancev3.ControlPlaneSpec) string {
-	h := sha256.New()
+// told apart from a retry of the same rejected values. It is an HMAC-SHA256 under key (Secret
+// controller-rollout-key): it is kept in the status, and a plain hash of values mostly visible in
+// the ControlPlane would let a reader guess the one that is not (the password) offline.
+func credentialsFingerprint(key []byte, spec, resolved *datasancev3.ControlPlaneSpec) string {
+	h := hmac.New(sha256.New, key)
 	write := func(v string) { _, _ = fmt.Fprintf(h, "%d:%s;", len(v), v) }
 	write(string(spec.Auth.Mode))
 	switch spec.Auth.Mode {

@@ -739,6 +739,23 @@ type ControllerStatus struct {
 	// ConsoleURL is the resolved CONSOLE_URL.
 	// +optional
 	ConsoleURL string `json:"consoleUrl,omitempty"`
+	// RejectedLogins records the logins the Controller rejected in a row since the operator's
+	// last successful one. The Controller locks an account for 15 minutes at its fifth failed
+	// login in a row and only a successful login resets its count, so the operator keeps its own
+	// count where a restart does not lose it.
+	// +optional
+	RejectedLogins *RejectedLogins `json:"rejectedLogins,omitempty"`
+}
+
+// RejectedLogins is the operator's record of the logins the Controller rejected in a row.
+type RejectedLogins struct {
+	// Count is how many logins in a row the Controller rejected.
+	Count int32 `json:"count"`
+	// LastRejection is when the last one was rejected.
+	LastRejection metav1.Time `json:"lastRejection"`
+	// Credentials identifies the credentials last rejected without revealing them: an
+	// HMAC-SHA256 of them under the key of Secret controller-rollout-key.
+	Credentials string `json:"credentials"`
 }
 
 // RouterStatus reports the Router component.

@@ -69,8 +69,11 @@ type lockout struct {
 // login checks the credentials of the one account (the bootstrap admin). A
 // wrong password is counted against the account; the fifth in a row locks it
 // for lockoutDuration, during which even the right password answers the same
-// 401 (the real Controller does not tell a locked account apart). A
-// successful login clears the count, and so does the end of a lock. An
+// 401 (the real Controller does not tell a locked account apart). Only a
+// successful login clears the count: the end of a lock does not, so the next
+// wrong password locks the account again (Controller
+// src/services/auth-policy-service.js, recordFailedLogin and isAccountLocked;
+// src/services/auth-login-service.js, completeLogin and resetFailedLogin). An
 // unknown email has no account to count against.
 func (s *Server) login(w http.ResponseWriter, email, password string) {
 	s.mu.Lock()
@@ -82,9 +85,6 @@ func (s *Server) login(w http.ResponseWriter, email, password string) {
 		if rec == nil {
 			rec = &lockout{}
 			s.lockouts[email] = rec
-		}
-		if !rec.lockedUntil.IsZero() && !now.Before(rec.lockedUntil) {
-			*rec = lockout{}
 		}
 		switch {
 		case now.Before(rec.lockedUntil):
@@ -118,15 +118,12 @@ func (s *Server) Locked(username string) bool {
 }
 
 // FailedLogins returns the wrong passwords counted against username since
-// its last successful login or the end of its last lock.
+// its last successful login.
 func (s *Server) FailedLogins(username string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := s.lockouts[username]
 	if rec == nil {
-		return 0
-	}
-	if !rec.lockedUntil.IsZero() && !s.now().Before(rec.lockedUntil) {
 		return 0
 	}
 	return rec.failures

@@ -170,7 +170,8 @@ func TestLoginIssuesFreshTokens(t *testing.T) {
 
 // The embedded Controller locks an account for 15 minutes after 5 wrong
 // passwords in a row, the bootstrap admin included; while locked, the right
-// password answers the same 401. A success clears the count, an unknown email
+// password answers the same 401. Only a success clears the count: after a lock
+// ends, one more wrong password locks the account again. An unknown email
 // counts against no account.
 func TestLoginLockout(t *testing.T) {
 	g := NewWithT(t)
@@ -205,9 +206,17 @@ func TestLoginLockout(t *testing.T) {
 
 	advance(15*time.Minute - time.Second)
 	g.Expect(login("admin", "pw")).To(Equal(http.StatusUnauthorized), "still locked")
+	g.Expect(srv.FailedLogins("admin")).To(Equal(5), "a login while locked is not counted")
 	advance(time.Second)
 	g.Expect(srv.Locked("admin")).To(BeFalse())
+	g.Expect(srv.FailedLogins("admin")).To(Equal(5), "the end of a lock does not reset the count")
+	g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	g.Expect(srv.Locked("admin")).To(BeTrue(), "the next wrong password locks again")
+	advance(15 * time.Minute)
 	g.Expect(login("admin", "pw")).To(Equal(http.StatusOK), "the lock ends after 15 minutes")
+	g.Expect(srv.FailedLogins("admin")).To(BeZero(), "a success clears the count")
+	g.Expect(login("admin", "nope")).To(Equal(http.StatusUnauthorized))
+	g.Expect(srv.Locked("admin")).To(BeFalse(), "one failure after a success does not lock")
 }
 
 func TestOIDC(t *testing.T) {
