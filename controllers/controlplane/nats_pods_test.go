@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,12 +144,49 @@ func (c *natsPods) startPod(p *natsPod) {
 	h.g.Expect(srv.ReadyForConnections(10*time.Second)).To(BeTrue(), "%s accepts connections", p.name)
 }
 
-// reload is the kubelet updating the config and certificate volumes of running pod p and the
-// image's wrapper reloading nats-server (its SIGHUP; docs/controlplane.md#nats-reloads): the
-// server takes over what the new files say, or refuses the reload and keeps running as it was.
-func (c *natsPods) reload(p *natsPod) error {
+// wrapperReaction is what the image's wrapper did after the kubelet updated volumes of a running
+// pod.
+type wrapperReaction struct {
+	// causes are the watches that fired (wrapperCauses); none: the server was left alone.
+	causes []string
+	// reloadErr is nats-server's answer to the reload, when there was one.
+	reloadErr error
+	// purged are the accounts the JetStream purge removed (after a "jwt").
+	purged []string
+}
+
+// kubeletSync is the kubelet updating the volumes of running pod p from the StatefulSet's
+// template (those named in volumes, when any are: the kubelet updates each volume on its own
+// schedule) and the image's wrapper reacting as its server mode does (docs/controlplane.md#nats-reloads):
+// on any watch that fires it reloads nats-server (SIGHUP); after a change of the JWT bundle it
+// first mirrors the bundle into the resolver directory, then pushes the accounts' claims and
+// purges.
+func (c *natsPods) kubeletSync(p *natsPod, volumes ...string) wrapperReaction {
+	h := c.h
+	h.t.Helper()
+	r := wrapperReaction{causes: p.wrapperCauses(c.mount(p, h.statefulSet(), volumes...))}
+	if len(r.causes) == 0 {
+		return r
+	}
+	jwt := slices.Contains(r.causes, "jwt")
+	if jwt {
+		_, err := mirrorJWTBundle(p.path(p.env["NATS_JWT_MOUNT_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
+		h.g.Expect(err).NotTo(HaveOccurred())
+	}
+	r.reloadErr = c.reloadServer(p)
+	if jwt {
+		sys := c.sysConn(p)
+		h.g.Expect(pushClaims(sys, p.path(p.env["NATS_JWT_DIR"]))).To(Succeed())
+		sys.Close()
+		r.purged = c.purge(p)
+	}
+	return r
+}
+
+// reloadServer is the wrapper's SIGHUP to pod p's nats-server: the server takes over what the
+// mounted files say now, or refuses the reload and keeps running as it was.
+func (c *natsPods) reloadServer(p *natsPod) error {
 	c.h.t.Helper()
-	c.mount(p, c.h.statefulSet())
 	opts := c.options(p)
 	// nats-server's reload compares the old and new options field by field with
 	// reflect.DeepEqual, the account resolvers included; the new directory resolver's expiry
@@ -247,19 +285,16 @@ func (c *natsPods) restart() []string {
 }
 
 // bundleChanged is the kubelet updating the JWT bundle volume of running pods and each wrapper
-// reacting: mirror, claims push, purge. It returns what was purged.
+// reacting: mirror, reload, claims push, purge. It returns what was purged.
 func (c *natsPods) bundleChanged() []string {
 	h := c.h
 	h.t.Helper()
 	var purged []string
 	for _, p := range c.pods {
-		c.mount(p, h.statefulSet())
-		_, err := mirrorJWTBundle(p.path(p.env["NATS_JWT_MOUNT_DIR"]), p.path(p.env["NATS_JWT_DIR"]))
-		h.g.Expect(err).NotTo(HaveOccurred())
-		sys := c.sysConn(p)
-		h.g.Expect(pushClaims(sys, p.path(p.env["NATS_JWT_DIR"]))).To(Succeed())
-		sys.Close()
-		purged = append(purged, c.purge(p)...)
+		r := c.kubeletSync(p, "nats-jwt-bundle")
+		h.g.Expect(r.causes).To(ContainElement("jwt"), "%s: the wrapper sees the bundle change", p.name)
+		h.g.Expect(r.reloadErr).NotTo(HaveOccurred(), p.name)
+		purged = append(purged, r.purged...)
 	}
 	return purged
 }
@@ -282,10 +317,12 @@ func (c *natsPods) sysConn(p *natsPod) *nats.Conn {
 	return nc
 }
 
-// mount writes what the kubelet mounts into pod p from the pod template of sts: every Secret and
-// ConfigMap volume afresh (keys or items as files), the js-data claim as the pod's PVC directory
-// (kept), and the container filesystem's writable directories afresh on a start.
-func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
+// mount writes what the kubelet mounts into pod p from the pod template of sts: the Secret and
+// ConfigMap volumes (keys or items as files) as the kubelet's atomic writer does (writeVolume;
+// only the volumes named in only, when any are), the js-data claim as the pod's PVC directory
+// (kept), and the container filesystem's writable directories afresh on a start. It returns the
+// file system events of the volume updates.
+func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet, only ...string) []fsEvent {
 	h := c.h
 	h.t.Helper()
 	spec := sts.Spec.Template.Spec
@@ -313,7 +350,11 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 	for _, v := range spec.Volumes {
 		volumes[v.Name] = v
 	}
+	var events []fsEvent
 	for _, vm := range container.VolumeMounts {
+		if len(only) > 0 && !slices.Contains(only, vm.Name) {
+			continue
+		}
 		dir := p.path(vm.MountPath)
 		v, ok := volumes[vm.Name]
 		if !ok { // the claim template: the PVC
@@ -335,21 +376,19 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 		default:
 			h.t.Fatalf("volume %s: not a Secret or ConfigMap", v.Name)
 		}
-		h.g.Expect(os.RemoveAll(dir)).To(Succeed())
-		h.g.Expect(os.MkdirAll(dir, 0o750)).To(Succeed())
-		files := map[string]string{}
-		for k := range data {
-			files[k] = k
+		files := map[string][]byte{}
+		for k, v := range data {
+			files[k] = v
 		}
 		if len(items) > 0 {
-			files = map[string]string{}
+			files = map[string][]byte{}
 			for _, it := range items {
-				files[it.Key] = it.Path
+				files[it.Path] = data[it.Key]
 			}
 		}
-		for key, file := range files {
-			h.g.Expect(os.WriteFile(filepath.Join(dir, file), data[key], 0o600)).To(Succeed())
-		}
+		written, err := writeVolume(dir, files)
+		h.g.Expect(err).NotTo(HaveOccurred(), "volume %s", vm.Name)
+		events = append(events, written...)
 	}
 	// The container's own file system: the resolver directory and the pid file's directory.
 	if p.srv == nil {
@@ -358,6 +397,7 @@ func (c *natsPods) mount(p *natsPod, sts *appsv1.StatefulSet) {
 			h.g.Expect(os.MkdirAll(p.path(d), 0o750)).To(Succeed())
 		}
 	}
+	return events
 }
 
 // quotedAbsPath is the double-quoted absolute path of a path setting in server.conf (pid_file,

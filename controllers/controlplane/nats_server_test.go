@@ -115,7 +115,9 @@ func TestRealNatsServer(t *testing.T) {
 // volumes (docs/controlplane.md#nats-reloads), so the operator rolls no pod for them. A scale-up
 // from 2 to 3 renews both server certificates with the new SANs and adds a route: the
 // StatefulSet's pod template does not change; the two running servers, reloading the updated
-// files, present the renewed certificates and route to the new pod, which starts with them. A
+// files, present the renewed certificates and route to the new pod, which starts with them. The
+// kubelet's updates and the wrapper's watches are the real ones' (nats_kubelet_test.go): an
+// update of the config volume alone makes the servers reload the new routes. A
 // new NATS address changes leafnodes.advertise, which nats-server refuses to reload (the running
 // server keeps the old one): the pod template changes, and the pods roll.
 func TestNatsReloadsWithoutARollout(t *testing.T) {
@@ -141,7 +143,17 @@ func TestNatsReloadsWithoutARollout(t *testing.T) {
 
 	third := pods.add()
 	for _, p := range pods.pods[:2] {
-		g.Expect(pods.reload(p)).To(Succeed(), "%s reloads the new routes and certificates", p.name)
+		// The kubelet updates each volume on its own schedule; the config volume comes first
+		// here. That update alone makes the wrapper reload the server, which takes the new route.
+		g.Expect(p.opts.Routes).To(HaveLen(1), "%s routes to its one peer", p.name)
+		r := pods.kubeletSync(p, "nats-config")
+		g.Expect(r.causes).To(Equal([]string{"ssl"}), "%s: server.conf lies in the TLS directory the wrapper watches", p.name)
+		g.Expect(r.reloadErr).NotTo(HaveOccurred(), "%s reloads the new routes", p.name)
+		g.Expect(p.opts.Routes).To(HaveLen(2), "%s routes to both peers", p.name)
+		// Then the certificates.
+		r = pods.kubeletSync(p)
+		g.Expect(r.causes).To(Equal([]string{"ssl"}))
+		g.Expect(r.reloadErr).NotTo(HaveOccurred(), "%s reloads the renewed certificates", p.name)
 	}
 	pods.startPod(third)
 	g.Eventually(func() []int {
@@ -174,7 +186,7 @@ func TestNatsReloadsWithoutARollout(t *testing.T) {
 	h.mustBeReady()
 	g.Expect(h.statefulSet().Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]).
 		NotTo(Equal(before.Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]), "the pods roll")
-	g.Expect(pods.reload(pods.pods[0])).To(MatchError(ContainSubstring("config reload not supported")),
+	g.Expect(pods.kubeletSync(pods.pods[0]).reloadErr).To(MatchError(ContainSubstring("config reload not supported")),
 		"a reload would leave the old advertise address in force")
 }
 

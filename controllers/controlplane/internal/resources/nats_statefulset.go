@@ -15,8 +15,15 @@ import (
 )
 
 // Paths inside the NATS pod (docs/controlplane.md#nats-statefulset). The image reads them from the env below.
+//
+// server.conf is mounted in a subdirectory of the TLS directory: the image's wrapper reloads
+// nats-server on any change it sees in that directory and its immediate subdirectories
+// (NATS_SSL_DIR, internal/watch WatchDir), while its watch of the config file's own directory
+// only reacts to events named server.conf (internal/watch WatchConfigFile), which the kubelet's
+// update of a ConfigMap volume never makes: it swaps the ..data symlink
+// (docs/controlplane.md#nats-reloads).
 const (
-	natsConfigDir       = "/etc/nats/config"
+	natsConfigDir       = natsconf.CertsDir + "/server-conf"
 	natsJWTMountDir     = "/tmp/nats/jwt"
 	natsCredsDir        = "/etc/nats/creds" //nolint:gosec // G101: a mount path, not a credential.
 	natsJetStreamKeyDir = "/etc/nats/jetstream"
@@ -164,6 +171,7 @@ func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration 
 		envValue("NATS_JWT_DIR", natsconf.JWTDir),
 		envValue("NATS_JWT_MOUNT_DIR", natsJWTMountDir),
 		envValue("NATS_TLS_DIR", natsconf.CertsDir),
+		envValue("NATS_SSL_DIR", natsconf.CertsDir),
 		envValue("NATS_CERT_NAME", natsSiteServerSecretName),
 		envValue("NATS_MQTT_CERT_NAME", natsMQTTServerSecretName),
 		envValue("NATS_CREDS_DIR", natsCredsDir),

@@ -127,7 +127,8 @@ func TestNatsStatefulSet(t *testing.T) {
 			env[*e.Name] = ptr.Deref(e.Value, "")
 		}
 	}
-	g.Expect(env).To(HaveKeyWithValue("NATS_CONF", "/etc/nats/config/server.conf"))
+	g.Expect(env).To(HaveKeyWithValue("NATS_CONF", "/etc/nats/certs/server-conf/server.conf"), "inside the TLS directory the wrapper watches")
+	g.Expect(env).To(HaveKeyWithValue("NATS_SSL_DIR", "/etc/nats/certs"))
 	g.Expect(env).To(HaveKeyWithValue("NATS_TLS_DIR", "/etc/nats/certs"))
 	g.Expect(env).To(HaveKeyWithValue("NATS_SYS_USER_CRED_PATH", "/etc/nats/creds/admin-hub.creds"))
 	g.Expect(env).To(HaveKeyWithValue("JETSTREAM_KEY", "secret:nats-jetstream-key-iofog/jsk"))
@@ -141,7 +142,7 @@ func TestNatsStatefulSet(t *testing.T) {
 	g.Expect(mounts).To(Equal(map[string]string{
 		"nats-site-server": "/etc/nats/certs/nats-site-server",
 		"nats-mqtt-server": "/etc/nats/certs/nats-mqtt-server",
-		"nats-config":      "/etc/nats/config",
+		"nats-config":      "/etc/nats/certs/server-conf",
 		"nats-jwt-bundle":  "/tmp/nats/jwt",
 		"nats-creds":       "/etc/nats/creds",
 		"jetstream-key":    "/etc/nats/jetstream",
