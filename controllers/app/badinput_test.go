@@ -149,6 +149,10 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "ports publishing the same Service port and protocol", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Ports = []kubeoperav1alpha1.AppPort{port("http", 8080, 80, ""), port("web", 80, 0, corev1.ProtocolTCP)}
 		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.ports[1]: Duplicate value", terminal: true},
+		{name: "ingress with only UDP and SCTP ports", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Ports = []kubeoperav1alpha1.AppPort{port("dns", 53, 0, corev1.ProtocolUDP), port("sig", 2905, 0, corev1.ProtocolSCTP)}
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: a.Name + ".example.com"}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "all of them are UDP or SCTP", terminal: true},
 		{name: "env name with =", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B=C", Value: "x"}}
 		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.env[1].name", terminal: true},
@@ -364,6 +368,8 @@ func TestBadInputMatrix(t *testing.T) {
 		// The namespaces of the vCluster's system and of Flux are never an app's.
 		{name: "targetNamespace kube-system", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "kube-system" }),
 			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.targetNamespace "kube-system" is reserved`, terminal: true},
+		{name: "targetNamespace default", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "default" }),
+			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.targetNamespace "default" is reserved`, terminal: true},
 		{name: "targetNamespace flux-system", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.TargetNamespace = "flux-system" }),
 			condition: readyCond, reason: kubeoperav1alpha1.ReasonNamespaceReserved, message: `spec.targetNamespace "flux-system" is reserved`, terminal: true},
 		{name: "targetNamespace the app's Flux namespace", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {

@@ -82,7 +82,7 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 		return nil, nil
 	}
 	key := types.NamespacedName{Namespace: app.Namespace, Name: ref.Name}
-	secret, err := r.gitSecret(ctx, key)
+	secret, err := r.readSecret(ctx, key)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %q in namespace %q", errGitSecretNotFound, key.Name, key.Namespace)
@@ -107,10 +107,10 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 	return secret.Data, nil
 }
 
-// gitSecret returns the Secret's type and data: kept from an earlier pass while the metadata
-// cache shows the same UID and resourceVersion, read from the API server otherwise
-// (secretdata.go).
-func (r *Reconciler) gitSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+// readSecret returns the type and data of a Secret an app names (its Git credentials, its
+// registry pull Secret): kept from an earlier pass while the metadata cache shows the same UID and
+// resourceVersion, read from the API server otherwise (secretdata.go).
+func (r *Reconciler) readSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
 	meta := secretMetadata(key)
 	switch err := r.Get(ctx, key, meta); {
 	case err == nil:

@@ -33,8 +33,12 @@ import (
 //  3. remove the finalizer.
 //
 // Every piece already missing counts as done, so a retry after a partial cleanup cannot get
-// stuck. When the Tenant is gone (or being deleted) there is nothing left to clean in its
-// vCluster: step 1 is skipped with an Event. When the Git credentials Secret is gone, the
+// stuck. When the Tenant is gone there is nothing left to clean in its vCluster (the vCluster
+// goes with it): step 1 is skipped with an Event. A Tenant being deleted is cleaned through while
+// its vCluster answers. Whenever the operator cannot reach a vCluster the app was placed in (the
+// Tenant API is not served, the server left --app-allowed-vcluster-servers, the vCluster does not
+// answer), the finalizer stays, with DeleteFailed saying what is needed: what Flux applied there
+// runs until its Kustomization goes. When the Git credentials Secret is gone, the
 // folder cannot be removed: step 2 is skipped with a Warning Event (deleting a namespace deletes
 // the Secret together with the app). Any other failure is retried with the backoff, also a
 // Kustomization Flux does not finish deleting (KustomizationStuck after the timeout): the app
@@ -83,35 +87,31 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	}
 	reader, err := r.tenantReader()
 	if errors.Is(err, errTenantAPIUnavailable) {
-		r.event(s.app, corev1.EventTypeWarning, "TenantGone", actionDelete,
-			"The Tenant API is not installed: no vCluster to clean up; removing the Git folder only")
-		return true, nil
+		// The app was placed, so its workload may still run there; without the Tenant there is
+		// no kubeconfig to reach it with.
+		return r.vclusterCleanupFailed(s, "find Tenant "+ref.Name, err)
 	}
 	if err != nil {
 		return false, err
 	}
 	t, err := tenant.Get(ctx, reader, s.app.Namespace, ref.Name)
-	if errors.Is(err, tenant.ErrNotFound) || (err == nil && !t.DeletionTimestamp.IsZero()) {
+	if errors.Is(err, tenant.ErrNotFound) {
 		r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 		r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
 		r.event(s.app, corev1.EventTypeWarning, "TenantGone", actionDelete,
-			fmt.Sprintf("Tenant %s is gone or being deleted: nothing to clean in its vCluster; removing the Git folder only", ref.Name))
+			fmt.Sprintf("Tenant %s is gone, and its vCluster with it: nothing to clean there; removing the Git folder only", ref.Name))
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	vc, err := r.vclusterClient(ctx, t)
-	if errors.Is(err, errVClusterServerNotAllowed) {
-		// The operator never connects there, so it put nothing there either.
-		r.event(s.app, corev1.EventTypeWarning, "VClusterNotAllowed", actionDelete,
-			fmt.Sprintf("Not cleaning the vCluster of Tenant %s: %v", ref.Name, err))
-		return true, nil
+	if errors.Is(err, errVClusterServerNotAllowed) || errors.Is(err, tenant.ErrKubeconfigInvalid) {
+		// The app was placed there: the allow-list changed since, or the kubeconfig did. The
+		// operator does not connect where it may not, and does not pretend nothing runs there.
+		return r.vclusterCleanupFailed(s, "reach the vCluster", err)
 	}
 	if err != nil {
-		if errors.Is(err, tenant.ErrKubeconfigInvalid) {
-			return r.vclusterCleanupFailed(s, "reach the vCluster", err)
-		}
 		return false, err
 	}
 

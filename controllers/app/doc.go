@@ -102,7 +102,7 @@
 // RevisionHistoryLimit such commits with their generation, pushedAt and appliedAt; status.url is set when an Ingress
 // is rendered. Events are recorded when Ready or Synced change status or reason (the failing
 // step's reason and message are on Ready), and for Committed, TenantSelected, FolderRemoved,
-// TenantGone, GitCleanupSkipped, GitRepositoryGone, KustomizationAbandoned and VClusterNotAllowed. Messages never hold secret values.
+// TenantGone, GitCleanupSkipped, GitRepositoryGone, KustomizationAbandoned and VClusterCleanupAbandoned. Messages never hold secret values.
 //
 // # Failures and requeues (Options; defaults in options.go)
 //
@@ -147,8 +147,11 @@
 // (KustomizationStuck) and waited for, since its workload may still run; the annotations
 // kubeopera.io/abandon-kustomization and kubeopera.io/skip-git-cleanup are an administrator's
 // explicit escape, each with a Warning Event; abandon-kustomization also ends a deletion whose
-// vCluster cannot be reached or refuses the cleanup (VClusterCleanupAbandoned). A Tenant that is gone or being deleted has nothing
-// left to clean: the Git cleanup still runs, a TenantGone Event says so. Push Secrets carry the
+// vCluster cannot be reached or refuses the cleanup (VClusterCleanupAbandoned). A Tenant that is
+// gone has nothing left to clean (its vCluster went with it): the Git cleanup still runs, a
+// TenantGone Event says so. A Tenant being deleted is cleaned through while its vCluster
+// answers; a placed app whose vCluster the operator cannot reach (Tenant API not served, server
+// no longer allowed, kubeconfig unusable) keeps its finalizer (DeleteFailed). Push Secrets carry the
 // kubeopera.io/git-credentials-in-use finalizer while an app names them (secretguard.go), so a
 // namespace deletion leaves them readable until the folders are removed; a Git credentials
 // Secret missing all the same skips the Git cleanup with a GitCleanupSkipped Event. The app namespace

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,9 +89,9 @@ func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
 		return nil
 	}
 	name := s.app.Spec.Registry.SecretRef.Name
-	hostSecret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: s.app.Namespace, Name: name}
-	if err := r.apiReader.Get(ctx, key, hostSecret); err != nil {
+	hostSecret, err := r.readSecret(ctx, key)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// Reported on Ready only: no step condition covers the pull Secret. The Secret
 			// watch brings the app back when it appears; the backoff is a safety net.
@@ -105,7 +106,7 @@ func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
 			fmt.Errorf("registry Secret %q is of type %q: only %s and %s Secrets are copied into the vCluster",
 				key.Name, t, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg))
 	}
-	s.registrySecret = hostSecret
+	s.registrySecret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: hostSecret.Type, Data: hostSecret.Data}
 	return nil
 }
 
@@ -113,18 +114,19 @@ func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
 // (whatever the app's spec.flux.namespace).
 const reservedFluxNamespace = "flux-system"
 
-// checkNamespaces refuses an app namespace that belongs to the vCluster's system (kube-*) or to
+// checkNamespaces refuses an app namespace that belongs to the vCluster's system (kube-*,
+// default, whose Service kubernetes every pod of the vCluster uses to reach its API server) or to
 // Flux (flux-system, the app's Flux namespace), and a Flux namespace in kube-*: the operator would
 // write the app's Role, RoleBinding and pull Secret there, and Flux would apply the app into it.
 func checkNamespaces(app *kubeoperav1alpha1.KubeOperaApp) error {
 	target, flux := render.TargetNamespace(app), render.FluxNamespace(app)
 	switch {
-	case strings.HasPrefix(target, "kube-"), target == reservedFluxNamespace, target == flux:
+	case strings.HasPrefix(target, "kube-"), target == metav1.NamespaceDefault, target == reservedFluxNamespace, target == flux:
 		what := "spec.targetNamespace"
 		if app.Spec.TargetNamespace == "" {
 			what = "the app namespace (the app's name, spec.targetNamespace is empty)"
 		}
-		return fmt.Errorf("%s %q is reserved: kube-*, %s and the Flux namespace (spec.flux.namespace %q) are never an app's namespace",
+		return fmt.Errorf("%s %q is reserved: kube-*, default, %s and the Flux namespace (spec.flux.namespace %q) are never an app's namespace",
 			what, target, reservedFluxNamespace, flux)
 	case strings.HasPrefix(flux, "kube-"):
 		return fmt.Errorf("spec.flux.namespace %q is reserved: kube-* namespaces belong to the vCluster's system", flux)

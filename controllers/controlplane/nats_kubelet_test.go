@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,7 +79,7 @@ func writeVolume(dir string, files map[string][]byte) ([]fsEvent, error) {
 		return nil, err
 	}
 	events = append(events, fsEvent{fsCreate, tmp}, fsEvent{fsRename, tmp}, fsEvent{fsCreate, dataLink})
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		link := filepath.Join(dir, name)
 		if _, err := os.Lstat(link); err == nil {
 			continue
@@ -132,15 +133,6 @@ func samePayload(dir string, files map[string][]byte) (bool, error) {
 	return true, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // wrapperCauses are the watches of the NATS image's wrapper that fire on events in pod p, sorted
 // (Datasance/nats-server, cmd/pot-nats/main.go and internal/watch):
 //   - "config": WatchConfigFile(NATS_CONF) watches the file's directory and keeps only events
@@ -174,5 +166,5 @@ func (p *natsPod) wrapperCauses(events []fsEvent) []string {
 			}
 		}
 	}
-	return sortedKeys(causes)
+	return slices.Sorted(maps.Keys(causes))
 }

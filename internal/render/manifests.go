@@ -140,8 +140,10 @@ func Service(app *kubeoperav1alpha1.KubeOperaApp) *corev1.Service {
 }
 
 // Ingress renders the app's Ingress, or nil unless TLS or a host is asked for (and the app has a
-// port to route to). It routes / of the host to the Service's first port. With TLS it carries
-// the cert-manager.io/cluster-issuer annotation and a tls block for the host.
+// TCP port to route to). It routes / of the host to the Service port of the first TCP port: an
+// Ingress carries HTTP, never to a UDP or SCTP port (Validate refuses an app that asks for an
+// Ingress with no TCP port). With TLS it carries the cert-manager.io/cluster-issuer annotation
+// and a tls block for the host.
 func Ingress(app *kubeoperav1alpha1.KubeOperaApp) *networkingv1.Ingress {
 	in := app.Spec.Ingress
 	if !wantsIngress(app) {
@@ -154,7 +156,7 @@ func Ingress(app *kubeoperav1alpha1.KubeOperaApp) *networkingv1.Ingress {
 	if in.ClassName != "" {
 		ing.Spec.IngressClassName = ptr.To(in.ClassName)
 	}
-	first := app.Spec.App.Ports[0]
+	first, _ := firstTCPPort(app)
 	ing.Spec.Rules = []networkingv1.IngressRule{{
 		Host: in.Host,
 		IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -201,7 +203,18 @@ func URL(app *kubeoperav1alpha1.KubeOperaApp) string {
 
 func wantsIngress(app *kubeoperav1alpha1.KubeOperaApp) bool {
 	in := app.Spec.Ingress
-	return in != nil && (in.TLS || in.Host != "") && len(app.Spec.App.Ports) > 0
+	_, routable := firstTCPPort(app)
+	return in != nil && (in.TLS || in.Host != "") && routable
+}
+
+// firstTCPPort is the app's first TCP port, the one its Ingress routes to.
+func firstTCPPort(app *kubeoperav1alpha1.KubeOperaApp) (kubeoperav1alpha1.AppPort, bool) {
+	for _, p := range app.Spec.App.Ports {
+		if protocol(p) == corev1.ProtocolTCP {
+			return p, true
+		}
+	}
+	return kubeoperav1alpha1.AppPort{}, false
 }
 
 func objectMeta(app *kubeoperav1alpha1.KubeOperaApp, name string) metav1.ObjectMeta {

@@ -394,3 +394,31 @@ func TestRegistrySecret(t *testing.T) {
 	g.Expect(s.Data).To(Equal(host.Data))
 	g.Expect(s.Labels).NotTo(HaveKey("host"))
 }
+
+// An Ingress carries HTTP: it routes to the first TCP port, after UDP and SCTP ones, and an app
+// whose ports are none of them TCP gets no Ingress and is refused by Validate.
+func TestIngressRoutesToTheFirstTCPPort(t *testing.T) {
+	g := NewWithT(t)
+	withPorts := func(ports ...kubeoperav1alpha1.AppPort) *kubeoperav1alpha1.KubeOperaApp {
+		return app(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Ports = ports
+			a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "shop.example.com"}
+		})
+	}
+	ing := Ingress(withPorts(
+		kubeoperav1alpha1.AppPort{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+		kubeoperav1alpha1.AppPort{Name: "sig", ContainerPort: 2905, Protocol: corev1.ProtocolSCTP},
+		kubeoperav1alpha1.AppPort{Name: "http", ContainerPort: 8080, ServicePort: 80},
+	))
+	g.Expect(ing).NotTo(BeNil())
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number).To(Equal(int32(80)))
+
+	g.Expect(Ingress(withPorts(kubeoperav1alpha1.AppPort{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}))).To(BeNil())
+	files, err := Manifests(withPorts(kubeoperav1alpha1.AppPort{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(HaveKey(FileIngress))
+	err = Validate(withPorts(kubeoperav1alpha1.AppPort{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}))
+	g.Expect(err).To(MatchError(ContainSubstring("spec.ingress: Invalid value")))
+	g.Expect(err).To(MatchError(ContainSubstring("all of them are UDP or SCTP")))
+	g.Expect(Validate(withPorts(kubeoperav1alpha1.AppPort{Name: "http", ContainerPort: 8080}))).To(Succeed())
+}

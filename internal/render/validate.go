@@ -14,14 +14,15 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
-// InvalidSpecError is a spec the API server admits but whose rendered Deployment the API server
-// would refuse: Validate found it before anything is committed. Errs name the spec fields.
+// InvalidSpecError is a spec the API server admits but whose rendered manifests the API server
+// would refuse, or that cannot work as asked: Validate found it before anything is committed.
+// Errs name the spec fields.
 type InvalidSpecError struct {
 	Errs field.ErrorList
 }
 
 func (e *InvalidSpecError) Error() string {
-	return "the rendered Deployment would be refused: " + e.Errs.ToAggregate().Error()
+	return "the rendered manifests cannot be applied as asked: " + e.Errs.ToAggregate().Error()
 }
 
 // Validate reports what the pod validation of the API server refuses in the Deployment rendered
@@ -48,6 +49,11 @@ func (e *InvalidSpecError) Error() string {
 //     the 64 ports bounded and the protocol at most 4 characters, is estimated above the
 //     budget by more than 100x.)
 //
+// and an Ingress that could route nowhere:
+//   - spec.ingress: an Ingress carries HTTP and routes to the first TCP port; ports that are all
+//     UDP or SCTP leave it none. (Admission requires a port when an Ingress is asked for; a CEL
+//     rule looking at the ports' protocols is over the schema's cost budget as well.)
+//
 // Validate is pure; nil means every rule holds.
 func Validate(app *kubeoperav1alpha1.KubeOperaApp) error {
 	spec := field.NewPath("spec", "app")
@@ -56,6 +62,12 @@ func Validate(app *kubeoperav1alpha1.KubeOperaApp) error {
 		errs = append(errs, validateEnv(app, e, spec.Child("env").Index(i))...)
 	}
 	errs = append(errs, validateResources(app.Spec.App.Resources, spec.Child("resources"))...)
+	if in := app.Spec.Ingress; in != nil && (in.TLS || in.Host != "") && len(app.Spec.App.Ports) > 0 {
+		if _, ok := firstTCPPort(app); !ok {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ingress"), in.Host,
+				"an Ingress routes HTTP to the first TCP port of spec.app.ports, and all of them are UDP or SCTP"))
+		}
+	}
 	errs = append(errs, validatePorts(app.Spec.App.Ports, spec.Child("ports"))...)
 	if len(errs) == 0 {
 		return nil
