@@ -127,13 +127,7 @@ func TestCredentialReferenceChangeRollsTheController(t *testing.T) {
 		g.Expect(h.secret("controller-db-credentials").Data).To(HaveKeyWithValue("password", []byte("after-c01d")))
 		g.Expect(h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationCredentialsHash]).NotTo(Equal(hash))
 	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	// Once the workload controllers finished the rollout (the stand-in plays them), it is ready.
-	g.Eventually(func(g Gomega) {
-		h.finishRollouts()
-		c := trueConditionOf(h.get())
-		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady))
-		g.Expect(c.Reason).To(Equal(datasancev3.ReasonReconciled))
-	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	h.eventuallyReadyAfterRollouts()
 	h.expectNoCredentialOutside([]string{"before-6a2f", "after-c01d"})
 }
 

@@ -73,8 +73,15 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 	g.Eventually(func() string {
 		return h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationCredentialsHash]
 	}).WithTimeout(10 * time.Second).ShouldNot(Equal(hash))
-	// Once the workload controllers finished the rollouts (the stand-in plays them), it is ready.
-	g.Eventually(func(g Gomega) {
+	h.eventuallyReadyAfterRollouts()
+}
+
+// eventuallyReadyAfterRollouts waits, while a manager runs the reconciler, until the ControlPlane
+// is ready, finishing the workloads' rollouts on each try as the workload controllers would (the
+// stand-in of finishRollouts).
+func (h *harness) eventuallyReadyAfterRollouts() {
+	h.t.Helper()
+	h.g.Eventually(func(g Gomega) {
 		h.finishRollouts()
 		c := trueConditionOf(h.get())
 		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady))

@@ -202,9 +202,14 @@ func URL(app *kubeoperav1alpha1.KubeOperaApp) string {
 }
 
 func wantsIngress(app *kubeoperav1alpha1.KubeOperaApp) bool {
-	in := app.Spec.Ingress
 	_, routable := firstTCPPort(app)
-	return in != nil && (in.TLS || in.Host != "") && routable
+	return ingressAsked(app) && routable
+}
+
+// ingressAsked reports whether the spec asks for an Ingress: TLS or a host.
+func ingressAsked(app *kubeoperav1alpha1.KubeOperaApp) bool {
+	in := app.Spec.Ingress
+	return in != nil && (in.TLS || in.Host != "")
 }
 
 // firstTCPPort is the app's first TCP port, the one its Ingress routes to.

@@ -62,9 +62,9 @@ func Validate(app *kubeoperav1alpha1.KubeOperaApp) error {
 		errs = append(errs, validateEnv(app, e, spec.Child("env").Index(i))...)
 	}
 	errs = append(errs, validateResources(app.Spec.App.Resources, spec.Child("resources"))...)
-	if in := app.Spec.Ingress; in != nil && (in.TLS || in.Host != "") && len(app.Spec.App.Ports) > 0 {
+	if ingressAsked(app) && len(app.Spec.App.Ports) > 0 {
 		if _, ok := firstTCPPort(app); !ok {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "ingress"), in.Host,
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ingress"), app.Spec.Ingress.Host,
 				"an Ingress routes HTTP to the first TCP port of spec.app.ports, and all of them are UDP or SCTP"))
 		}
 	}
