@@ -29,6 +29,9 @@ func reconcileNats(ctx context.Context, s *scope) (result, error) {
 		return proceed(), removeNats(ctx, s)
 	}
 	st.Replicas = s.spec.NatsReplicas()
+	if err := resources.CheckNatsMemory(s.spec); err != nil {
+		return result{}, terminal(datasancev3.ReasonInvalidConfiguration, err)
+	}
 
 	boot, res, err := obtainNatsBootstrap(ctx, s)
 	if err != nil || !res.isContinue() {

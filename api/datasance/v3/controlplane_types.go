@@ -41,6 +41,11 @@ type ControlPlaneSpec struct {
 	// +optional
 	Images Images `json:"images,omitempty"`
 
+	// Pods sets the resources and the placement (node selector, tolerations, affinity, topology
+	// spread, priority class) of each component's pods.
+	// +optional
+	Pods Pods `json:"pods,omitempty"`
+
 	// Controller configures the Controller process: URLs, HTTPS, logging and the console port.
 	// +kubebuilder:default={}
 	// +optional
@@ -344,6 +349,71 @@ type Images struct {
 	// Nats image, handed to the agents like the router image (NATS_IMAGE_1..4).
 	// +optional
 	Nats string `json:"nats,omitempty"`
+}
+
+// Pods holds the pod settings of each component. A component that is omitted gets the defaults
+// of docs/controlplane.md#resources-and-placement.
+type Pods struct {
+	// Controller sets the pods of Deployment controller.
+	// +optional
+	Controller *PodSettings `json:"controller,omitempty"`
+	// Router sets the pods of Deployment router.
+	// +optional
+	Router *PodSettings `json:"router,omitempty"`
+	// Nats sets the pods of StatefulSet nats. Ignored when NATS is disabled.
+	// +optional
+	Nats *PodSettings `json:"nats,omitempty"`
+}
+
+// PodSettings are the resources and placement of one component's pods. Each field that is set
+// replaces the operator's default for that field whole; nothing is merged.
+type PodSettings struct {
+	// Resources of the component's container. Omitted means the operator's defaults, which every
+	// container has (requests and limits, so that a namespace with a compute ResourceQuota admits
+	// the pods); set, it replaces them whole.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+	// NodeSelector the pods' nodes must match.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))`,message="node selector keys must be qualified names ([prefix/]name)"
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the pods.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the pods. The operator sets none by default.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints replace the operator's spread over nodes and zones
+	// (docs/controlplane.md#disruption-and-spread). For NATS, keep a spread that places at most
+	// one server per node: two servers on one node go down together and can take the JetStream
+	// quorum with them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the pods.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// Resources are the compute resources of a container: what the scheduler reserves (requests) and
+// what the kubelet enforces (limits). A request may not exceed the limit of the same resource.
+//
+// +kubebuilder:validation:XValidation:rule=`!has(self.requests) || !has(self.limits) || self.requests.all(k, !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)`,message="each request must be at most the limit of the same resource",reason=FieldValueInvalid
+type Resources struct {
+	// Requests of the container (cpu, memory, ephemeral-storage, ...), at most six resources.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=6
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits of the container, at most six resources.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=6
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // Services sets each component's Service.

@@ -204,12 +204,15 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 		container.WithLivenessProbe(controllerProbe(spec, livePath).
 			WithInitialDelaySeconds(30).WithTimeoutSeconds(10).WithPeriodSeconds(20).WithFailureThreshold(6))
 	}
+	withResources(container, ComponentResources(spec, ComponentController))
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ControllerName).
 		WithSecurityContext(podSecurityContext(imageUser))
+	var spread []*corev1ac.TopologySpreadConstraintApplyConfiguration
 	if ControllerReplicated(spec) {
-		pod.WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentController, false)...)
+		spread = topologySpread(cp.Name, ComponentController, false)
 	}
+	withPlacement(pod, spec.Pods.Controller, spread)
 	annotations := map[string]string{AnnotationCredentialsHash: hashes.Credentials}
 	if spec.ControllerHTTPS() {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(controllerCertVolume).WithMountPath(controllerCertDir + "/").WithReadOnly(true))

@@ -90,11 +90,11 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 		// The NATS image uses no Kubernetes client, so the pods carry no API token (nats_rbac.go).
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(podSecurityContext(imageUser)).
-		// NATS servers on the same node would all go down with it: one server per node where
-		// the nodes allow it (docs/controlplane.md#disruption-and-spread).
-		WithTopologySpreadConstraints(topologySpread(cp.Name, ComponentNats, true)...).
 		WithContainers(natsContainer(cp, w.Image)).
 		WithVolumes(natsVolumes(cp)...)
+	// NATS servers on the same node would all go down with it: one server per node where the
+	// nodes allow it (docs/controlplane.md#disruption-and-spread).
+	withPlacement(pod, cp.Spec.Pods.Nats, topologySpread(cp.Name, ComponentNats, true))
 	if ps := cp.Spec.Images.PullSecret; ps != "" {
 		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(ps))
 	}
@@ -122,7 +122,8 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 
 // natsContainer is the one NATS server container.
 func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.ContainerApplyConfiguration {
-	return corev1ac.Container().
+	resources := ComponentResources(&cp.Spec, ComponentNats)
+	c := corev1ac.Container().
 		WithName(ComponentNats).
 		WithImage(image).
 		WithImagePullPolicy(corev1.PullAlways).
@@ -133,7 +134,7 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 			containerPort("mqtt", natsconf.MQTTPort),
 			containerPort("monitor", natsconf.MonitorPort),
 		).
-		WithEnv(natsEnv(cp)...).
+		WithEnv(natsEnv(cp, resources)...).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(natsVolumeSiteServer).WithMountPath(natsconf.CertsDir+"/"+natsSiteServerSecretName).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(natsVolumeMQTTServer).WithMountPath(natsconf.CertsDir+"/"+natsMQTTServerSecretName).WithReadOnly(true),
@@ -146,6 +147,8 @@ func natsContainer(cp *datasancev3.ControlPlane, image string) *corev1ac.Contain
 		WithReadinessProbe(natsProbe(10)).
 		WithLivenessProbe(natsProbe(30)).
 		WithSecurityContext(containerSecurityContext())
+	withResources(c, resources)
+	return c
 }
 
 // natsProbe is the JetStream health check of the readiness (period 10 s) and liveness (30 s)
@@ -163,9 +166,9 @@ func natsProbe(periodSeconds int32) *corev1ac.ProbeApplyConfiguration {
 
 // natsEnv is the container env (docs/controlplane.md#nats-statefulset): fixed values, the JetStream key from its Secret and
 // the pod name, which the image substitutes for $SELFNAME in server.conf.
-func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration {
+func natsEnv(cp *datasancev3.ControlPlane, resources datasancev3.Resources) []*corev1ac.EnvVarApplyConfiguration {
 	port := func(p int32) string { return strconv.Itoa(int(p)) }
-	return []*corev1ac.EnvVarApplyConfiguration{
+	env := []*corev1ac.EnvVarApplyConfiguration{
 		envValue("NATS_CONF", natsConfigDir+"/"+NatsConfigKey),
 		envValue("NATS_SERVER_MODE", "server"),
 		envValue("NATS_JWT_DIR", natsconf.JWTDir),
@@ -187,6 +190,10 @@ func natsEnv(cp *datasancev3.ControlPlane) []*corev1ac.EnvVarApplyConfiguration 
 		envValue("JETSTREAM_PREV_KEY", ""),
 		envField("SELFNAME", "metadata.name"),
 	}
+	if limit := goMemLimit(resources); limit != "" {
+		env = append(env, envValue("GOMEMLIMIT", limit))
+	}
+	return env
 }
 
 // natsVolumes are the pod's Secret and ConfigMap volumes (js-data comes from the claim template).

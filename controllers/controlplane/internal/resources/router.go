@@ -114,6 +114,20 @@ func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 			corev1ac.VolumeMount().WithName(routerConfigVolume).WithMountPath(routerConfigMountDir),
 		).
 		WithSecurityContext(containerSecurityContext())
+	withResources(container, ComponentResources(&cp.Spec, ComponentRouter))
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(RouterName).
+		WithSecurityContext(podSecurityContext(platformUser)).
+		WithContainers(container).
+		WithVolumes(
+			secretVolume(RouterSiteServerSecretName, RouterSiteServerSecretName),
+			secretVolume(RouterLocalServerSecretName, RouterLocalServerSecretName),
+			corev1ac.Volume().WithName(routerConfigVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+				WithName(routerconf.ConfigMapName).
+				WithItems(corev1ac.KeyToPath().WithKey(routerconf.ConfigKey).WithPath(routerconf.ConfigKey))),
+		)
+	// One router pod: no spread of its own.
+	withPlacement(pod, cp.Spec.Pods.Router, nil)
 
 	return appsv1ac.Deployment(m.Name, m.Namespace).
 		WithLabels(m.Labels).
@@ -128,15 +142,5 @@ func RouterDeployment(cp *datasancev3.ControlPlane, image, tlsHash string) *apps
 					"prometheus.io/port":   "9090",
 					AnnotationTLSHash:      tlsHash,
 				}).
-				WithSpec(corev1ac.PodSpec().
-					WithServiceAccountName(RouterName).
-					WithSecurityContext(podSecurityContext(platformUser)).
-					WithContainers(container).
-					WithVolumes(
-						secretVolume(RouterSiteServerSecretName, RouterSiteServerSecretName),
-						secretVolume(RouterLocalServerSecretName, RouterLocalServerSecretName),
-						corev1ac.Volume().WithName(routerConfigVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
-							WithName(routerconf.ConfigMapName).
-							WithItems(corev1ac.KeyToPath().WithKey(routerconf.ConfigKey).WithPath(routerconf.ConfigKey))),
-					))))
+				WithSpec(pod)))
 }
