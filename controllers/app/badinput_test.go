@@ -77,6 +77,26 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}
 	}
+	// fluxCredentials creates a Secret declared copyable into vClusters.
+	fluxCredentials := func(name string, typ corev1.SecretType, data map[string][]byte) func(*fixture, string) string {
+		return func(f *fixture, _ string) string {
+			f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: fluxCredentialsLabel}, Type: typ, Data: data})
+			return ""
+		}
+	}
+	// otherNamespaceApp creates, in a namespace of its own, an app of the fixture's repository
+	// with push and Flux Secrets of the given data; it waits for a Tenant that never comes, so it
+	// never writes.
+	otherNamespaceApp := func(f *fixture, app string, push, flux map[string][]byte) {
+		ns, err := apptest.Namespace(f.ctx, host.Client, "other")
+		f.g.Expect(err).NotTo(HaveOccurred())
+		f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push"}, Data: push},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux", Labels: fluxCredentialsLabel}, Data: flux})
+		f.create(f.newApp("neighbour-"+app, "no-such-tenant", func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Namespace = ns
+			a.Spec.Git.SecretRef.Name, a.Spec.Git.FluxSecretRef.Name = "push", "flux"
+		}))
+	}
 	withRegistry := func(name string) func(*fixture, *kubeoperav1alpha1.KubeOperaApp) {
 		return func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: name}}
@@ -325,14 +345,37 @@ func TestBadInputMatrix(t *testing.T) {
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-of-" + a.Name}
 		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "spec.git.secretRef of app pusher-", terminal: true},
-		{name: "flux Secret holding the push credential", setup: secret("push-copy", corev1.SecretTypeBasicAuth, map[string][]byte{"username": []byte("someone"), "password": []byte(gitServer.Password)}),
+		{name: "flux Secret holding the push credential", setup: fluxCredentials("push-copy", corev1.SecretTypeBasicAuth, map[string][]byte{"username": []byte("someone"), "password": []byte(gitServer.Password)}),
 			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-copy"}
 			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential", terminal: true},
-		{name: "flux Secret of a ServiceAccount token shape", setup: secret("flux-sa-shaped", corev1.SecretTypeOpaque, map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "namespace": []byte("default")}),
+		{name: "flux Secret of a ServiceAccount token shape", setup: fluxCredentials("flux-sa-shaped", corev1.SecretTypeOpaque, map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "namespace": []byte("default")}),
 			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "flux-sa-shaped"}
 			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: `key "namespace"`, terminal: true},
+		// No push credential in any vCluster: a copy is declared, and compared with every push
+		// credential of the repository; a declared or copied credential is never pushed with.
+		{name: "flux Secret without the flux-credentials label", setup: secret("unlabelled-read", corev1.SecretTypeBasicAuth, gitServer.ReadOnlySecretData()),
+			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "unlabelled-read"}
+			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "not labelled kubeopera.io/flux-credentials=true", terminal: true},
+		{name: "flux Secret holding the push credential of another namespace's app of the repository", setup: func(f *fixture, app string) string {
+			otherNamespaceApp(f, app, map[string][]byte{"username": []byte("neighbour"), "token": []byte("n3ighbour-push-" + app)},
+				map[string][]byte{"username": []byte("neighbour"), "token": []byte("n3ighbour-read-" + app)})
+			return fluxCredentials("stolen-"+app, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("x"), "password": []byte("n3ighbour-push-" + app)})(f, app)
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "stolen-" + a.Name}
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential as the push Secret of app other-", terminal: true},
+		{name: "push Secret labelled as Flux credentials", setup: fluxCredentials("declared-copyable", corev1.SecretTypeOpaque, gitServer.SecretData()),
+			mutate: withGitSecret("declared-copyable"),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "declared copyable into vClusters", terminal: true},
+		{name: "push Secret holding another app's Flux credential of the repository", setup: func(f *fixture, app string) string {
+			otherNamespaceApp(f, app, map[string][]byte{"username": []byte("neighbour"), "token": []byte("n3ighbour-push-" + app)},
+				map[string][]byte{"username": []byte("neighbour"), "token": []byte("n3ighbour-read-" + app)})
+			return secret("exposed-"+app, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("git"), "password": []byte("n3ighbour-read-" + app)})(f, app)
+		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "exposed-" + a.Name}
+		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "same credential as the Flux Secret of app other-", terminal: true},
 		{name: "flux Secret missing", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "no-such-flux-secret"}
 		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretNotFound, message: "no-such-flux-secret"},

@@ -74,7 +74,7 @@ func (f *fixture) barrierApp(name, tenant string) *kubeoperav1alpha1.KubeOperaAp
 	for _, s := range []struct{ name, from string }{{gitSecret + "-" + name, gitSecret}, {fluxSecret + "-" + name, fluxSecret}} {
 		src := &corev1.Secret{}
 		f.g.Expect(host.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: s.from}, src)).To(Succeed())
-		f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: s.name}, Data: src.Data})
+		f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: s.name, Labels: src.Labels}, Data: src.Data})
 	}
 	return f.newApp(name, tenant, func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.Git.URL = gitServer.URL(f.repo + "-" + name)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,16 +19,25 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
-// The Git credentials of an app (issue 24: a shared and hostile world).
+// The Git credentials of an app (docs/app-controller.md#git-credentials).
 //
 //   - spec.git.secretRef is what the operator pushes with. It never leaves the host cluster.
 //   - spec.git.fluxSecretRef is what Flux in the vCluster fetches with: copied there, where the
 //     tenant's administrators can read it, so it must be read-only (a deploy key or read-only
-//     token of this tenant). Empty: Flux fetches anonymously. A Secret the operator pushes with
-//     is refused (FluxSecretRefused): the app's own secretRef, the secretRef of another app of
-//     the namespace, or any Secret holding the same password, token or key.
+//     token of this tenant). Empty: Flux fetches anonymously.
 //
-// Both are checked before anything is written (checkInputs): only Opaque and
+// No credential the operator pushes with may reach a vCluster, whoever names it:
+//   - a Flux Secret must carry LabelFluxCredentials=true, an explicit declaration that it may be
+//     copied to a tenant; a push Secret must not carry it (PushSecretExposed);
+//   - a Flux Secret is refused (FluxSecretRefused) when it is the app's own push Secret, the push
+//     Secret of another app of the namespace, or holds the same password, token or key as the
+//     push Secret of any app that writes to the same repository (spec.git.url), in any namespace;
+//   - a push Secret is refused (PushSecretExposed) when it holds the same credential as the Flux
+//     Secret of any app of that repository;
+//   - the pass that refuses an app's Flux Secret deletes the app's copy in the vCluster, so a
+//     Secret that later became a push credential does not stay copied.
+//
+// All of it is checked before anything is written to Git (checkGitInputs): only Opaque and
 // kubernetes.io/basic-auth Secrets holding one Git credential shape (gitops.AuthFromSecretData)
 // are used, anything else is GitSecretInvalid (a ServiceAccount token Secret is never sent as
 // basic auth), and credentials are never sent over plain http:// unless
@@ -41,6 +51,8 @@ var (
 	errGitInsecureTransport = errors.New("credentials over plain http://")
 	// errFluxSecretRefused: the Flux credentials are credentials the operator pushes with.
 	errFluxSecretRefused = errors.New("the Flux credentials can push")
+	// errPushSecretExposed: the push credentials are declared or found copyable into vClusters.
+	errPushSecretExposed = errors.New("the push credentials may be copied to a tenant")
 	// errGitPathNotAllowed: spec.git.path is reserved or outside the apps prefix.
 	errGitPathNotAllowed = errors.New("folder not allowed")
 )
@@ -54,8 +66,12 @@ type gitCredentials struct {
 	read bool
 	// push is the data of spec.git.secretRef (nil: anonymous).
 	push map[string][]byte
+	// pushCopyable: spec.git.secretRef carries LabelFluxCredentials.
+	pushCopyable bool
 	// flux is the data of spec.git.fluxSecretRef (nil: Flux fetches anonymously).
 	flux map[string][]byte
+	// fluxCopyable: spec.git.fluxSecretRef carries LabelFluxCredentials.
+	fluxCopyable bool
 }
 
 // credentials reads and checks the app's credentials Secrets once per pass.
@@ -63,25 +79,30 @@ func (r *Reconciler) credentials(ctx context.Context, s *scope) (*gitCredentials
 	if s.creds.read {
 		return &s.creds, nil
 	}
-	push, err := r.readGitSecret(ctx, s.app, s.app.Spec.Git.SecretRef)
+	push, err := r.readGitSecret(ctx, s.app.Namespace, s.app.Spec.Git.SecretRef)
 	if err != nil {
 		return nil, err
 	}
-	flux, err := r.readGitSecret(ctx, s.app, s.app.Spec.Git.FluxSecretRef)
+	flux, err := r.readGitSecret(ctx, s.app.Namespace, s.app.Spec.Git.FluxSecretRef)
 	if err != nil {
 		return nil, err
 	}
-	s.creds = gitCredentials{read: true, push: push, flux: flux}
+	s.creds = gitCredentials{read: true, push: push.Data, pushCopyable: copyable(push), flux: flux.Data, fluxCopyable: copyable(flux)}
 	return &s.creds, nil
 }
 
-// readGitSecret reads the Secret ref names in the app's namespace and checks its type; nil data
-// without a ref.
-func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp, ref *kubeoperav1alpha1.LocalSecretReference) (map[string][]byte, error) {
+// copyable reports whether a Secret is declared copyable into vClusters (LabelFluxCredentials).
+func copyable(secret *corev1.Secret) bool {
+	return secret.Labels[kubeoperav1alpha1.LabelFluxCredentials] == "true"
+}
+
+// readGitSecret reads the Secret ref names in namespace ns and checks its type; a Secret with
+// nil data and no labels without a ref.
+func (r *Reconciler) readGitSecret(ctx context.Context, ns string, ref *kubeoperav1alpha1.LocalSecretReference) (*corev1.Secret, error) {
 	if ref == nil || ref.Name == "" {
-		return nil, nil
+		return &corev1.Secret{}, nil
 	}
-	key := types.NamespacedName{Namespace: app.Namespace, Name: ref.Name}
+	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
 	secret, err := r.readSecret(ctx, key)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -101,10 +122,11 @@ func (r *Reconciler) readGitSecret(ctx context.Context, app *kubeoperav1alpha1.K
 		return nil, fmt.Errorf("%w: Secret %q is of type %q: only %s and %s Secrets hold Git credentials",
 			errGitSecretInvalid, key.Name, t, corev1.SecretTypeOpaque, corev1.SecretTypeBasicAuth)
 	}
-	if secret.Data == nil {
-		return map[string][]byte{}, nil
+	out := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: secret.Labels}, Type: t, Data: secret.Data}
+	if out.Data == nil {
+		out.Data = map[string][]byte{}
 	}
-	return secret.Data, nil
+	return out, nil
 }
 
 // readSecret returns the type and data of a Secret an app names (its Git credentials, its
@@ -115,7 +137,7 @@ func (r *Reconciler) readSecret(ctx context.Context, key types.NamespacedName) (
 	switch err := r.Get(ctx, key, meta); {
 	case err == nil:
 		if e, ok := r.secretData.get(key, meta.UID, meta.ResourceVersion); ok {
-			return &corev1.Secret{Type: e.secretType, Data: e.data}, nil
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels}, Type: e.secretType, Data: e.data}, nil
 		}
 	case apierrors.IsNotFound(err):
 		r.secretData.forget(key)
@@ -161,29 +183,137 @@ func (r *Reconciler) checkGitInputs(ctx context.Context, s *scope) error {
 	if err != nil {
 		return gitError(cond, err)
 	}
+	if creds.pushCopyable {
+		return gitError(cond, fmt.Errorf("%w: Secret %q is labelled %s=true, declared copyable into vClusters; "+
+			"push with a credential that is never given to Flux", errPushSecretExposed, s.app.Spec.Git.SecretRef.Name, kubeoperav1alpha1.LabelFluxCredentials))
+	}
+	repo, err := r.repositoryCredentials(ctx, s.app)
+	if err != nil {
+		return err
+	}
+	if !pushAuth.Anonymous() {
+		if other := repo.fluxSharing(pushAuth); other != "" {
+			return gitError(cond, fmt.Errorf("%w: Secret %q holds the same credential as the Flux Secret of app %s, which is copied into a vCluster; "+
+				"rotate the credential and give Flux a read-only one", errPushSecretExposed, s.app.Spec.Git.SecretRef.Name, other))
+		}
+	}
 	if s.app.Spec.Git.FluxSecretRef == nil {
 		return nil
 	}
-	const fluxCond = kubeoperav1alpha1.ConditionFluxConfigured
-	fluxAuth, err := r.gitAuth(gitURL, creds.flux, "spec.git.fluxSecretRef")
-	if err != nil {
-		return gitError(fluxCond, err)
+	if err := r.checkFluxSecret(ctx, s, creds, pushAuth, repo); err != nil {
+		// The refused Secret leaves the vCluster in the pass that refuses it (a copy made while
+		// it was still acceptable). Without a vCluster client there is no copy to reach yet.
+		if s.vc != nil {
+			if derr := deleteIfManaged(ctx, s.vc, render.FluxGitSecret(s.app, nil)); derr != nil {
+				return fluxError("delete the refused copy of the Flux Git credentials", derr)
+			}
+		}
+		return err
 	}
+	return nil
+}
+
+// checkFluxSecret refuses a Flux Secret that is not declared copyable or that the operator
+// pushes with (see the comment at the top of this file).
+func (r *Reconciler) checkFluxSecret(ctx context.Context, s *scope, creds *gitCredentials, pushAuth gitops.Auth, repo repositoryCredentials) error {
+	const fluxCond = kubeoperav1alpha1.ConditionFluxConfigured
 	name := s.app.Spec.Git.FluxSecretRef.Name
+	const advice = "give Flux a read-only credential (a deploy key or read-only token)"
 	switch pushers, err := r.pushSecretUsers(ctx, s.app.Namespace, name); {
 	case err != nil:
 		return err
 	case s.app.Spec.Git.SecretRef != nil && s.app.Spec.Git.SecretRef.Name == name:
-		return gitError(fluxCond, fmt.Errorf("%w: Secret %q is also spec.git.secretRef, the credentials the operator pushes with; "+
-			"give Flux a read-only credential (a deploy key or read-only token)", errFluxSecretRefused, name))
+		return gitError(fluxCond, fmt.Errorf("%w: Secret %q is also spec.git.secretRef, the credentials the operator pushes with; %s", errFluxSecretRefused, name, advice))
 	case len(pushers) > 0:
-		return gitError(fluxCond, fmt.Errorf("%w: Secret %q is the spec.git.secretRef of app %s, credentials the operator pushes with; "+
-			"give Flux a read-only credential (a deploy key or read-only token)", errFluxSecretRefused, name, pushers[0]))
-	case !pushAuth.Anonymous() && fluxAuth.SharesSecretWith(pushAuth):
-		return gitError(fluxCond, fmt.Errorf("%w: Secret %q holds the same credential as spec.git.secretRef, which the operator pushes with; "+
-			"give Flux a read-only credential (a deploy key or read-only token)", errFluxSecretRefused, name))
+		return gitError(fluxCond, fmt.Errorf("%w: Secret %q is the spec.git.secretRef of app %s, credentials the operator pushes with; %s", errFluxSecretRefused, name, pushers[0], advice))
+	case !creds.fluxCopyable:
+		return gitError(fluxCond, fmt.Errorf("%w: Secret %q is not labelled %s=true: only a Secret declared read-only and copyable is given to Flux in the vCluster",
+			errFluxSecretRefused, name, kubeoperav1alpha1.LabelFluxCredentials))
+	}
+	fluxAuth, err := r.gitAuth(s.app.Spec.Git.URL, creds.flux, "spec.git.fluxSecretRef")
+	if err != nil {
+		return gitError(fluxCond, err)
+	}
+	if !pushAuth.Anonymous() && fluxAuth.SharesSecretWith(pushAuth) {
+		return gitError(fluxCond, fmt.Errorf("%w: Secret %q holds the same credential as spec.git.secretRef, which the operator pushes with; %s", errFluxSecretRefused, name, advice))
+	}
+	if other := repo.pushSharing(fluxAuth); other != "" {
+		return gitError(fluxCond, fmt.Errorf("%w: Secret %q holds the same credential as the push Secret of app %s, which writes to the same repository; %s",
+			errFluxSecretRefused, name, other, advice))
 	}
 	return nil
+}
+
+// repositoryCredentials are the credentials of the other apps that write to one repository.
+type repositoryCredentials struct {
+	push, flux []appAuth
+}
+
+// appAuth is one app's credential: the app (namespace/name) and the auth its Secret gives.
+type appAuth struct {
+	app  string
+	auth gitops.Auth
+}
+
+// pushSharing names an app whose push credential shares a secret value with auth ("" if none).
+func (c repositoryCredentials) pushSharing(auth gitops.Auth) string { return sharing(c.push, auth) }
+
+// fluxSharing names an app whose Flux credential shares a secret value with auth ("" if none).
+func (c repositoryCredentials) fluxSharing(auth gitops.Auth) string { return sharing(c.flux, auth) }
+
+func sharing(list []appAuth, auth gitops.Auth) string {
+	for _, a := range list {
+		if auth.SharesSecretWith(a.auth) {
+			return a.app
+		}
+	}
+	return ""
+}
+
+// repositoryCredentials reads the push and Flux credentials of every other app with the same
+// spec.git.url, in any namespace, each Secret once (the apps come from the cache by index, the
+// Secrets through readSecret's caches). A Secret that cannot be read or is no Git credential is
+// that app's to report and is skipped here.
+func (r *Reconciler) repositoryCredentials(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (repositoryCredentials, error) {
+	var out repositoryCredentials
+	list := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: app.Spec.Git.URL}, readOnlyList); err != nil {
+		return out, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
+	}
+	seen := map[types.NamespacedName]bool{}
+	// read returns the credential of ref and whether its Secret is declared copyable; ok is
+	// false for no ref, a Secret seen before, and anything that is no usable credential.
+	read := func(other *kubeoperav1alpha1.KubeOperaApp, ref *kubeoperav1alpha1.LocalSecretReference) (auth gitops.Auth, isCopyable, ok bool) {
+		if ref == nil || ref.Name == "" {
+			return gitops.Auth{}, false, false
+		}
+		key := types.NamespacedName{Namespace: other.Namespace, Name: ref.Name}
+		if seen[key] {
+			return gitops.Auth{}, false, false
+		}
+		seen[key] = true
+		secret, err := r.readGitSecret(ctx, key.Namespace, ref)
+		if err != nil {
+			return gitops.Auth{}, false, false
+		}
+		auth, err = gitops.AuthFromSecretData(app.Spec.Git.URL, secret.Data)
+		return auth, copyable(secret), err == nil && !auth.Anonymous()
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == app.UID {
+			continue
+		}
+		name := other.Namespace + "/" + other.Name
+		if auth, _, ok := read(other, other.Spec.Git.SecretRef); ok {
+			out.push = append(out.push, appAuth{app: name, auth: auth})
+		}
+		// Only a Flux Secret declared copyable is ever copied into a vCluster.
+		if auth, isCopyable, ok := read(other, other.Spec.Git.FluxSecretRef); ok && isCopyable {
+			out.flux = append(out.flux, appAuth{app: name, auth: auth})
+		}
+	}
+	return out, nil
 }
 
 // pushSecretUsers are the apps of namespace ns whose spec.git.secretRef is Secret name.

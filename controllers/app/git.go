@@ -234,10 +234,11 @@ func (r *Reconciler) gitRepo(ctx context.Context, s *scope, loc location) (gitop
 		if loc.secret != "" {
 			ref = &kubeoperav1alpha1.LocalSecretReference{Name: loc.secret}
 		}
-		var err error
-		if data, err = r.readGitSecret(ctx, s.app, ref); err != nil {
+		secret, err := r.readGitSecret(ctx, s.app.Namespace, ref)
+		if err != nil {
 			return gitops.Repo{}, err
 		}
+		data = secret.Data
 	}
 	auth, err := r.gitAuth(loc.url, data, what)
 	if err != nil {
@@ -259,6 +260,8 @@ func gitError(cond string, err error) error {
 		return stop(cond, kubeoperav1alpha1.ReasonGitInsecureTransport, err)
 	case errors.Is(err, errFluxSecretRefused):
 		return stop(cond, kubeoperav1alpha1.ReasonFluxSecretRefused, err)
+	case errors.Is(err, errPushSecretExposed):
+		return stop(cond, kubeoperav1alpha1.ReasonPushSecretExposed, err)
 	case errors.Is(err, errGitPathNotAllowed):
 		return stop(cond, kubeoperav1alpha1.ReasonGitPathNotAllowed, err)
 	case errors.Is(err, gitops.ErrFolderNotOwned):

@@ -386,7 +386,7 @@ func TestHTTPSTokenCredentials(t *testing.T) {
 		Data:       map[string][]byte{"token": []byte(gitServer.Password)},
 	})
 	f.create(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "read-token"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "read-token", Labels: fluxCredentialsLabel},
 		Data:       map[string][]byte{"username": []byte(gitServer.ReadUser), "token": []byte(gitServer.ReadPassword)},
 	})
 	f.create(f.newApp("tokened", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {

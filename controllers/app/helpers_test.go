@@ -69,13 +69,16 @@ func newFixture(t *testing.T) *fixture {
 		Data:       gitServer.SecretData(),
 	})).To(Succeed())
 	g.Expect(host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecret, Labels: fluxCredentialsLabel},
 		Data:       gitServer.ReadOnlySecretData(),
 	})).To(Succeed())
 	checkNoGitQueuesAtEnd(t)
 	t.Cleanup(f.deleteAllApps)
 	return f
 }
+
+// fluxCredentialsLabel declares a Secret copyable into vClusters for Flux.
+var fluxCredentialsLabel = map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}
 
 func (f *fixture) gitURL() string { return gitServer.URL(f.repo) }
 

@@ -132,3 +132,26 @@ func TestOnlyPullSecretsCrossIntoTheVCluster(t *testing.T) {
 	}
 	f.g.Expect(f.vc(&corev1.Secret{}, "thief", "vc-sibling")).To(BeFalse())
 }
+
+// TestHostileTenantCannotKeepAPushCredentialInTheVCluster: the Flux Secret of a placed app is
+// copied into its vCluster; an app of the namespace then names that Secret as its push
+// credentials. The pusher is refused (a declared copyable Secret is never pushed with) and the
+// Flux app's pass that refuses its Secret deletes the copy from the vCluster, although nothing
+// about the Flux app itself changed. Fails when the refusing pass leaves the copy, or when no
+// pass of the Flux app runs.
+func TestHostileTenantCannotKeepAPushCredentialInTheVCluster(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("reader", "t1"))
+	f.waitReady("reader")
+	copied := f.ns + "-reader-git"
+	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", copied)).To(BeTrue(), "the Flux credentials are copied")
+	head := f.head()
+
+	f.create(f.newApp("pusher", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = fluxSecret }))
+	f.waitCondition("pusher", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonPushSecretExposed)
+	a := f.waitCondition("reader", kubeoperav1alpha1.ConditionFluxConfigured, metav1.ConditionFalse, kubeoperav1alpha1.ReasonFluxSecretRefused)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionFluxConfigured)).To(ContainSubstring("spec.git.secretRef of app pusher"))
+	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", copied)).To(BeFalse(), "the refused copy left the vCluster in the refusing pass")
+	f.g.Expect(f.head()).To(Equal(head), "nothing was pushed with the copyable Secret")
+}

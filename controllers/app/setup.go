@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,12 @@ const (
 	// indexGitSecretRef: the name of the Secret an app pushes with (spec.git.secretRef), so that
 	// a fluxSecretRef naming another app's push Secret is refused.
 	indexGitSecretRef = "kubeopera.io/git-secret-ref" //nolint:gosec // G101: the name of a field index, not a credential
+	// indexFluxSecretRef: the name of the Secret an app gives Flux (spec.git.fluxSecretRef), so
+	// that an app that starts pushing with it brings that app back to delete its copy.
+	indexFluxSecretRef = "kubeopera.io/flux-secret-ref" //nolint:gosec // G101: the name of a field index, not a credential
+	// indexGitURL: the repository an app writes to (spec.git.url as written), so that the Flux
+	// and push credentials of every app of a repository can be compared.
+	indexGitURL = "kubeopera.io/git-url"
 	// indexTenant: the Tenant an app is placed in (status.tenant), or asks for
 	// (spec.tenantCRName), or cloudSpacePrefix+cloudSpaceId for an unplaced app resolved by
 	// CloudSpace.
@@ -57,6 +64,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexGitSecretRef, gitSecretRef); err != nil {
 		return fmt.Errorf("index %s: %w", indexGitSecretRef, err)
 	}
+	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexFluxSecretRef, fluxSecretRef); err != nil {
+		return fmt.Errorf("index %s: %w", indexFluxSecretRef, err)
+	}
+	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexGitURL, gitURL); err != nil {
+		return fmt.Errorf("index %s: %w", indexGitURL, err)
+	}
 	if err := indexer.IndexField(ctx, &kubeoperav1alpha1.KubeOperaApp{}, indexTenant, tenantKeys); err != nil {
 		return fmt.Errorf("index %s: %w", indexTenant, err)
 	}
@@ -66,6 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, userAnnotationChanged),
 			r.announceChange())).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
+		// An app that names a Secret as its push Secret brings back the apps that give that
+		// Secret to Flux: their next pass refuses it and deletes the copy.
+		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsGivingFluxThePushSecret)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
 			RateLimiter:             pendingAwareLimiter{TypedRateLimiter: newRateLimiter(r.Options), pushes: r.pushes},
@@ -112,6 +128,30 @@ func secretRefs(obj client.Object) []string {
 		names = append(names, app.Spec.Git.FluxSecretRef.Name)
 	}
 	return names
+}
+
+func fluxSecretRef(obj client.Object) []string {
+	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
+	if !ok || app.Spec.Git.FluxSecretRef == nil || app.Spec.Git.FluxSecretRef.Name == "" {
+		return nil
+	}
+	return []string{app.Spec.Git.FluxSecretRef.Name}
+}
+
+// appsGivingFluxThePushSecret maps an app to the apps of its namespace whose
+// spec.git.fluxSecretRef is a Secret the app pushes with.
+// The app itself is left out: its own events reach it through For.
+func (r *Reconciler) appsGivingFluxThePushSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	reqs := r.appsByIndex(ctx, obj.GetNamespace(), indexFluxSecretRef, gitSecretRef(obj)...)
+	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Name == obj.GetName() })
+}
+
+func gitURL(obj client.Object) []string {
+	app, ok := obj.(*kubeoperav1alpha1.KubeOperaApp)
+	if !ok || app.Spec.Git.URL == "" {
+		return nil
+	}
+	return []string{app.Spec.Git.URL}
 }
 
 func tenantKeys(obj client.Object) []string {

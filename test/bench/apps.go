@@ -164,7 +164,7 @@ func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKube
 		return err
 	}
 	return h.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecretName}, Data: g.srv.ReadOnlySecretData(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fluxSecretName, Labels: map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}}, Data: g.srv.ReadOnlySecretData(),
 	})
 }
 

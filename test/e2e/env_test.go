@@ -105,7 +105,7 @@ func (e *env) cloudSpace(g Gomega, tenant, cloudSpace string) string {
 	})).To(Succeed())
 	// Flux fetches with read-only credentials: the push credentials never enter the vCluster.
 	g.Expect(e.host.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-readonly"}, Data: e.git.ReadOnlySecretData(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-readonly", Labels: map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}}, Data: e.git.ReadOnlySecretData(),
 	})).To(Succeed())
 	return ns
 }

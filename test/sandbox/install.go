@@ -119,7 +119,7 @@ func install(ctx context.Context, c client.Client, smp *samples, in installInput
 		if ref := app.Spec.Git.SecretRef; ref != nil {
 			objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ref.Name}, Data: in.gitSecret})
 		}
-		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fluxSecretName(app)}, Data: in.gitReadOnlySecret})
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: fluxSecretName(app), Labels: map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}}, Data: in.gitReadOnlySecret})
 		if r := app.Spec.Registry; r != nil {
 			objs = append(objs, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: r.SecretRef.Name},

@@ -37,6 +37,13 @@ const Finalizer = "kubeopera.io/app-cleanup"
 // until every app has removed its folder with it.
 const SecretFinalizer = "kubeopera.io/git-credentials-in-use" //nolint:gosec // G101: a finalizer name, not a credential
 
+// LabelFluxCredentials marks a host Secret as read-only Git credentials that may be copied into
+// a vCluster for Flux (value "true"). spec.git.fluxSecretRef is refused without it, so that no
+// Secret is copied to a tenant by accident (an Opaque basic-auth Secret of some other service),
+// and spec.git.secretRef is refused with it: the operator never pushes with a credential that is
+// declared copyable.
+const LabelFluxCredentials = "kubeopera.io/flux-credentials"
+
 // Condition types of a KubeOperaApp.
 const (
 	// ConditionReady: the operator's part is done (tenant resolved, manifests committed, Flux
@@ -123,11 +130,18 @@ const (
 	// --app-allow-insecure-git-http is not set. Nothing is contacted.
 	ReasonGitInsecureTransport = "GitInsecureTransport"
 
-	// ReasonFluxSecretRefused: spec.git.fluxSecretRef names a Secret the operator pushes with
-	// (the app's spec.git.secretRef, the push Secret of another app of the namespace, or one
-	// holding the same credential): it would let the vCluster's administrators push. Nothing
-	// is written.
+	// ReasonFluxSecretRefused: spec.git.fluxSecretRef names a Secret without LabelFluxCredentials,
+	// or one the operator pushes with (the app's spec.git.secretRef, the push Secret of another
+	// app of the namespace, or one holding the credential of any app that writes to the same
+	// repository): it would let the vCluster's administrators push. Nothing is written to Git,
+	// and the pass that refuses it deletes the app's copy in the vCluster.
 	ReasonFluxSecretRefused = "FluxSecretRefused"
+
+	// ReasonPushSecretExposed: spec.git.secretRef names a Secret labelled LabelFluxCredentials
+	// (declared copyable into vClusters), or one holding the same credential as the Flux Secret
+	// of an app that writes to the same repository. The operator does not push with it; a
+	// credential that may have been copied to a tenant should be rotated. Nothing is written.
+	ReasonPushSecretExposed = "PushSecretExposed"
 
 	// ReasonGitPathNotAllowed: spec.git.path is the repository root, in a dot-folder, or not
 	// inside the apps prefix (--app-git-path-prefix). Nothing is written.
