@@ -367,7 +367,7 @@ func TestBadInputMatrix(t *testing.T) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "stolen-" + a.Name}
 		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential as the push Secret of app other-", terminal: true},
 		{name: "push Secret labelled as Flux credentials", setup: fluxCredentials("declared-copyable", corev1.SecretTypeOpaque, gitServer.SecretData()),
-			mutate: withGitSecret("declared-copyable"),
+			mutate:    withGitSecret("declared-copyable"),
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "declared copyable into vClusters", terminal: true},
 		{name: "push Secret holding another app's Flux credential of the repository", setup: func(f *fixture, app string) string {
 			otherNamespaceApp(f, app, map[string][]byte{"username": []byte("neighbour"), "token": []byte("n3ighbour-push-" + app)},

@@ -69,7 +69,8 @@
 //  6. Flux (flux.go): a GitRepository (url, branch, interval, secretRef to a copy of the
 //     read-only credentials of spec.git.fluxSecretRef in Flux's format, only the keys Flux reads
 //     for the transport; none without it: the push credentials never enter the vCluster, and a
-//     Secret the operator pushes with is refused as fluxSecretRef, FluxSecretRefused) and a Kustomization (path, prune: true, wait: true,
+//     Secret not labelled kubeopera.io/flux-credentials or holding any push credential of the
+//     repository is refused as fluxSecretRef, FluxSecretRefused, credentials.go) and a Kustomization (path, prune: true, wait: true,
 //     targetNamespace = the app namespace, interval), both named <namespace>-<name> (cut and
 //     hashed beyond 63 characters) in spec.flux.namespace, applied server-side with the typed Flux
 //     API, only when the fields the operator's field manager owns differ (a Synced app in steady
@@ -117,7 +118,7 @@
 //   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
 //     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
-//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, GitPathNotAllowed,
+//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, PushSecretExposed, GitPathNotAllowed,
 //     NamespaceReserved, IngressHostNotAllowed, ClusterIssuerNotAllowed): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //

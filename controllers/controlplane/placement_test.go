@@ -77,7 +77,7 @@ func TestPodSettingsReachThePods(t *testing.T) {
 
 	writes := h.writes.Load()
 	h.mustBeReady()
-	g.Expect(h.writes.Load() - writes).To(BeZero(), "a pass over unchanged pod settings writes nothing")
+	g.Expect(h.writes.Load()-writes).To(BeZero(), "a pass over unchanged pod settings writes nothing")
 }
 
 // A NATS memory limit at or below the JetStream memory store is refused before anything of NATS

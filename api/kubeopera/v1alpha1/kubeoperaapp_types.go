@@ -239,15 +239,19 @@ type GitSpec struct {
 	// Opaque or kubernetes.io/basic-auth Secret with HTTPS username and password, a token
 	// (optional username) or a bearerToken (optional ca.crt), or SSH identity and known_hosts
 	// (optional password: the key's passphrase). Any other Secret type or key is refused
-	// (GitSecretInvalid). It never leaves the host cluster: Flux gets FluxSecretRef.
+	// (GitSecretInvalid). It never leaves the host cluster: Flux gets FluxSecretRef. A Secret
+	// labelled kubeopera.io/flux-credentials, or holding the Flux credential of an app of the
+	// same repository, is refused (PushSecretExposed).
 	// +optional
 	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
 
 	// FluxSecretRef holds the read-only credentials Flux in the vCluster fetches with (a
 	// deploy key or read-only token of this tenant), in the app's namespace and in the same
 	// shapes as SecretRef; it is copied into the vCluster, where the tenant's administrators
-	// can read it. Empty: Flux fetches anonymously (a public repository). A Secret the
-	// operator pushes with (SecretRef, or another app's) is refused (FluxSecretRefused).
+	// can read it. Empty: Flux fetches anonymously (a public repository). The Secret must be
+	// labelled kubeopera.io/flux-credentials=true; one the operator pushes with (SecretRef,
+	// another app's, or the same credential as any push Secret of the repository) is refused
+	// (FluxSecretRefused).
 	// +optional
 	FluxSecretRef *LocalSecretReference `json:"fluxSecretRef,omitempty"`
 }
