@@ -42,7 +42,7 @@ const SecretFinalizer = "kubeopera.io/git-credentials-in-use" //nolint:gosec // 
 // Secret is copied to a tenant by accident (an Opaque basic-auth Secret of some other service),
 // and spec.git.secretRef is refused with it: the operator never pushes with a credential that is
 // declared copyable.
-const LabelFluxCredentials = "kubeopera.io/flux-credentials"
+const LabelFluxCredentials = "kubeopera.io/flux-credentials" //nolint:gosec // G101: a label name, not a credential
 
 // Condition types of a KubeOperaApp.
 const (
