@@ -14,11 +14,11 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// The NATS memory limit follows the JetStream memory store (store + overhead), GOMEMLIMIT is nine
+// The NATS memory limit follows the JetStream memory store (2 × store + overhead), GOMEMLIMIT is nine
 // tenths of it, and a limit the spec sets is checked against the store.
 func TestNatsMemoryFollowsTheStore(t *testing.T) {
 	g := NewWithT(t)
-	for store, limit := range map[string]string{"": "1536870912", "1G": "1536870912", "4Gi": "4608Mi", "256M": "792870912"} {
+	for store, limit := range map[string]string{"": "2268435456", "1G": "2268435456", "4Gi": "8448Mi", "256M": "780435456"} {
 		cp := testfixture.ControlPlane()
 		if store != "" {
 			testfixture.WithJetStream(datasancev3.JetStream{MemoryStoreSize: store})(cp)
