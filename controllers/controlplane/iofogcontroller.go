@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,6 +156,9 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 		}
 		hashes.TLS = resources.HashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
 	}
+	if err := checkSQLiteMount(ctx, s); err != nil {
+		return nil, false, err
+	}
 	desired := resources.ControllerDeployment(s.cp, s.images, urls, hashes)
 	if s.handover(resources.ComponentController) != nil {
 		resources.MarkDeploymentTakingOver(desired)
@@ -165,6 +169,25 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 		return nil, false, err
 	}
 	return live, changed, nil
+}
+
+// checkSQLiteMount refuses to roll a Controller whose live Deployment mounts the SQLite claim at
+// an earlier version's path (resources.LegacySQLiteMount) until the ControlPlane carries
+// resources.AnnotationSQLiteMountConfirmed: the roll would lose the database (the message says
+// which way and what to do first). Nothing of the Deployment is written meanwhile.
+func checkSQLiteMount(ctx context.Context, s *scope) error {
+	if !s.spec.UsesSQLite() || s.cp.Annotations[resources.AnnotationSQLiteMountConfirmed] == "true" {
+		return nil
+	}
+	live := &appsv1.Deployment{}
+	found, err := s.getExisting(ctx, resources.ControllerName, live)
+	if err != nil || !found {
+		return err
+	}
+	if mount := resources.LegacySQLiteMount(live); mount != "" {
+		return terminal(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, live, mount)))
+	}
+	return nil
 }
 
 // ioFogControllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -105,6 +106,9 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 				"another object; nothing is written until it is deleted or renamed", joinSlots(foreign), s.namespace()))
 	}
 	if len(legacy) > 0 {
+		if err := checkDatasanceSQLite(s, legacy, legacySlots); err != nil {
+			return result{}, err
+		}
 		return replaceDatasanceWorkloads(ctx, s, legacy, legacySlots)
 	}
 	for _, w := range observe {
@@ -120,6 +124,28 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 		}
 	}
 	return proceed(), nil
+}
+
+// checkDatasanceSQLite refuses to replace the Datasance operator's SQLite Controller until the
+// ControlPlane carries resources.AnnotationSQLiteMountConfirmed: its Deployment mounts the claim
+// at the 3.7 path, where a 3.7 Controller wrote a database this operator's Controller (3.8 and
+// later) cannot migrate, or a 3.8+ one left its database on the pod's filesystem. Nothing is
+// deleted or written before the confirmation (checkSQLiteMount says the same for a Deployment of
+// an earlier version of this operator).
+func checkDatasanceSQLite(s *scope, legacy []client.Object, slots []workloadSlot) error {
+	if !s.spec.UsesSQLite() || s.cp.Annotations[resources.AnnotationSQLiteMountConfirmed] == "true" {
+		return nil
+	}
+	for i, w := range slots {
+		d, ok := legacy[i].(*appsv1.Deployment)
+		if w.component != resources.ComponentController || !ok {
+			continue
+		}
+		if mount := resources.LegacySQLiteMount(d); mount != "" {
+			return terminal(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, d, mount)))
+		}
+	}
+	return nil
 }
 
 // datasanceRan reports whether the Datasance operator ran w's component here, for a component

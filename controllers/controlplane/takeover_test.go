@@ -20,6 +20,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
@@ -74,6 +75,20 @@ func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
 	cp := h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2), testfixture.WithSQLite())
 	left := h.leaveDatasanceControlPlane(cp, &m, 2)
 	k := &kubeControllers{h: h}
+
+	// The Datasance operator ran a 3.7 Controller on the SQLite claim: nothing is replaced until a
+	// person has dealt with the 3.7 database this operator's 3.8+ Controller cannot migrate.
+	writes := h.writes.Load()
+	_, err := h.reconcile()
+	g.Expect(err).To(HaveOccurred())
+	c := h.trueCondition()
+	g.Expect(c.Reason).To(Equal(datasancev3.ReasonSQLiteDatabaseAtRisk))
+	g.Expect(c.Message).To(ContainSubstring("ghcr.io/datasance/controller:3.7.3, a 3.7 Controller"))
+	g.Expect(h.writes.Load()-writes).To(Equal(int64(1)), "only the status is written")
+	g.Expect(k.datasancePods("controller")).NotTo(BeEmpty())
+	h.update(func(cp *datasancev3.ControlPlane) {
+		cp.Annotations = map[string]string{resources.AnnotationSQLiteMountConfirmed: "true"}
+	})
 
 	seen := h.takeover(k, 4, func(pass int) {
 		for _, svc := range []string{"router", "nats-headless", "nats", "nats-server"} {

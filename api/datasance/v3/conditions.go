@@ -94,6 +94,11 @@ const (
 	// Datasance iofog-operator's, or is controlled by another object. Nothing is written until it
 	// is removed or renamed.
 	ReasonForeignWorkload = "ForeignWorkload"
+	// ReasonSQLiteDatabaseAtRisk: the live Controller Deployment mounts the SQLite claim where an
+	// earlier operator version did (the 3.7 path); rolling it onto this version's mount would lose
+	// the database, so it is not rolled until a person took the step the message names and
+	// confirmed it with the annotation datasance.com/sqlite-mount-confirmed.
+	ReasonSQLiteDatabaseAtRisk = "SQLiteDatabaseAtRisk"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )
@@ -106,5 +111,5 @@ const (
 var TerminalReasons = []string{
 	ReasonInvalidConfiguration, ReasonImmutableFieldChanged, ReasonInvalidCertificate, ReasonSecretNotFound,
 	ReasonSecretKeyNotFound, ReasonMissingRouterAddress, ReasonDuplicateControlPlane, ReasonForeignWorkload,
-	ReasonCAConflict, ReasonCARestoreFailed, ReasonJetStreamKeyMissing, ReasonLoginFailed,
+	ReasonCAConflict, ReasonCARestoreFailed, ReasonJetStreamKeyMissing, ReasonLoginFailed, ReasonSQLiteDatabaseAtRisk,
 }

@@ -144,24 +144,9 @@ var liveSince = [3]int{3, 8, 2}
 // digest only, a build name) gets no liveness probe: a probe on a route the image does not serve
 // would restart a working Controller over and over (docs/controlplane.md#controller-deployment).
 func ControllerServesLiveness(image string) bool {
-	ref, _, _ := strings.Cut(image, "@")
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") {
+	v, pre, ok := controllerVersion(image)
+	if !ok {
 		return false
-	}
-	tag := strings.TrimPrefix(ref[i+1:], "v")
-	core, pre, _ := strings.Cut(tag, "-")
-	parts := strings.Split(core, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	var v [3]int
-	for j, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return false
-		}
-		v[j] = n
 	}
 	for j := range v {
 		if v[j] != liveSince[j] {
@@ -169,6 +154,31 @@ func ControllerServesLiveness(image string) bool {
 		}
 	}
 	return pre == "" // 3.8.2 itself, not one of its pre-releases
+}
+
+// controllerVersion reads the release version of a Controller image's tag (optionally
+// v-prefixed, with an optional pre-release after "-"); ok is false for any other tag (latest, a
+// digest only, a build name).
+func controllerVersion(image string) (v [3]int, pre string, ok bool) {
+	ref, _, _ := strings.Cut(image, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return v, "", false
+	}
+	tag := strings.TrimPrefix(ref[i+1:], "v")
+	core, pre, _ := strings.Cut(tag, "-")
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return v, "", false
+	}
+	for j, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, "", false
+		}
+		v[j] = n
+	}
+	return v, pre, true
 }
 
 // ControllerPodHashes are the pod-template hash annotations of the Controller Deployment.

@@ -88,14 +88,16 @@ func CheckNatsMemory(spec *datasancev3.ControlPlaneSpec) error {
 // ComponentResources are the compute resources of a component's container in force: the spec's
 // when set, otherwise the defaults above.
 func ComponentResources(spec *datasancev3.ControlPlaneSpec, component string) datasancev3.Resources {
+	// Copies, never the spec's or the defaults' own maps: an apply decodes the server's answer
+	// into the apply configuration it sent, maps included.
 	if s := componentPods(spec, component); s != nil && s.Resources != nil {
-		return *s.Resources
+		return *s.Resources.DeepCopy()
 	}
 	switch component {
 	case ComponentController:
-		return defaultControllerResources
+		return *defaultControllerResources.DeepCopy()
 	case ComponentRouter:
-		return defaultRouterResources
+		return *defaultRouterResources.DeepCopy()
 	}
 	r := *defaultNatsResources.DeepCopy()
 	r.Limits[corev1.ResourceMemory] = natsMemoryLimit(spec)
@@ -115,7 +117,9 @@ func componentPods(spec *datasancev3.ControlPlaneSpec, component string) *datasa
 	return nil
 }
 
-// withResources sets a container's resources.
+// withResources sets a container's resources. r's maps become the apply configuration's, which
+// the apply's answer is decoded into: r must be the caller's own (ComponentResources returns
+// copies).
 func withResources(c *corev1ac.ContainerApplyConfiguration, r datasancev3.Resources) {
 	rr := corev1ac.ResourceRequirements()
 	if len(r.Requests) > 0 {
