@@ -74,7 +74,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	if err := apply(ctx, s.vc, ks); err != nil {
 		return fluxError("apply Kustomization", err)
 	}
-	s.kustomization = ks
+	s.kustomization, s.gitRepository = ks, repo
 	r.stepSucceeded(s.app, cond, fmt.Sprintf("GitRepository and Kustomization %s/%s applied", ks.Namespace, ks.Name))
 	return nil
 }
@@ -208,7 +208,7 @@ func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, er
 			fmt.Sprintf("Not verified: compare the app's folder at the applied revision %s with commit %s: %v", revision, s.head, err))
 		return ctrl.Result{}, err
 	}
-	return r.setSynced(s, s.kustomization, available, exp, holds, why), nil
+	return r.setSynced(s, available, exp, holds, why), nil
 }
 
 // availableReplicas reads the available replicas of the app's Deployment in the vCluster (0

@@ -164,7 +164,7 @@ func TestSyncedWaitsForTheIngress(t *testing.T) {
 						Status: status, Reason: tc.before, Message: "before"})
 				}
 			})
-			res := tr.setSynced(&scope{app: a}, flux(tc.flux), 1, tc.exp, true, "")
+			res := tr.setSynced(&scope{app: a, kustomization: flux(tc.flux)}, 1, tc.exp, true, "")
 			c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
 			g.Expect(c.Status).To(Equal(tc.want), c.Message)
 			g.Expect(c.Reason).To(Equal(tc.reason), c.Message)

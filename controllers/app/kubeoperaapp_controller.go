@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -110,6 +111,8 @@ type scope struct {
 	head string
 	// kustomization is the applied Kustomization, with the status the vCluster returned.
 	kustomization *kustomizev1.Kustomization
+	// gitRepository is the applied GitRepository, with the status the vCluster returned.
+	gitRepository *sourcev1.GitRepository
 	// pushPending: the pass ended waiting for its push; it writes no status.
 	pushPending bool
 	// versions are the app's resourceVersions this pass read and wrote (awaitOwnWrites).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,8 +83,9 @@ func (r *Reconciler) setReady(s *scope) {
 // returns the requeue: every ResyncInterval once Synced, every SyncPollInterval until then (the
 // watches of the vCluster's Kustomizations, Ingresses and Certificates bring the app back
 // sooner).
-func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, available int32, exp exposure, holds bool, why string) ctrl.Result {
+func (r *Reconciler) setSynced(s *scope, available int32, exp exposure, holds bool, why string) ctrl.Result {
 	const cond = kubeoperav1alpha1.ConditionSynced
+	ks := s.kustomization
 	s.app.Status.AppliedRevision = ks.Status.LastAppliedRevision
 	s.app.Status.AvailableReplicas = available
 	s.app.Status.URL = render.URL(s.app)
@@ -105,6 +107,12 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 	switch {
 	case matches && current && ready != nil && (ready.Status == metav1.ConditionTrue || reapplying):
 		return r.setExposed(s, exp, fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
+	case sourceFailing(s.gitRepository) != nil:
+		// What Flux fetches fails, so the commit cannot reach the vCluster: the source says why,
+		// whatever the Kustomization still shows of an earlier artifact.
+		failed := sourceFailing(s.gitRepository)
+		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonSourceNotReady,
+			fmt.Sprintf("GitRepository %s/%s cannot fetch (%s): %s", s.gitRepository.Namespace, s.gitRepository.Name, failed.Reason, failed.Message))
 	case ready != nil && ready.Status == metav1.ConditionFalse:
 		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
 			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))
@@ -117,6 +125,20 @@ func (r *Reconciler) setSynced(s *scope, ks *kustomizev1.Kustomization, availabl
 			fmt.Sprintf("Waiting for Flux to apply %s@sha1:%s (applied: %s%s)", branch, s.app.Status.Commit, applied, why))
 	}
 	return ctrl.Result{RequeueAfter: r.Options.SyncPollInterval}
+}
+
+// sourceFailing returns the GitRepository's Ready condition when source-controller reported it
+// False for the current generation (a fetch or checkout failed), nil otherwise (no GitRepository,
+// not observed yet, fetching, or Ready).
+func sourceFailing(repo *sourcev1.GitRepository) *metav1.Condition {
+	if repo == nil {
+		return nil
+	}
+	ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.ObservedGeneration != repo.Generation {
+		return nil
+	}
+	return ready
 }
 
 // setExposed decides Synced once Flux applied the app (applied says what): an app without an

@@ -6,8 +6,10 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -148,4 +150,49 @@ func TestAvailableReplicasAreReadFromTheVCluster(t *testing.T) {
 	f.g.Expect(vcluster.Client.Status().Update(f.ctx, deploy)).To(Succeed())
 	f.poke("counted")
 	f.g.Eventually(func() int32 { return f.get("counted").Status.AvailableReplicas }).Should(Equal(int32(2)))
+}
+
+// setGitRepositoryReady writes the Ready condition source-controller would write.
+func setGitRepositoryReady(f *fixture, name string, ready metav1.ConditionStatus, reason, message string) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		repo := &sourcev1.GitRepository{}
+		f.g.Expect(f.vc(repo, "flux-system", name)).To(BeTrue())
+		repo.Status.ObservedGeneration = repo.Generation
+		repo.Status.Conditions = []metav1.Condition{{
+			Type: meta.ReadyCondition, Status: ready, Reason: reason, Message: message,
+			LastTransitionTime: metav1.Now(), ObservedGeneration: repo.Generation,
+		}}
+		return vcluster.Client.Status().Update(f.ctx, repo)
+	}).Should(Succeed())
+}
+
+// A source that cannot fetch is what keeps the commit from the vCluster: Synced says so with the
+// GitRepository's own words (SourceNotReady), not "waiting for Flux", although the Kustomization
+// is still Ready at the revision it applied before. Once the source fetches again, the wait is for
+// the Kustomization. The status source-controller writes is played here (no Flux in this suite);
+// test/e2e revokes a read credential under the real source-controller.
+func TestSyncedSaysWhenTheSourceCannotFetch(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("fetch", "t1"))
+	a := f.waitReady("fetch")
+	name := f.ns + "-fetch"
+	older := "main@sha1:" + a.Status.Commit
+	setKustomizationStatus(f, name, older, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: "+older)
+
+	// A new commit; the read credential was revoked meanwhile.
+	f.update("fetch", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Replicas = ptr.To(int32(2)) })
+	f.waitCondition("fetch", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	setGitRepositoryReady(f, name, metav1.ConditionFalse, "GitOperationFailed",
+		"failed to checkout and determine revision: unable to clone '"+f.gitURL()+"': authentication required")
+	f.poke("fetch")
+	a = f.waitCondition("fetch", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonSourceNotReady)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionSynced)).To(ContainSubstring("cannot fetch (GitOperationFailed): failed to checkout"))
+	f.g.Expect(apimeta.IsStatusConditionTrue(a.Status.Conditions, kubeoperav1alpha1.ConditionReady)).To(BeTrue(), "the operator's part is done")
+
+	// The credential works again: the wait is Flux's.
+	setGitRepositoryReady(f, name, metav1.ConditionTrue, "Succeeded", "stored artifact for revision")
+	f.poke("fetch")
+	f.waitCondition("fetch", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
 }

@@ -91,6 +91,10 @@ const (
 	ReasonPushConflict             = "PushConflict"
 	ReasonFluxConfigFailed         = "FluxConfigFailed"
 	ReasonKustomizationNotReady    = "KustomizationNotReady"
+	// ReasonSourceNotReady: Flux's GitRepository in the vCluster cannot fetch (a revoked or
+	// missing read credential, a folder gone from the branch), so the pushed commit cannot reach
+	// the vCluster; the message is the GitRepository's Ready condition.
+	ReasonSourceNotReady = "SourceNotReady"
 	ReasonRevisionNotApplied       = "RevisionNotApplied"
 	ReasonDeleteFailed             = "DeleteFailed"
 	ReasonDeleting                 = "Deleting"
