@@ -125,7 +125,9 @@ func (r *Reconciler) removeOldFolder(ctx context.Context, s *scope, old location
 }
 
 // credentialsUnusable: err says the credentials are gone, are not Git credentials, or the
-// server refused them; a retry with the same Secret cannot succeed.
+// server refused them; a retry with the same Secret cannot succeed. A 403 (gitops.ErrForbidden)
+// is not among them: hosts answer it for a rate limit or an IP allow-list too, and a move that
+// took one 403 for dead credentials would leave its old folder behind for good.
 func credentialsUnusable(err error) bool {
 	return errors.Is(err, errGitSecretNotFound) || errors.Is(err, errGitSecretInvalid) ||
 		errors.Is(err, errGitInsecureTransport) || errors.Is(err, gitops.ErrNotGitCredential) ||
@@ -269,6 +271,9 @@ func gitError(cond string, err error) error {
 		return retry(cond, kubeoperav1alpha1.ReasonFolderNotOwned, err)
 	case errors.Is(err, gitops.ErrAuthFailed), errors.Is(err, gitops.ErrInvalidAuth):
 		return retry(cond, kubeoperav1alpha1.ReasonGitAuthFailed, err)
+	case errors.Is(err, gitops.ErrForbidden):
+		// Not the credentials' fault for certain (credentialsUnusable leaves it out): retried.
+		return retry(cond, kubeoperav1alpha1.ReasonGitForbidden, err)
 	case errors.Is(err, gitops.ErrPushConflict):
 		return retry(cond, kubeoperav1alpha1.ReasonPushConflict, err)
 	case errors.Is(err, gitops.ErrRepositoryTooLarge):

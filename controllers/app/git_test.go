@@ -492,3 +492,38 @@ func TestMissingBranchIsRefusedUnlessAsked(t *testing.T) {
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(head).To(Equal(a.Status.Commit))
 }
+
+// A 403 is not dead credentials. The old repository of a moved app answers 403 for a while (a
+// rate limit, an IP allow-list), with a body of its own: the move keeps retrying (GitForbidden)
+// instead of leaving the old folder behind, the body reaches neither the status nor an Event, and
+// once the host answers again the old folder is removed.
+func TestMoveRetriesThroughA403(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("patient", "t1"))
+	f.waitReady("patient")
+	oldRepo, oldPath := f.repo, f.path("patient")
+	const body = "rate limit exceeded for 10.0.7.12 (internal-proxy-s3cret)"
+	gitServer.Forbid(oldRepo, body)
+	t.Cleanup(func() { gitServer.Allow(oldRepo) })
+
+	f.update("patient", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = gitServer.URL(oldRepo + "-new") })
+	a := f.waitCondition("patient", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonGitForbidden)
+	msg := conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)
+	f.g.Expect(msg).To(ContainSubstring("remove the old folder"))
+	f.g.Expect(msg).To(ContainSubstring("HTTP 403"))
+	f.g.Expect(msg).NotTo(ContainSubstring("internal-proxy-s3cret"), "the server's body is not shown")
+	f.waitEvent("patient", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonGitForbidden)
+	for _, e := range f.events("patient") {
+		f.g.Expect(e.Note).NotTo(ContainSubstring("internal-proxy-s3cret"))
+		f.g.Expect(e.Reason).NotTo(Equal(kubeoperav1alpha1.ReasonOldFolderLeft), "a 403 does not abandon the old folder")
+	}
+	f.g.Expect(f.get("patient").Status.Repository).To(Equal(gitServer.URL(oldRepo)), "the placement still names the old folder")
+
+	gitServer.Allow(oldRepo)
+	a = f.waitReady("patient")
+	f.g.Expect(a.Status.Repository).To(Equal(gitServer.URL(oldRepo + "-new")))
+	old, err := gitServer.Files(oldRepo, "main", oldPath)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(old).To(BeEmpty(), "the old folder is removed once the host answers again")
+}

@@ -40,6 +40,9 @@ type GitServer struct {
 	pushes map[string]int
 	// fetches counts the upload-pack ref advertisements (one per fetch) per repository.
 	fetches map[string]int
+	// forbidden holds the body of the 403 the server answers every request of a repository with
+	// (Forbid), as a Git host does under a rate limit or an IP allow-list.
+	forbidden map[string]string
 }
 
 // StartGitServer starts the server. It needs the git CLI.
@@ -53,9 +56,9 @@ func StartGitServer(user, password string) (*GitServer, error) {
 	}
 	s := &GitServer{GitServer: srv, User: user, Password: password,
 		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{},
-		pushes: map[string]int{}, fetches: map[string]int{}}
+		pushes: map[string]int{}, fetches: map[string]int{}, forbidden: map[string]string{}}
 	srv.AutoCreate().Auth(user, password)
-	srv.AddHTTPMiddlewares(s.countPushes, s.countFetches, s.notFoundWhenRemoved, s.readOnlyUser)
+	srv.AddHTTPMiddlewares(s.countPushes, s.countFetches, s.notFoundWhenRemoved, s.forbid, s.readOnlyUser)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
@@ -70,6 +73,34 @@ func (s *GitServer) RemoveRepository(repo string) error {
 	s.removed[repo] = true
 	s.mu.Unlock()
 	return os.RemoveAll(filepath.Join(s.Root(), repo+".git"))
+}
+
+// Forbid makes the server answer every request of repo with HTTP 403 and body until Allow.
+func (s *GitServer) Forbid(repo, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forbidden[repo] = body
+}
+
+// Allow ends Forbid.
+func (s *GitServer) Allow(repo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.forbidden, repo)
+}
+
+func (s *GitServer) forbid(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+		s.mu.Lock()
+		body, forbidden := s.forbidden[repo]
+		s.mu.Unlock()
+		if forbidden {
+			http.Error(w, body, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // countPushes counts every push request that reaches the server, refused or not: "nothing was

@@ -100,7 +100,7 @@ func push(ctx context.Context, repo *git.Repository, auth Auth, branch string) e
 // still at base or cannot be read.
 func remoteMoved(ctx context.Context, repo *git.Repository, auth Auth, branch string, base, commit plumbing.Hash, pushErr error) (bool, error) {
 	pushErr = classifyRemote(pushErr)
-	if errors.Is(pushErr, ErrAuthFailed) {
+	if errors.Is(pushErr, ErrAuthFailed) || errors.Is(pushErr, ErrForbidden) {
 		return false, fmt.Errorf("push to branch %s: %w", branch, pushErr)
 	}
 	head, err := remoteHead(ctx, repo, auth, branch)

@@ -26,9 +26,17 @@ var (
 	ErrNotGitCredential = errors.New("not a Git credential")
 
 	// ErrAuthFailed means the Git server refused the credentials (HTTP
-	// 401/403, SSH authentication failure) or the SSH host key did not match
+	// 401, SSH authentication failure) or the SSH host key did not match
 	// known_hosts. The App Controller reports it as reason GitAuthFailed.
 	ErrAuthFailed = errors.New("git authentication failed")
+
+	// ErrForbidden means the Git server answered HTTP 403: it knows who asks
+	// but refuses the request now. Hosts answer so for a rate limit, an IP
+	// allow-list, an archived or read-only repository, or a token without
+	// the scope, so it says nothing certain about the credentials; the App
+	// Controller retries it (reason GitForbidden) and never treats it as
+	// credentials that cannot work.
+	ErrForbidden = errors.New("git request forbidden (HTTP 403)")
 
 	// ErrPushConflict means every push attempt was rejected because the
 	// remote branch kept moving (non-fast-forward), even after fetching,

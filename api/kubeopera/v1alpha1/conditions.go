@@ -87,6 +87,10 @@ const (
 	ReasonRegistrySecretNotFound   = "RegistrySecretNotFound"
 	ReasonGitSecretNotFound        = "GitSecretNotFound"
 	ReasonGitAuthFailed            = "GitAuthFailed"
+	// ReasonGitForbidden: the Git server answered HTTP 403 (a rate limit, an IP allow-list, an
+	// archived repository, a token without the scope): retried with the backoff, and a move keeps
+	// the old folder's cleanup pending rather than leaving the folder behind.
+	ReasonGitForbidden = "GitForbidden"
 	ReasonGitFailed                = "GitFailed"
 	ReasonPushConflict             = "PushConflict"
 	ReasonFluxConfigFailed         = "FluxConfigFailed"
