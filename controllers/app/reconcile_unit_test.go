@@ -79,7 +79,11 @@ type testReconciler struct {
 // the vCluster client every Tenant gets.
 func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *testReconciler {
 	t.Helper()
+	// The field indexes a pass lists apps by, as SetupWithManager registers them.
 	host := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).
+		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexGitURL, gitURL).
+		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexGitSecretRef, gitSecretRef).
+		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexFluxSecretRef, fluxSecretRef).
 		WithStatusSubresource(&kubeoperav1alpha1.KubeOperaApp{}, &tenantv1alpha1.Tenant{}).Build()
 	rec := events.NewFakeRecorder(100)
 	tr := &testReconciler{host: host, recorder: rec}
