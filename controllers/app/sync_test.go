@@ -21,21 +21,35 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
-// setKustomizationStatus writes the status Flux would write.
+// setKustomizationStatus writes the status kustomize-controller would write.
 func setKustomizationStatus(f *fixture, name, revision string, ready metav1.ConditionStatus, reason, message string) {
 	f.t.Helper()
-	f.g.Eventually(func() error {
-		ks := &kustomizev1.Kustomization{}
-		f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+	ks := &kustomizev1.Kustomization{}
+	writeFluxStatus(f, ks, name, func() {
 		ks.Status.ObservedGeneration = ks.Generation
 		ks.Status.LastAppliedRevision = revision
 		ks.Status.LastAttemptedRevision = revision
-		ks.Status.Conditions = []metav1.Condition{{
-			Type: meta.ReadyCondition, Status: ready, Reason: reason, Message: message,
-			LastTransitionTime: metav1.Now(), ObservedGeneration: ks.Generation,
-		}}
-		return vcluster.Client.Status().Update(f.ctx, ks)
+		ks.Status.Conditions = fluxReady(ks.Generation, ready, reason, message)
+	})
+}
+
+// writeFluxStatus reads the Flux object name of the vCluster's flux-system into obj, lets set
+// change its status and writes the status, as a Flux controller does, until the write succeeds.
+func writeFluxStatus(f *fixture, obj client.Object, name string, set func()) {
+	f.t.Helper()
+	f.g.Eventually(func() error {
+		f.g.Expect(f.vc(obj, "flux-system", name)).To(BeTrue())
+		set()
+		return vcluster.Client.Status().Update(f.ctx, obj)
 	}).Should(Succeed())
+}
+
+// fluxReady is the one Ready condition of a Flux object's status, for generation.
+func fluxReady(generation int64, ready metav1.ConditionStatus, reason, message string) []metav1.Condition {
+	return []metav1.Condition{{
+		Type: meta.ReadyCondition, Status: ready, Reason: reason, Message: message,
+		LastTransitionTime: metav1.Now(), ObservedGeneration: generation,
+	}}
 }
 
 func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
@@ -155,16 +169,11 @@ func TestAvailableReplicasAreReadFromTheVCluster(t *testing.T) {
 // setGitRepositoryReady writes the Ready condition source-controller would write.
 func setGitRepositoryReady(f *fixture, name string, ready metav1.ConditionStatus, reason, message string) {
 	f.t.Helper()
-	f.g.Eventually(func() error {
-		repo := &sourcev1.GitRepository{}
-		f.g.Expect(f.vc(repo, "flux-system", name)).To(BeTrue())
+	repo := &sourcev1.GitRepository{}
+	writeFluxStatus(f, repo, name, func() {
 		repo.Status.ObservedGeneration = repo.Generation
-		repo.Status.Conditions = []metav1.Condition{{
-			Type: meta.ReadyCondition, Status: ready, Reason: reason, Message: message,
-			LastTransitionTime: metav1.Now(), ObservedGeneration: repo.Generation,
-		}}
-		return vcluster.Client.Status().Update(f.ctx, repo)
-	}).Should(Succeed())
+		repo.Status.Conditions = fluxReady(repo.Generation, ready, reason, message)
+	})
 }
 
 // A source that cannot fetch is what keeps the commit from the vCluster: Synced says so with the
