@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 )
 
 // Where the operator may connect. The operator pod usually reaches more than a tenant should
 // (cluster-internal services, cloud metadata endpoints): the manager flags
 // --app-allowed-git-hosts and --app-allowed-vcluster-servers restrict the Git hosts of
-// spec.git.url and the API servers of Tenants' kubeconfigs. Empty lists allow any host (the
-// default, so existing installations keep working); a platform team sets them to its Git host
-// and its vcluster Service domain.
+// spec.git.url and the API servers of Tenants' kubeconfigs. Empty lists allow any host but the
+// cloud metadata endpoints (metadataHost), so existing installations keep working; a platform
+// team sets them to its Git host and its vcluster Service domain (docs/app-controller.md,
+// "Connections"). A metadata endpoint is reached only when an allow-list names it exactly.
 
 var (
 	// errGitHostNotAllowed: spec.git.url names a host outside the Git host allow-list.
@@ -32,6 +34,9 @@ func hostAllowed(allowed []string, rawURL string) (bool, string) {
 		return len(allowed) == 0, ""
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if metadataHost(host) {
+		return namedExactly(allowed, host), host
+	}
 	if len(allowed) == 0 {
 		return true, host
 	}
@@ -57,10 +62,43 @@ func hostAllowed(allowed []string, rawURL string) (bool, string) {
 	return false, host
 }
 
+// metadataHosts are the names of cloud instance metadata services (GCE, Azure and others answer
+// on these as on 169.254.169.254): a request from the operator pod reads the node's identity
+// and, on many clouds, credentials.
+var metadataHosts = []string{"metadata.google.internal", "metadata.goog", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"}
+
+// metadataHost reports whether host (lower case, no port) is a cloud metadata endpoint: one of
+// metadataHosts, or an IP literal in the link-local ranges (169.254.0.0/16, where AWS, GCE,
+// Azure, OpenStack and others serve it, and fe80::/10) or AWS's IPv6 fd00:ec2::254. Names are
+// not resolved: a name that resolves to such an address is refused only by an allow-list.
+func metadataHost(host string) bool {
+	if slices.Contains(metadataHosts, strings.TrimSuffix(host, ".")) {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLinkLocalUnicast() || ip.Equal(net.ParseIP("fd00:ec2::254")))
+}
+
+// namedExactly reports whether an allow-list entry is host itself (with or without a port), not a
+// wildcard that happens to cover it.
+func namedExactly(allowed []string, host string) bool {
+	for _, entry := range allowed {
+		entry = strings.ToLower(strings.TrimSpace(entry))
+		h, _, err := net.SplitHostPort(entry)
+		if err != nil {
+			h = entry
+		}
+		if h == host {
+			return true
+		}
+	}
+	return false
+}
+
 // checkGitHost refuses a repository URL outside the Git host allow-list.
 func (r *Reconciler) checkGitHost(rawURL string) error {
 	if ok, host := hostAllowed(r.Options.AllowedGitHosts, rawURL); !ok {
-		return fmt.Errorf("%w: %q is not in --app-allowed-git-hosts", errGitHostNotAllowed, host)
+		return fmt.Errorf("%w: %q is not in --app-allowed-git-hosts%s", errGitHostNotAllowed, host, metadataNote(host))
 	}
 	return nil
 }
@@ -68,7 +106,15 @@ func (r *Reconciler) checkGitHost(rawURL string) error {
 // checkVClusterServer refuses an API server outside the vCluster server allow-list.
 func (r *Reconciler) checkVClusterServer(server string) error {
 	if ok, host := hostAllowed(r.Options.AllowedVClusterServers, server); !ok {
-		return fmt.Errorf("%w: %q is not in --app-allowed-vcluster-servers", errVClusterServerNotAllowed, host)
+		return fmt.Errorf("%w: %q is not in --app-allowed-vcluster-servers%s", errVClusterServerNotAllowed, host, metadataNote(host))
 	}
 	return nil
+}
+
+// metadataNote explains, in a refusal, why a metadata endpoint is refused with an empty list.
+func metadataNote(host string) string {
+	if !metadataHost(host) {
+		return ""
+	}
+	return " (a cloud metadata endpoint: refused unless the list names it exactly)"
 }

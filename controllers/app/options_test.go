@@ -69,6 +69,16 @@ func TestHostAllowed(t *testing.T) {
 		{[]string{"*.svc"}, "https://10.0.0.1:6443", false},
 		{[]string{"a.example.com", "*.svc"}, "https://t1.ns.svc", true},
 		{[]string{"a.example.com"}, "::not a url", false},
+		// Cloud metadata endpoints: refused with an empty list and by wildcards, reached only
+		// when named.
+		{nil, "http://169.254.169.254/computeMetadata/v1", false},
+		{nil, "http://metadata.google.internal/computeMetadata/v1", false},
+		{nil, "http://METADATA.google.internal./x", false},
+		{nil, "http://[fd00:ec2::254]/latest", false},
+		{nil, "https://[fe80::1]:443/x.git", false},
+		{[]string{"*.internal"}, "http://metadata.google.internal/x", false},
+		{[]string{"169.254.169.254"}, "http://169.254.169.254/latest", true},
+		{nil, "https://10.0.0.1:6443", true},
 	} {
 		ok, _ := hostAllowed(tc.allowed, tc.url)
 		g.Expect(ok).To(Equal(tc.want), "%v %s", tc.allowed, tc.url)

@@ -430,4 +430,13 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
 	g.Expect(err.Error()).To(ContainSubstring(`"git.example.com" is not in --app-allowed-git-hosts`))
+
+	// Without allow-lists, a cloud metadata endpoint is still refused, before any connection.
+	tr = newTestReconciler(t, vc, testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.URL = "http://169.254.169.254/computeMetadata/v1/apps.git"
+	}), readyTenant("t1", "cs-1"), kubeconfig)
+	a, err = tr.reconcileErr(t)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
+	g.Expect(err.Error()).To(ContainSubstring("a cloud metadata endpoint"))
 }
