@@ -440,3 +440,26 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
 	g.Expect(err.Error()).To(ContainSubstring("a cloud metadata endpoint"))
 }
+
+// An API server's answer that is not a Kubernetes Status (client-go keeps up to 2 KiB of its body
+// in the error of a 403 or a 5xx) reaches the conditions and the Events as its status code only.
+func TestAServersAnswerNeverReachesTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	const body = "<html>internal admin console of 10.0.3.7 (s3cret-banner)</html>"
+	for _, code := range []int{http.StatusForbidden, http.StatusBadGateway} {
+		tr := newTestReconciler(t, nil)
+		a := testApp()
+		answer := apierrors.NewGenericServerResponse(code, "get", schema.GroupResource{Resource: "namespaces"}, "web", body, 0, true)
+		g.Expect(answer.Error()).To(ContainSubstring("s3cret-banner"), "client-go's error holds the body")
+		_, _ = tr.failed(context.Background(), &scope{app: a}, vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "read app namespace", answer))
+		for _, c := range a.Status.Conditions {
+			g.Expect(c.Message).NotTo(ContainSubstring("s3cret-banner"), "%s", c.Type)
+		}
+		ready := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Message).To(ContainSubstring(fmt.Sprintf("answered HTTP %d", code)))
+		for len(tr.recorder.Events) > 0 {
+			g.Expect(<-tr.recorder.Events).NotTo(ContainSubstring("s3cret-banner"))
+		}
+	}
+}

@@ -13,6 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -226,7 +229,7 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 	if !errors.As(err, &se) {
 		return ctrl.Result{}, err
 	}
-	msg := se.Err.Error()
+	msg := errorText(se.Err)
 	if se.Condition != kubeoperav1alpha1.ConditionReady {
 		r.setCondition(s.app, se.Condition, metav1.ConditionFalse, se.Reason, msg)
 	}
@@ -244,6 +247,27 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 	// retry (see newRateLimiter). WaitForChange: a terminal error is counted but never retried;
 	// a change of the app or of what it references brings it back.
 	return outcome.Result(se)
+}
+
+// errorText is err's text for a condition or an Event, without what an API server put in an
+// answer that was not a Kubernetes Status. client-go turns such an answer (an HTML error page, a
+// proxy's text, an internal endpoint behind a kubeconfig's server) into an error whose message
+// holds up to 2 KiB of its body for a 403 or a 5xx, marked with a cause of type
+// UnexpectedServerResponse; that text is replaced by the status code, the body is never shown.
+func errorText(err error) string {
+	msg := err.Error()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return msg
+	}
+	st := status.Status()
+	if st.Details == nil || !slices.ContainsFunc(st.Details.Causes, func(c metav1.StatusCause) bool {
+		return c.Type == metav1.CauseTypeUnexpectedServerResponse
+	}) || st.Message == "" {
+		return msg
+	}
+	return strings.Replace(msg, st.Message, fmt.Sprintf("the API server answered HTTP %d %s, not with a Kubernetes Status (the answer is not shown)",
+		st.Code, http.StatusText(int(st.Code))), 1)
 }
 
 // summarize ends a pass with the kstatus conditions (what Flux health checks, `kubectl wait`
@@ -275,7 +299,7 @@ func summarize(app *kubeoperav1alpha1.KubeOperaApp, err error) {
 	case err != nil && outcome.IsTerminal(err):
 		if !readyFalse {
 			// The failure was not reported on Ready (not a step of the pass).
-			reason, message = kubeoperav1alpha1.ReasonProgressing, eventnote.Truncate(outcome.StripTerminal(err).Error())
+			reason, message = kubeoperav1alpha1.ReasonProgressing, eventnote.Truncate(errorText(outcome.StripTerminal(err)))
 			if r, ok := outcome.ReasonOf(err); ok {
 				reason = r
 			}
@@ -283,7 +307,7 @@ func summarize(app *kubeoperav1alpha1.KubeOperaApp, err error) {
 		stalled(app, reason, message)
 	case err != nil:
 		if !readyFalse {
-			message = eventnote.Truncate(err.Error())
+			message = eventnote.Truncate(errorText(err))
 		}
 		reconciling(app, kubeoperav1alpha1.ReasonProgressingWithRetry, message)
 	case readyFalse && ready.Reason == kubeoperav1alpha1.ReasonKustomizationStuck:
