@@ -97,9 +97,9 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 	fs.BoolVar(&opts.Apps.AllowInsecureGitHTTP, "app-allow-insecure-git-http", opts.Apps.AllowInsecureGitHTTP,
 		"Send Git credentials over plain http:// repository URLs (development only; refused with GitInsecureTransport otherwise).")
 	fs.Var((*hostList)(&opts.Apps.AllowedGitHosts), "app-allowed-git-hosts",
-		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host).`)
+		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host but cloud metadata endpoints, which only an exact entry allows).`)
 	fs.Var((*hostList)(&opts.Apps.AllowedVClusterServers), "app-allowed-vcluster-servers",
-		`Comma-separated API server hosts a Tenant's kubeconfig may name, same format, e.g. "*.svc" (default: any server).`)
+		`Comma-separated API server hosts a Tenant's kubeconfig may name, same format, e.g. "*.svc" (default: any server but cloud metadata endpoints).`)
 	fs.Var((*hostList)(&opts.Apps.AllowedIngressHosts), "app-allowed-ingress-hosts",
 		`Comma-separated hosts spec.ingress.host may claim: exact names or "*.domain" (every name below domain, wildcard hosts included); `+
 			`"{namespace}" stands for the app's namespace, e.g. "*.{namespace}.apps.example.com" (default: any host; refused with IngressHostNotAllowed).`)
