@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 )
 
@@ -68,8 +69,10 @@ func mainCacheByObject() map[client.Object]cache.ByObject {
 // generation, owner references, finalizers and deletion timestamp. The App Controller holds its
 // finalizer on a push Secret only when the cached metadata lacks it, and its guard watches the
 // Secrets that carry it: without the finalizers here, every app pass patched the Secret again
-// (found by make bench P5). No labels, annotations or managed fields: every Secret of the cluster is in
-// this informer). Full Secrets are not transformed (none should reach this cache: secretReads
+// (found by make bench P5). Of the labels only kubeopera.io/flux-credentials, which the App
+// Controller requires on a Secret it copies into a vCluster for Flux; no other label, no
+// annotations, no managed fields: every Secret of the cluster is in this informer. Full Secrets
+// are not transformed (none should reach this cache: secretReads
 // sends them elsewhere; if one does, it stays usable for server-side-apply extraction, which
 // needs managedFields).
 func trimSecretMetadata(in any) (any, error) {
@@ -86,8 +89,19 @@ func trimSecretMetadata(in any) (any, error) {
 		DeletionTimestamp: m.DeletionTimestamp,
 		OwnerReferences:   m.OwnerReferences,
 		Finalizers:        m.Finalizers,
+		Labels:            keptSecretLabels(m.Labels),
 	}
 	return m, nil
+}
+
+// keptSecretLabels is the one label of a Secret's metadata the operator reads
+// (kubeopera.io/flux-credentials), nil when the Secret has none.
+func keptSecretLabels(in map[string]string) map[string]string {
+	v, ok := in[kubeoperav1alpha1.LabelFluxCredentials]
+	if !ok {
+		return nil
+	}
+	return map[string]string{kubeoperav1alpha1.LabelFluxCredentials: v}
 }
 
 // secretReads is the ControlPlane reconciler's client: a Secret is read from the cache of owned

@@ -47,7 +47,7 @@ func TestSecretReads(t *testing.T) {
 func TestTrimSecretMetadata(t *testing.T) {
 	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: "s", UID: "u", ResourceVersion: "7",
-		Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+		Labels: map[string]string{"a": "b", "kubeopera.io/flux-credentials": "true"}, Annotations: map[string]string{"c": "d"},
 		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m"}},
 		OwnerReferences: []metav1.OwnerReference{{Name: "iofog", UID: "o"}},
 		Finalizers:      []string{"kubeopera.io/git-credentials-in-use"},
@@ -64,7 +64,11 @@ func TestTrimSecretMetadata(t *testing.T) {
 		len(m.Finalizers) != 1 { // the App Controller's push-Secret guard reads the finalizers
 		t.Fatalf("kept too little: %+v", m.ObjectMeta)
 	}
-	if m.Labels != nil || m.Annotations != nil || m.ManagedFields != nil {
+	// The App Controller copies a Secret into a vCluster for Flux only with this label.
+	if len(m.Labels) != 1 || m.Labels["kubeopera.io/flux-credentials"] != "true" {
+		t.Fatalf("labels: %v, want the Flux credentials label only", m.Labels)
+	}
+	if m.Annotations != nil || m.ManagedFields != nil {
 		t.Fatalf("kept too much: %+v", m.ObjectMeta)
 	}
 	full := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}

@@ -122,7 +122,7 @@ func TestSandbox(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(host.Get(ctx, appKey, app)).To(Succeed())
 		c := apimeta.FindStatusCondition(app.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
-		g.Expect(c).NotTo(BeNil())
+		g.Expect(c).NotTo(BeNil(), "the app's conditions: %+v", app.Status.Conditions)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
 		g.Expect(c.ObservedGeneration).To(Equal(app.Generation))
 	}).Should(Succeed())
