@@ -90,18 +90,18 @@ const (
 	// ReasonGitForbidden: the Git server answered HTTP 403 (a rate limit, an IP allow-list, an
 	// archived repository, a token without the scope): retried with the backoff, and a move keeps
 	// the old folder's cleanup pending rather than leaving the folder behind.
-	ReasonGitForbidden = "GitForbidden"
-	ReasonGitFailed                = "GitFailed"
-	ReasonPushConflict             = "PushConflict"
-	ReasonFluxConfigFailed         = "FluxConfigFailed"
-	ReasonKustomizationNotReady    = "KustomizationNotReady"
+	ReasonGitForbidden          = "GitForbidden"
+	ReasonGitFailed             = "GitFailed"
+	ReasonPushConflict          = "PushConflict"
+	ReasonFluxConfigFailed      = "FluxConfigFailed"
+	ReasonKustomizationNotReady = "KustomizationNotReady"
 	// ReasonSourceNotReady: Flux's GitRepository in the vCluster cannot fetch (a revoked or
 	// missing read credential, a folder gone from the branch), so the pushed commit cannot reach
 	// the vCluster; the message is the GitRepository's Ready condition.
-	ReasonSourceNotReady = "SourceNotReady"
-	ReasonRevisionNotApplied       = "RevisionNotApplied"
-	ReasonDeleteFailed             = "DeleteFailed"
-	ReasonDeleting                 = "Deleting"
+	ReasonSourceNotReady     = "SourceNotReady"
+	ReasonRevisionNotApplied = "RevisionNotApplied"
+	ReasonDeleteFailed       = "DeleteFailed"
+	ReasonDeleting           = "Deleting"
 	// ReasonVClusterRequestFailed: the vCluster answered but refused a request (forbidden,
 	// invalid, conflict); VClusterUnreachable is used when it did not answer at all.
 	ReasonVClusterRequestFailed = "VClusterRequestFailed"
