@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +51,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit, "error", err)
 	if err != nil {
-		return gitError(cond, err)
+		return gitError(cond, adoptionHint(s.app, err))
 	}
 	s.head = res.Commit
 	// status.commit is the commit that last changed the app's folder: a later commit of
@@ -164,9 +165,22 @@ func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.
 	return res, err
 }
 
-// owner is how the app is named in its folder's ownership marker.
+// owner is how the app is named in its folder's ownership marker, with the earlier UID it adopts
+// (kubeopera.io/adopt-folder), if any.
 func owner(app *kubeoperav1alpha1.KubeOperaApp) gitops.Owner {
-	return gitops.Owner{ID: string(app.UID), Name: app.Namespace + "/" + app.Name}
+	return gitops.Owner{ID: string(app.UID), Name: app.Namespace + "/" + app.Name,
+		Adopts: strings.TrimSpace(app.Annotations[kubeoperav1alpha1.AnnotationAdoptFolder])}
+}
+
+// adoptionHint adds to a PathConflict with a folder of an app of the same namespace and name (but
+// another UID) how this app takes it over, if it was its own: AnnotationAdoptFolder with that UID.
+func adoptionHint(app *kubeoperav1alpha1.KubeOperaApp, err error) error {
+	var conflict *gitops.ConflictError
+	if !errors.As(err, &conflict) || conflict.Owner.Name != owner(app).Name {
+		return err
+	}
+	return fmt.Errorf("%w (an app of this namespace and name with another UID: an earlier one, or one of another host cluster; "+
+		"if the folder was this app's, set annotation %s=%s to take it over)", err, kubeoperav1alpha1.AnnotationAdoptFolder, conflict.Owner.ID)
 }
 
 // removeFolder removes the app's folder at loc with a commit. A folder that belongs to another

@@ -155,3 +155,34 @@ func TestHostileTenantCannotKeepAPushCredentialInTheVCluster(t *testing.T) {
 	f.g.Expect(f.vc(&corev1.Secret{}, "flux-system", copied)).To(BeFalse(), "the refused copy left the vCluster in the refusing pass")
 	f.g.Expect(f.head()).To(Equal(head), "nothing was pushed with the copyable Secret")
 }
+
+// TestFolderBelongsToAUIDNotAName: another host cluster's app of the same namespace and name
+// wrote the app's default folder of a shared repository (a marker with the same name and another
+// UID). The app is refused (PathConflict, with how to adopt the folder) and the folder keeps the
+// other app's files; adopting exactly that UID (kubeopera.io/adopt-folder) takes it over. Fails
+// when ownership is decided by name.
+func TestFolderBelongsToAUIDNotAName(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	path := f.path("twin")
+	marker := "app: " + f.ns + "/twin\nuid: uid-of-the-other-cluster\nfiles:\n- \"deployment.yaml\"\n"
+	_, err := gitServer.PushOutsideCommit(f.repo, "main", path+"/"+gitops.OwnerFile, marker)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	_, err = gitServer.PushOutsideCommit(f.repo, "main", path+"/deployment.yaml", "the other cluster's\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	pushes := gitServer.Pushes(f.repo)
+
+	f.create(f.newApp("twin", "t1"))
+	a := f.waitCondition("twin", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonPathConflict)
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(
+		ContainSubstring(kubeoperav1alpha1.AnnotationAdoptFolder + "=uid-of-the-other-cluster"))
+	f.g.Expect(f.files(path)).To(HaveKeyWithValue("deployment.yaml", "the other cluster's\n"))
+	f.g.Expect(gitServer.Pushes(f.repo)).To(Equal(pushes), "nothing pushed")
+
+	f.update("twin", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationAdoptFolder: "uid-of-the-other-cluster"}
+	})
+	a = f.waitReady("twin")
+	f.g.Expect(f.allFiles(path)[gitops.OwnerFile]).To(ContainSubstring("uid: " + string(a.UID)))
+	f.g.Expect(f.files(path)["deployment.yaml"]).NotTo(Equal("the other cluster's\n"))
+}

@@ -26,16 +26,23 @@ const OwnerFile = ".kubeopera-owner.yaml"
 type Owner struct {
 	// ID is unique and stable for the application's lifetime (the KubeOperaApp's UID).
 	ID string `json:"uid"`
-	// Name is the application's "<namespace>/<name>". A folder whose marker has the same Name
-	// but another ID belonged to an earlier application of that name, which cannot exist at the
-	// same time as this one: the folder is taken over.
+	// Name is the application's "<namespace>/<name>", for people reading the marker. It grants
+	// nothing: a marker of the same Name with another ID may be an application of the same
+	// namespace and name on another host cluster writing to the same repository.
 	Name string `json:"app"`
+	// Adopts is the ID of an earlier application of the same Name whose folders this one may take
+	// over (a recreated application whose folder was left behind); "" for none. Never written
+	// into a marker.
+	Adopts string `json:"-"`
 }
 
 func (o Owner) String() string { return fmt.Sprintf("%s (uid %s)", o.Name, o.ID) }
 
-// same reports whether a folder marked with o may be written by other.
-func (o Owner) same(other Owner) bool { return o.ID == other.ID || o.Name == other.Name }
+// same reports whether a folder marked with o may be written by other: other is o, or adopts o
+// by its ID and has its Name. Ownership is by ID, never by Name alone.
+func (o Owner) same(other Owner) bool {
+	return o.ID == other.ID || (other.Adopts != "" && other.Adopts == o.ID && other.Name == o.Name)
+}
 
 func (o Owner) validate() error {
 	if o.ID == "" || o.Name == "" || strings.ContainsAny(o.ID+o.Name, "\n\r") {
@@ -149,8 +156,20 @@ func (os owners) conflict(p string, owner Owner) error {
 	case isUnder(dir, p):
 		relation = "contains the folder"
 	}
-	return fmt.Errorf("%w: folder %q %s %q of %s", ErrPathConflict, p, relation, dir, os[dir].Owner)
+	return &ConflictError{Owner: os[dir].Owner, msg: fmt.Sprintf("%s: folder %q %s %q of %s", ErrPathConflict, p, relation, dir, os[dir].Owner)}
 }
 
 // isUnder reports whether p lies strictly inside dir.
 func isUnder(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }
+
+// ConflictError is ErrPathConflict with the owner of the folder in the way, so a caller can tell
+// an earlier application of the same Name (which it may adopt, Owner.Adopts) from another one.
+type ConflictError struct {
+	Owner Owner
+	msg   string
+}
+
+func (e *ConflictError) Error() string { return e.msg }
+
+// Unwrap makes errors.Is(err, ErrPathConflict) hold.
+func (e *ConflictError) Unwrap() error { return ErrPathConflict }

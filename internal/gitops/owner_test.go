@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -100,16 +101,33 @@ func TestPathConflictInOneBatchFirstComeFirstServed(t *testing.T) {
 	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/web/a", "owner"))
 }
 
-func TestFolderOfAnEarlierAppOfTheSameNameIsTakenOver(t *testing.T) {
+// Ownership is by UID, never by name: an app of the same namespace and name with another UID (a
+// recreated app, or one of another host cluster writing to the same repository) is refused, and
+// takes the folder over only when it adopts exactly that UID.
+func TestFolderOfAnotherUIDIsTakenOverOnlyWhenAdopted(t *testing.T) {
 	g := NewWithT(t)
 	repo := testRepo(newServer(t))
 	w := newTestWriter(t)
-	apply(t, w, repo, ownedChange("cs-a", "web", "apps/web", map[string]string{"a": "old"}))
-	// Recreated app: same namespace/name, new UID (the old one cannot exist any more).
+	first := ownedChange("cs-a", "web", "apps/web", map[string]string{"a": "old"})
+	apply(t, w, repo, first)
 	again := ownedChange("cs-a", "web", "apps/web", map[string]string{"a": "new"})
 	again.Owner.ID = "uid-recreated"
+
+	_, err := w.Apply(context.Background(), repo, again)
+	g.Expect(err).To(MatchError(ErrPathConflict))
+	var conflict *ConflictError
+	g.Expect(errors.As(err, &conflict)).To(BeTrue())
+	g.Expect(conflict.Owner).To(Equal(first.Owner))
+
+	again.Owner.Adopts = "uid-of-someone-else"
+	_, err = w.Apply(context.Background(), repo, again)
+	g.Expect(err).To(MatchError(ErrPathConflict), "adopting another UID than the marker's")
+	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/web/a", "old"))
+
+	again.Owner.Adopts = first.Owner.ID
 	apply(t, w, repo, again)
 	g.Expect(readRemote(t, repo, nil).markers(t)["apps/web"]).To(ContainSubstring("uid: uid-recreated"))
+	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/web/a", "new"))
 }
 
 // Issue 24 item 2: a path that holds content without the owner's marker is refused, and

@@ -28,6 +28,12 @@ const AnnotationCreateGitBranch = "kubeopera.io/create-git-branch"
 // removes nothing but files this app's ownership marker lists.
 const AnnotationPlacement = "kubeopera.io/placement"
 
+// AnnotationAdoptFolder on a KubeOperaApp names the UID of an earlier app of the same namespace
+// and name whose folder (left behind, e.g. deleted with kubeopera.io/skip-git-cleanup) this app
+// may take over. Folders belong to an app's UID, never to its name: without the annotation such a
+// folder is PathConflict, as is one of an app of the same name on another host cluster.
+const AnnotationAdoptFolder = "kubeopera.io/adopt-folder"
+
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 
