@@ -187,6 +187,9 @@ func (r *Reconciler) checkGitInputs(ctx context.Context, s *scope) error {
 		return gitError(cond, fmt.Errorf("%w: Secret %q is labelled %s=true, declared copyable into vClusters; "+
 			"push with a credential that is never given to Flux", errPushSecretExposed, s.app.Spec.Git.SecretRef.Name, kubeoperav1alpha1.LabelFluxCredentials))
 	}
+	if pushAuth.Anonymous() && s.app.Spec.Git.FluxSecretRef == nil {
+		return nil // no credential of this app to compare with the repository's
+	}
 	repo, err := r.repositoryCredentials(ctx, s.app)
 	if err != nil {
 		return err
@@ -271,47 +274,56 @@ func sharing(list []appAuth, auth gitops.Auth) string {
 }
 
 // repositoryCredentials reads the push and Flux credentials of every other app with the same
-// spec.git.url, in any namespace, each Secret once (the apps come from the cache by index, the
-// Secrets through readSecret's caches). A Secret that cannot be read or is no Git credential is
-// that app's to report and is skipped here.
+// spec.git.url, in any namespace (the apps come from the cache by index). Each Secret is read
+// once, whatever roles the apps give it, and listed once per role. Only Secrets the metadata
+// cache holds are read, through readSecret's data cache, so a steady pass sends no request; a
+// Secret that is missing, unreadable or no Git credential is its app's to report and is skipped.
 func (r *Reconciler) repositoryCredentials(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (repositoryCredentials, error) {
 	var out repositoryCredentials
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
 	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: app.Spec.Git.URL}, readOnlyList); err != nil {
 		return out, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
 	}
-	seen := map[types.NamespacedName]bool{}
-	// read returns the credential of ref and whether its Secret is declared copyable; ok is
-	// false for no ref, a Secret seen before, and anything that is no usable credential.
-	read := func(other *kubeoperav1alpha1.KubeOperaApp, ref *kubeoperav1alpha1.LocalSecretReference) (auth gitops.Auth, isCopyable, ok bool) {
+	type credential struct {
+		auth               gitops.Auth
+		usable, isCopyable bool
+	}
+	read := map[types.NamespacedName]credential{}
+	credentialOf := func(key types.NamespacedName) credential {
+		if c, done := read[key]; done {
+			return c
+		}
+		var c credential
+		if err := r.Get(ctx, key, secretMetadata(key)); err == nil {
+			if secret, err := r.readGitSecret(ctx, key.Namespace, &kubeoperav1alpha1.LocalSecretReference{Name: key.Name}); err == nil {
+				auth, err := gitops.AuthFromSecretData(app.Spec.Git.URL, secret.Data)
+				c = credential{auth: auth, usable: err == nil && !auth.Anonymous(), isCopyable: copyable(secret)}
+			}
+		}
+		read[key] = c
+		return c
+	}
+	// add lists the credential of ref once per role (listed), a Flux one only when declared
+	// copyable: only such a Secret is ever copied into a vCluster.
+	add := func(to *[]appAuth, listed map[types.NamespacedName]bool, other *kubeoperav1alpha1.KubeOperaApp,
+		ref *kubeoperav1alpha1.LocalSecretReference, needCopyable bool) {
 		if ref == nil || ref.Name == "" {
-			return gitops.Auth{}, false, false
+			return
 		}
 		key := types.NamespacedName{Namespace: other.Namespace, Name: ref.Name}
-		if seen[key] {
-			return gitops.Auth{}, false, false
+		if c := credentialOf(key); !listed[key] && c.usable && (c.isCopyable || !needCopyable) {
+			listed[key] = true
+			*to = append(*to, appAuth{app: other.Namespace + "/" + other.Name, auth: c.auth})
 		}
-		seen[key] = true
-		secret, err := r.readGitSecret(ctx, key.Namespace, ref)
-		if err != nil {
-			return gitops.Auth{}, false, false
-		}
-		auth, err = gitops.AuthFromSecretData(app.Spec.Git.URL, secret.Data)
-		return auth, copyable(secret), err == nil && !auth.Anonymous()
 	}
+	listedPush, listedFlux := map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		other := &list.Items[i]
 		if other.UID == app.UID {
 			continue
 		}
-		name := other.Namespace + "/" + other.Name
-		if auth, _, ok := read(other, other.Spec.Git.SecretRef); ok {
-			out.push = append(out.push, appAuth{app: name, auth: auth})
-		}
-		// Only a Flux Secret declared copyable is ever copied into a vCluster.
-		if auth, isCopyable, ok := read(other, other.Spec.Git.FluxSecretRef); ok && isCopyable {
-			out.flux = append(out.flux, appAuth{app: name, auth: auth})
-		}
+		add(&out.push, listedPush, other, other.Spec.Git.SecretRef, false)
+		add(&out.flux, listedFlux, other, other.Spec.Git.FluxSecretRef, true)
 	}
 	return out, nil
 }

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -79,4 +82,48 @@ func TestCheckGitPath(t *testing.T) {
 	g.Expect(custom.checkGitPath("tenants/a/web")).To(Succeed())
 	g.Expect(custom.checkGitPath("apps/a/web")).To(MatchError(errGitPathNotAllowed))
 	g.Expect(Options{}.withDefaults().GitPathPrefix).To(Equal(DefaultGitPathPrefix))
+}
+
+// The credentials of a repository's other apps: a Secret one app pushes with and another gives
+// Flux is listed in both roles (read once), a Flux Secret only when declared copyable, and a
+// Secret the metadata cache does not hold is skipped without a request to the API server.
+func TestRepositoryCredentialsListEverySecretInEachRole(t *testing.T) {
+	g := NewWithT(t)
+	const url = "https://git.example.com/apps.git"
+	secret := func(name string, labels map[string]string, password string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels},
+			Data: map[string][]byte{"username": []byte("git"), "password": []byte(password)}}
+	}
+	copyableLabel := map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}
+	appOf := func(name, push, flux string) *kubeoperav1alpha1.KubeOperaApp {
+		return testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Name, a.UID, a.Spec.Git.URL = name, types.UID("uid-"+name), url
+			a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: push}
+			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: flux}
+		})
+	}
+	tr := newTestReconciler(t, nil,
+		secret("shared", copyableLabel, "sh4red"), secret("plain-read", nil, "r3ad"),
+		appOf("pusher", "shared", "missing"), appOf("reader", "missing-too", "shared"), appOf("plain", "shared", "plain-read"))
+	reads := 0
+	tr.apiReader = countingReader{Reader: tr.host, gets: &reads}
+
+	creds, err := tr.repositoryCredentials(context.Background(), appOf("self", "", ""))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(creds.push).To(HaveLen(1), "shared, once, although two apps push with it")
+	g.Expect(creds.push[0].app).To(BeElementOf("ns/pusher", "ns/plain"))
+	g.Expect(creds.flux).To(HaveLen(1), "shared is also a (copyable) Flux Secret; plain-read is not copyable")
+	g.Expect(creds.flux[0].app).To(Equal("ns/reader"))
+	g.Expect(reads).To(Equal(2), "each Secret the cache holds read once; the missing ones not at all")
+}
+
+// countingReader counts the Gets of a client.Reader.
+type countingReader struct {
+	client.Reader
+	gets *int
+}
+
+func (c countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	*c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
