@@ -106,16 +106,16 @@ func (r *Reconciler) setSynced(s *scope, available int32, exp exposure, holds bo
 	// keeps that decision: the revision is still what runs, and Synced flapping would write the
 	// status and record two Events per interval for nothing (docs/app-controller.md, "Read-back").
 	reapplying := ready != nil && ready.Status == metav1.ConditionUnknown && decidedAfterApply(findCondition(s.app, cond))
+	fetchFailed := sourceFailing(s.gitRepository)
 
 	switch {
 	case matches && current && ready != nil && (ready.Status == metav1.ConditionTrue || reapplying):
 		return r.setExposed(s, exp, fmt.Sprintf("Flux applied %s", ks.Status.LastAppliedRevision))
-	case sourceFailing(s.gitRepository) != nil:
+	case fetchFailed != nil:
 		// What Flux fetches fails, so the commit cannot reach the vCluster: the source says why,
 		// whatever the Kustomization still shows of an earlier artifact.
-		failed := sourceFailing(s.gitRepository)
 		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonSourceNotReady,
-			fmt.Sprintf("GitRepository %s/%s cannot fetch (%s): %s", s.gitRepository.Namespace, s.gitRepository.Name, failed.Reason, failed.Message))
+			fmt.Sprintf("GitRepository %s/%s cannot fetch (%s): %s", s.gitRepository.Namespace, s.gitRepository.Name, fetchFailed.Reason, fetchFailed.Message))
 	case ready != nil && ready.Status == metav1.ConditionFalse:
 		r.setCondition(s.app, cond, metav1.ConditionFalse, kubeoperav1alpha1.ReasonKustomizationNotReady,
 			fmt.Sprintf("Kustomization %s/%s is not Ready (%s): %s", ks.Namespace, ks.Name, ready.Reason, ready.Message))

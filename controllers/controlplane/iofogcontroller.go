@@ -172,17 +172,28 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 }
 
 // checkSQLiteMount refuses to roll a Controller whose live Deployment mounts the SQLite claim at
-// an earlier version's path (resources.LegacySQLiteMount) until the ControlPlane carries
-// resources.AnnotationSQLiteMountConfirmed: the roll would lose the database (the message says
-// which way and what to do first). Nothing of the Deployment is written meanwhile.
+// an earlier version's path (refuseLegacySQLiteMount). Nothing of the Deployment is written
+// meanwhile.
 func checkSQLiteMount(ctx context.Context, s *scope) error {
-	if !s.spec.UsesSQLite() || s.cp.Annotations[resources.AnnotationSQLiteMountConfirmed] == "true" {
+	if !s.spec.UsesSQLite() {
 		return nil
 	}
 	live := &appsv1.Deployment{}
 	found, err := s.getExisting(ctx, resources.ControllerName, live)
 	if err != nil || !found {
 		return err
+	}
+	return refuseLegacySQLiteMount(s, live)
+}
+
+// refuseLegacySQLiteMount is the terminal SQLiteDatabaseAtRisk when live, the Controller
+// Deployment of an earlier version of this operator or of the Datasance operator, mounts the
+// SQLite claim elsewhere than this version (resources.LegacySQLiteMount) and the ControlPlane does
+// not carry resources.AnnotationSQLiteMountConfirmed: rolling it onto this version's mount would
+// lose the database (the message says which way and what to do first).
+func refuseLegacySQLiteMount(s *scope, live *appsv1.Deployment) error {
+	if s.cp.Annotations[resources.AnnotationSQLiteMountConfirmed] == "true" {
+		return nil
 	}
 	if mount := resources.LegacySQLiteMount(live); mount != "" {
 		return terminal(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, live, mount)))

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -126,23 +125,18 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 	return proceed(), nil
 }
 
-// checkDatasanceSQLite refuses to replace the Datasance operator's SQLite Controller until the
-// ControlPlane carries resources.AnnotationSQLiteMountConfirmed: its Deployment mounts the claim
-// at the 3.7 path, where a 3.7 Controller wrote a database this operator's Controller (3.8 and
-// later) cannot migrate, or a 3.8+ one left its database on the pod's filesystem. Nothing is
-// deleted or written before the confirmation (checkSQLiteMount says the same for a Deployment of
-// an earlier version of this operator).
+// checkDatasanceSQLite refuses to replace the Datasance operator's SQLite Controller whose
+// Deployment mounts the claim at the 3.7 path (refuseLegacySQLiteMount): a 3.7 Controller wrote a
+// database there that this operator's Controller (3.8 and later) cannot migrate, or a 3.8+ one
+// left its database on the pod's filesystem. Nothing is deleted or written before the
+// confirmation.
 func checkDatasanceSQLite(s *scope, legacy []client.Object, slots []workloadSlot) error {
-	if !s.spec.UsesSQLite() || s.cp.Annotations[resources.AnnotationSQLiteMountConfirmed] == "true" {
+	if !s.spec.UsesSQLite() {
 		return nil
 	}
 	for i, w := range slots {
-		d, ok := legacy[i].(*appsv1.Deployment)
-		if w.component != resources.ComponentController || !ok {
-			continue
-		}
-		if mount := resources.LegacySQLiteMount(d); mount != "" {
-			return terminal(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, d, mount)))
+		if d, ok := legacy[i].(*appsv1.Deployment); ok && w.component == resources.ComponentController {
+			return refuseLegacySQLiteMount(s, d)
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ func StartGitServer(user, password string) (*GitServer, error) {
 		ReadUser: "reader", ReadPassword: "r3ad-0nly-pa55", removed: map[string]bool{},
 		pushes: map[string]int{}, fetches: map[string]int{}, forbidden: map[string]string{}}
 	srv.AutoCreate().Auth(user, password)
-	srv.AddHTTPMiddlewares(s.countPushes, s.countFetches, s.notFoundWhenRemoved, s.forbid, s.readOnlyUser)
+	srv.AddHTTPMiddlewares(s.countPushes, s.countFetches, s.refuseRepositories, s.readOnlyUser)
 	if err := srv.StartHTTP(); err != nil {
 		return nil, fmt.Errorf("start git server: %w", err)
 	}
@@ -89,17 +89,29 @@ func (s *GitServer) Allow(repo string) {
 	delete(s.forbidden, repo)
 }
 
-func (s *GitServer) forbid(next http.Handler) http.Handler {
+// repoOf splits a request path of the smart-HTTP protocol ("/<repo>.git/<rest>") into the
+// repository and the rest; ok is false for any other path.
+func repoOf(r *http.Request) (repo, rest string, ok bool) {
+	return strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+}
+
+// refuseRepositories answers for the repositories a test took away: 404 for a removed one
+// (RemoveRepository), 403 with its body for a forbidden one (Forbid).
+func (s *GitServer) refuseRepositories(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+		repo, _, _ := repoOf(r)
 		s.mu.Lock()
+		gone := s.removed[repo]
 		body, forbidden := s.forbidden[repo]
 		s.mu.Unlock()
-		if forbidden {
+		switch {
+		case gone:
+			http.NotFound(w, r)
+		case forbidden:
 			http.Error(w, body, http.StatusForbidden)
-			return
+		default:
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 
@@ -108,7 +120,7 @@ func (s *GitServer) forbid(next http.Handler) http.Handler {
 func (s *GitServer) countPushes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
-			repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+			repo, _, _ := repoOf(r)
 			s.mu.Lock()
 			s.pushes[repo]++
 			s.mu.Unlock()
@@ -136,25 +148,11 @@ func (s *GitServer) Fetches(repo string) int {
 
 func (s *GitServer) countFetches(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		repo, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+		repo, rest, ok := repoOf(r)
 		if ok && rest == "info/refs" && r.URL.Query().Get("service") == "git-upload-pack" {
 			s.mu.Lock()
 			s.fetches[repo]++
 			s.mu.Unlock()
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *GitServer) notFoundWhenRemoved(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
-		s.mu.Lock()
-		gone := s.removed[repo]
-		s.mu.Unlock()
-		if gone {
-			http.NotFound(w, r)
-			return
 		}
 		next.ServeHTTP(w, r)
 	})
