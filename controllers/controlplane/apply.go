@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,30 +131,64 @@ func deleteOwned(ctx context.Context, s *scope, name string, live client.Object)
 }
 
 // releaseDataStore removes the ControlPlane's owner reference from a data store it keeps on
-// deletion (the SQLite PVC, the JetStream key) that an earlier operator version created owned,
-// so that deleting the ControlPlane does not garbage-collect it. It writes only when such a
-// reference exists, under an optimistic lock.
-func releaseDataStore(ctx context.Context, s *scope, obj client.Object) error {
+// deletion (the SQLite PVC, the JetStream key, the CA Secrets, the JWT bundle) that an earlier
+// operator version or the Datasance operator created owned, so that deleting the ControlPlane
+// does not garbage-collect it. It writes only when such a reference exists, under an optimistic
+// lock.
+//
+// Where OwnerReferencesPermissionEnforcement runs (OpenShift enables it), removing an owner
+// reference needs delete on the object, and the operator holds delete on Secrets and PVCs for
+// the names it writes only (rbac.go): the JetStream key Secret carries the ControlPlane's name, so
+// its release is refused there. That stops the component with the terminal DataStoreOwned and
+// the command that removes the reference, rather than leaving a store the next deletion of the
+// ControlPlane would take with it; the Secret watch brings the ControlPlane back once it is gone.
+func releaseDataStore(ctx context.Context, s *scope, component string, obj client.Object) error {
 	refs := obj.GetOwnerReferences()
 	kept := make([]metav1.OwnerReference, 0, len(refs))
-	for _, ref := range refs {
+	at := -1
+	for i, ref := range refs {
 		if ref.UID != s.cp.UID {
 			kept = append(kept, ref)
+		} else if at < 0 {
+			at = i
 		}
 	}
 	if len(kept) == len(refs) {
 		return nil
 	}
+	kind := dataStoreKind(obj)
 	base, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return fmt.Errorf("copy %T", obj)
 	}
 	obj.SetOwnerReferences(kept)
-	if err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("release %T %s from the ControlPlane: %w", obj, obj.GetName(), err))
+	err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsForbidden(err):
+		return s.refuse(component, datasancev3.ReasonDataStoreOwned, fmt.Errorf(
+			"%s %s carries the ControlPlane's owner reference, so deleting the ControlPlane would delete it, and the API server "+
+				"refused to remove the reference (the operator may delete, and so un-own, only the objects whose names it writes); "+
+				"remove it: kubectl -n %s patch %s %s --type=json -p '[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/%d/uid\",\"value\":\"%s\"},{\"op\":\"remove\",\"path\":\"/metadata/ownerReferences/%d\"}]'",
+			kind, obj.GetName(), obj.GetNamespace(), strings.ToLower(kind), obj.GetName(), at, s.cp.UID, at))
+	case err != nil:
+		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("release %s %s from the ControlPlane: %w", kind, obj.GetName(), err))
 	}
-	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", "kind", kind, "name", obj.GetName())
 	return nil
+}
+
+// dataStoreKind is the kind of a data store releaseDataStore handles, as kubectl names it.
+func dataStoreKind(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Secret:
+		return "Secret"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	default:
+		return fmt.Sprintf("%T", obj)
+	}
 }
 
 // isControlledBy reports whether obj's controller reference points at uid.

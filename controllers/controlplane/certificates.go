@@ -92,7 +92,7 @@ func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSe
 		if err != nil {
 			return nil, nil, result{}, s.badCertificate(component, c.Name, true, err)
 		}
-		if err := releaseDataStore(ctx, s, live); err != nil {
+		if err := releaseDataStore(ctx, s, component, live); err != nil {
 			return nil, nil, result{}, err
 		}
 		if res, err := agreeOnCA(ctx, s, component, c.Name, ca, false); err != nil || !res.isContinue() {

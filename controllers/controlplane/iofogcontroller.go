@@ -139,7 +139,7 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 			return nil, false, err
 		}
 		if !created {
-			if err := releaseDataStore(ctx, s, pvc); err != nil {
+			if err := releaseDataStore(ctx, s, resources.ComponentController, pvc); err != nil {
 				return nil, false, err
 			}
 		}

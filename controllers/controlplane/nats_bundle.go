@@ -32,7 +32,7 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 		return result{}, err
 	}
 	if found {
-		return proceed(), releaseDataStore(ctx, s, &live)
+		return proceed(), releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
 	accounts, listErr := natsAccounts(ctx, s)

@@ -17,6 +17,21 @@ import (
 // natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (docs/controlplane.md#jetstream-encryption-key).
 const natsJetStreamKeyBytes = 32
 
+// releaseNatsJetStreamKey releases the JetStream key Secret the Datasance operator created owned
+// by the ControlPlane (releaseDataStore) before any of its workloads is replaced, so that where
+// the release is refused (DataStoreOwned) nothing has been deleted yet.
+func releaseNatsJetStreamKey(ctx context.Context, s *scope) error {
+	if !s.natsEnabled() {
+		return nil
+	}
+	var sec corev1.Secret
+	found, err := s.getExisting(ctx, resources.NatsJetStreamKeySecretName(s.cp.Name), &sec)
+	if err != nil || !found {
+		return err
+	}
+	return releaseDataStore(ctx, s, resources.ComponentNats, &sec)
+}
+
 // ensureNatsJetStreamKey returns the JetStream encryption key (docs/controlplane.md#jetstream-encryption-key, step 4): the jsk of
 // Secret nats-jetstream-key-<name> when it is non-empty, else a new random key, written to the
 // Secret (created, or filled in when its jsk is empty). A non-empty key is never replaced, and
@@ -31,7 +46,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 	case err != nil:
 		return "", err
 	case found && len(sec.Data[resources.NatsJetStreamKeyKey]) > 0:
-		return string(sec.Data[resources.NatsJetStreamKeyKey]), releaseDataStore(ctx, s, &sec)
+		return string(sec.Data[resources.NatsJetStreamKeyKey]), releaseDataStore(ctx, s, resources.ComponentNats, &sec)
 	case data.exists():
 		state := "does not exist"
 		if found {

@@ -14,6 +14,9 @@ const (
 	// removing an owner reference from an existing object (releaseDataStore) needs delete on it.
 	ownerRefAdmission = "OwnerReferencesPermissionEnforcement authorizes it inside the write (no request of its own)"
 	escalation        = "granted by an operand Role (resources.ControllerRules, RouterRules): no escalation"
+	// credentialDropped: applyCredentialSecrets deletes a credentials Secret the spec no longer
+	// asks for (certificates are renewed in place, never deleted).
+	credentialDropped = "deleteOwned removes the credentials Secret when the spec drops the block it serves; no test of this suite drops one"
 )
 
 // rbacUnusedHere lists the permissions of rbac.go this suite never exercises, each with the
@@ -51,9 +54,16 @@ var rbacUnusedHere = map[string]string{
 	"update coordination.k8s.io/leases":             escalation,
 	"watch coordination.k8s.io/leases":              escalation,
 	"update datasance.com/controlplanes/finalizers": ownerRefAdmission,
-	"bind rbac.authorization.k8s.io/clusterroles":   "the RBAC authorizer checks it inside the create of a RoleBinding to system:openshift:scc:nonroot-v2 (no request of its own)",
-	"delete /persistentvolumeclaims":                ownerRefAdmission,
-	"patch events.k8s.io/events":                    "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
-	"delete /secrets": "deleteOwned removes the vault credentials Secret when the spec drops its vault block " +
-		"(certificates are renewed in place, never deleted); no test of this suite drops one",
+	"bind rbac.authorization.k8s.io/clusterroles system:openshift:scc:nonroot-v2": "the RBAC authorizer checks it inside the create of a RoleBinding to it (no request of its own)",
+	"delete /persistentvolumeclaims controller-sqlite":                            ownerRefAdmission,
+	"delete /secrets router-site-ca":                                              ownerRefAdmission,
+	"delete /secrets default-router-local-ca":                                     ownerRefAdmission,
+	"delete /secrets nats-site-ca":                                                ownerRefAdmission,
+	"delete /secrets default-nats-local-ca":                                       ownerRefAdmission,
+	"delete /secrets controller-db-credentials":                                   credentialDropped,
+	"delete /secrets controller-auth-credentials":                                 credentialDropped,
+	"delete /secrets controller-vault-credentials":                                credentialDropped,
+	"delete networking.k8s.io/ingresses controller": "deleteOwned removes Ingress controller when the Controller Service " +
+		"leaves Ingress mode; no test of this suite leaves it",
+	"patch events.k8s.io/events": "a repeated event becomes a series, which the recorder patches; whether a run repeats one within the series window is timing",
 }

@@ -1,6 +1,8 @@
 package controlplane_test
 
 import (
+	"errors"
+	"regexp"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
@@ -55,7 +58,11 @@ func TestDeletionKeepsDataStoresAndKeys(t *testing.T) {
 }
 
 // Data stores an earlier operator version created with an owner reference are released on the
-// next pass, once, so that a later deletion no longer collects them.
+// next pass, once, so that a later deletion no longer collects them. The manager holds delete on
+// Secrets and PVCs for the names it writes only, and the suite's API server runs
+// OwnerReferencesPermissionEnforcement (as OpenShift does), so the JetStream key, whose name
+// carries the ControlPlane's, cannot be released by the operator: that is the terminal
+// DataStoreOwned, with the command that releases it, and nothing else is written until it ran.
 func TestOwnedDataStoresAreReleased(t *testing.T) {
 	t.Parallel()
 	h, _ := newNatsHarness(t)
@@ -64,25 +71,56 @@ func TestOwnedDataStoresAreReleased(t *testing.T) {
 	cp := h.get()
 	owner := metav1.OwnerReference{APIVersion: datasancev3.GroupVersion.String(), Kind: "ControlPlane", Name: cp.Name,
 		UID: cp.UID, Controller: new(true), BlockOwnerDeletion: new(true)}
+	jskName := "nats-jetstream-key-" + cpName
 	for _, obj := range []client.Object{&corev1.PersistentVolumeClaim{}, &corev1.Secret{}} {
 		name := "controller-sqlite"
 		if _, ok := obj.(*corev1.Secret); ok {
-			name = "nats-jetstream-key-" + cpName
+			name = jskName
 		}
 		g.Expect(env.Client.Get(h.ctx, h.key(name), obj)).To(Succeed())
 		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
 		g.Expect(env.Client.Update(h.ctx, obj)).To(Succeed())
 	}
-	h.writes.Store(0)
-	h.mustBeReady()
-	g.Expect(h.writes.Load()).To(BeEquivalentTo(2), "one patch each")
+
+	env.ExpectRefused("patch", "", "secrets", h.ns, jskName,
+		"removing the owner reference needs delete on the Secret, which the operator holds by name only")
+	for i := range 2 {
+		h.writes.Store(0)
+		_, err := h.reconcile()
+		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "error: %v", err)
+		if i == 0 {
+			g.Expect(h.writes.Load()).To(BeNumerically("<=", 3), "the PVC's release, the refused release and the status patch")
+		} else {
+			g.Expect(h.writes.Load()).To(BeNumerically("<=", 2), "the refused release and the status patch")
+		}
+	}
+	h.expectState(datasancev3.ConditionReady, datasancev3.ReasonDataStoreOwned)
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(h.exists(pvc, "controller-sqlite")).To(BeTrue())
-	g.Expect(pvc.OwnerReferences).To(BeEmpty())
-	g.Expect(h.secret("nats-jetstream-key-" + cpName).OwnerReferences).To(BeEmpty())
+	g.Expect(pvc.OwnerReferences).To(BeEmpty(), "the claim's name is fixed: released")
+	g.Expect(h.secret(jskName).OwnerReferences).To(HaveLen(1), "refused")
+	msg := h.trueCondition().Message
+	g.Expect(msg).To(ContainSubstring("Secret " + jskName + " carries the ControlPlane's owner reference"))
+	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Warning DataStoreOwned")))
+
+	// The command of the message, run by an administrator, releases it; the pass goes on.
+	h.releaseAsAdministrator(msg, jskName)
+	h.mustBeReady()
 	h.writes.Store(0)
 	h.mustBeReady()
 	g.Expect(h.writes.Load()).To(BeZero())
+}
+
+// releaseAsAdministrator runs the command of a DataStoreOwned message as an administrator would
+// (the JSON patch, with the suite's admin client) and expects it to remove the owner reference
+// of Secret name.
+func (h *harness) releaseAsAdministrator(msg, name string) {
+	h.t.Helper()
+	cmd := regexp.MustCompile(`kubectl -n (\S+) patch secret (\S+) --type=json -p '([^']+)'`).FindStringSubmatch(msg)
+	h.g.Expect(cmd).NotTo(BeNil(), msg)
+	h.g.Expect(cmd[1:3]).To(Equal([]string{h.ns, name}))
+	h.g.Expect(env.Client.Patch(h.ctx, h.secret(name), client.RawPatch(types.JSONPatchType, []byte(cmd[3])))).To(Succeed())
+	h.g.Expect(h.secret(name).OwnerReferences).To(BeEmpty())
 }
 
 // collectGarbage stands in for the kube-controller-manager's garbage collector, which envtest

@@ -108,6 +108,9 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 		if err := checkDatasanceSQLite(s, legacy, legacySlots); err != nil {
 			return result{}, err
 		}
+		if err := releaseNatsJetStreamKey(ctx, s); err != nil {
+			return result{}, err
+		}
 		return replaceDatasanceWorkloads(ctx, s, legacy, legacySlots)
 	}
 	for _, w := range observe {

@@ -89,6 +89,21 @@ func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
 	h.update(func(cp *datasancev3.ControlPlane) {
 		cp.Annotations = map[string]string{resources.AnnotationSQLiteMountConfirmed: "true"}
 	})
+	// The Datasance operator created the JetStream key owned by the ControlPlane; the operator
+	// may not remove that reference here (OwnerReferencesPermissionEnforcement, as on OpenShift,
+	// and delete on Secrets by name only), so nothing is replaced until an administrator has.
+	jsk := "nats-jetstream-key-" + cpName
+	env.ExpectRefused("patch", "", "secrets", h.ns, jsk,
+		"removing the owner reference needs delete on the Secret, which the operator holds by name only")
+	writes = h.writes.Load()
+	_, err = h.reconcile()
+	g.Expect(err).To(HaveOccurred())
+	c = h.trueCondition()
+	g.Expect(c.Reason).To(Equal(datasancev3.ReasonDataStoreOwned))
+	g.Expect(h.writes.Load()-writes).To(Equal(int64(2)), "the refused release and the status")
+	g.Expect(k.datasancePods("controller")).NotTo(BeEmpty())
+	g.Expect(h.exists(&appsv1.Deployment{}, "router")).To(BeTrue(), "nothing of the Datasance operator's is replaced yet")
+	h.releaseAsAdministrator(c.Message, jsk)
 
 	seen := h.takeover(k, 4, func(pass int) {
 		for _, svc := range []string{"router", "nats-headless", "nats", "nats-server"} {

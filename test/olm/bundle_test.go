@@ -344,10 +344,20 @@ func grants(rules []rbacv1.PolicyRule) []string {
 				out = append(out, "url:"+u+" "+v)
 			}
 		}
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, grp := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					out = append(out, grp+"/"+res+" "+v)
+					for _, n := range names {
+						grant := grp + "/" + res + " " + v
+						if n != "" {
+							grant += " name=" + n
+						}
+						out = append(out, grant)
+					}
 				}
 			}
 		}

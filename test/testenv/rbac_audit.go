@@ -131,12 +131,24 @@ func parseAudit(r io.Reader) ([]Request, error) {
 }
 
 // Permission is one (group, resource, verb) a marker grants; Resource may name a subresource
-// ("kubeoperaapps/status").
+// ("kubeoperaapps/status"). Name is set when the marker grants the verb on named objects only
+// (resourceNames): one Permission per name.
 type Permission struct {
-	Group, Resource, Verb string
+	Group, Resource, Verb, Name string
 }
 
-func (p Permission) String() string { return p.Verb + " " + p.Group + "/" + p.Resource }
+func (p Permission) String() string {
+	s := p.Verb + " " + p.Group + "/" + p.Resource
+	if p.Name != "" {
+		s += " " + p.Name
+	}
+	return s
+}
+
+// usedBy reports whether request r exercised p.
+func (p Permission) usedBy(r Request) bool {
+	return p.Group == r.Group && p.Resource == r.resource() && p.Verb == r.Verb && (p.Name == "" || p.Name == r.Name)
+}
 
 var markerRE = regexp.MustCompile(`^\s*//\s*\+kubebuilder:rbac:(.+)$`)
 
@@ -164,10 +176,16 @@ func MarkerPermissions(file string) ([]Permission, error) {
 		if fields["groups"] == nil || fields["resources"] == nil || fields["verbs"] == nil {
 			return nil, fmt.Errorf("%s: marker %q: want groups, resources and verbs", file, m[1])
 		}
+		names := fields["resourceNames"]
+		if names == nil {
+			names = []string{""}
+		}
 		for _, g := range fields["groups"] {
 			for _, r := range fields["resources"] {
 				for _, v := range fields["verbs"] {
-					out = append(out, Permission{Group: g, Resource: r, Verb: v})
+					for _, n := range names {
+						out = append(out, Permission{Group: g, Resource: r, Verb: v, Name: n})
+					}
 				}
 			}
 		}
@@ -178,15 +196,12 @@ func MarkerPermissions(file string) ([]Permission, error) {
 	return out, nil
 }
 
-// Unused returns the permissions no request used, sorted.
+// Unused returns the permissions no request used, sorted. A permission on named objects is used
+// by a request for that name only.
 func Unused(perms []Permission, reqs []Request) []Permission {
-	used := map[Permission]bool{}
-	for _, r := range reqs {
-		used[Permission{Group: r.Group, Resource: r.resource(), Verb: r.Verb}] = true
-	}
 	var out []Permission
 	for _, p := range perms {
-		if !used[p] && !slices.Contains(out, p) {
+		if !slices.ContainsFunc(reqs, p.usedBy) && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -201,6 +216,40 @@ func Refused(reqs []Request) []Request {
 		if r.Code == http.StatusForbidden {
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// expectedRefusal is a request a test provokes on purpose, and why the RBAC refuses it.
+type expectedRefusal struct {
+	verb, group, resource, namespace, name, why string
+}
+
+func (x expectedRefusal) matches(r Request) bool {
+	return r.Verb == x.verb && r.Group == x.group && r.resource() == x.resource && r.Namespace == x.namespace && r.Name == x.name
+}
+
+// ExpectRefused records that a test makes the manager send a request the bundle's RBAC refuses,
+// on purpose, with the reason: CheckRBACUse then passes that one request (verb, group,
+// resource, namespace and name must all match) and still fails on any other refusal.
+func (e *Env) ExpectRefused(verb, group, resource, namespace, name, why string) {
+	e.refusalsMu.Lock()
+	defer e.refusalsMu.Unlock()
+	e.refusals = append(e.refusals, expectedRefusal{verb: verb, group: group, resource: resource, namespace: namespace, name: name, why: why})
+}
+
+// unexpected returns the refused requests no test expected.
+func (e *Env) unexpected(refused []Request) []Request {
+	e.refusalsMu.Lock()
+	defer e.refusalsMu.Unlock()
+	var out []Request
+	for _, r := range refused {
+		i := slices.IndexFunc(e.refusals, func(x expectedRefusal) bool { return x.matches(r) })
+		if i < 0 {
+			out = append(out, r)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "RBAC use: %s refused, as the test expects: %s\n", r, e.refusals[i].why)
 	}
 	return out
 }
@@ -228,7 +277,7 @@ func (e *Env) CheckRBACUse(code int, markerFile string, unusedOK map[string]stri
 		fmt.Fprintln(os.Stderr, "FAIL RBAC use: the audit log holds no request of a manager user (is the manager run with testenv.ManagerConfig?)")
 		return 1
 	}
-	if refused := Refused(reqs); len(refused) > 0 {
+	if refused := e.unexpected(Refused(reqs)); len(refused) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL RBAC use: %d manager requests refused by the bundle's RBAC:\n", len(refused))
 		for _, r := range refused[:min(len(refused), 20)] {
 			fmt.Fprintln(os.Stderr, "  ", r)

@@ -120,3 +120,21 @@ func TestMarkerPermissionsAndUnused(t *testing.T) {
 	g.Expect(unused).To(HaveLen(len(perms) - 1))
 	g.Expect(unused).NotTo(ContainElement(testenv.Permission{Group: "kubeopera.io", Resource: "kubeoperaapps/status", Verb: "patch"}))
 }
+
+// A marker with resourceNames grants the verb on each name, and only a request for that name
+// uses it.
+func TestMarkerPermissionsOnNamedObjects(t *testing.T) {
+	g := NewWithT(t)
+	perms, err := testenv.MarkerPermissions("controllers/controlplane/rbac.go")
+	g.Expect(err).NotTo(HaveOccurred())
+	sqlite := testenv.Permission{Group: "", Resource: "persistentvolumeclaims", Verb: "delete", Name: "controller-sqlite"}
+	g.Expect(perms).To(ContainElement(sqlite))
+	g.Expect(perms).NotTo(ContainElement(testenv.Permission{Group: "", Resource: "persistentvolumeclaims", Verb: "delete"}),
+		"delete on PVCs is granted by name only")
+	g.Expect(sqlite.String()).To(Equal("delete /persistentvolumeclaims controller-sqlite"))
+
+	other := []testenv.Request{{Verb: "delete", Resource: "persistentvolumeclaims", Name: "js-data-nats-0"}}
+	g.Expect(testenv.Unused(perms, other)).To(ContainElement(sqlite), "a request for another name does not use it")
+	named := []testenv.Request{{Verb: "delete", Resource: "persistentvolumeclaims", Name: "controller-sqlite"}}
+	g.Expect(testenv.Unused(perms, named)).NotTo(ContainElement(sqlite))
+}

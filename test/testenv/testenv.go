@@ -82,6 +82,10 @@ type Env struct {
 	auditDir string
 	// usersMu serialises AddUser.
 	usersMu sync.Mutex
+	// refusalsMu guards refusals, the manager requests a test expects the RBAC to refuse
+	// (ExpectRefused).
+	refusalsMu sync.Mutex
+	refusals   []expectedRefusal
 }
 
 // Options select what is installed.

@@ -99,6 +99,13 @@ const (
 	// the database, so it is not rolled until a person took the step the message names and
 	// confirmed it with the annotation datasance.com/sqlite-mount-confirmed.
 	ReasonSQLiteDatabaseAtRisk = "SQLiteDatabaseAtRisk"
+	// ReasonDataStoreOwned: a data store the ControlPlane must outlive (the JetStream key Secret,
+	// the SQLite claim, a CA Secret) carries the ControlPlane's owner reference, left by an
+	// earlier operator (or the Datasance operator), and the API server refused to remove it (with
+	// OwnerReferencesPermissionEnforcement, as on OpenShift, that needs delete on the object, which
+	// the operator holds by name only). Deleting the ControlPlane would delete the store; the
+	// message gives the command that removes the reference.
+	ReasonDataStoreOwned = "DataStoreOwned"
 	// ReasonApplyFailed: writing an owned object to the API server failed.
 	ReasonApplyFailed = "ApplyFailed"
 )
@@ -112,4 +119,5 @@ var TerminalReasons = []string{
 	ReasonInvalidConfiguration, ReasonImmutableFieldChanged, ReasonInvalidCertificate, ReasonSecretNotFound,
 	ReasonSecretKeyNotFound, ReasonMissingRouterAddress, ReasonDuplicateControlPlane, ReasonForeignWorkload,
 	ReasonCAConflict, ReasonCARestoreFailed, ReasonJetStreamKeyMissing, ReasonLoginFailed, ReasonSQLiteDatabaseAtRisk,
+	ReasonDataStoreOwned,
 }
