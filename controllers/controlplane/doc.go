@@ -9,9 +9,10 @@
 // Reconcile reads the ControlPlane, runs one pass and persists what the pass changed in a single
 // deferred patch (status subresource, plus the registration annotation below). A pass runs the
 // components router, NATS and controller — each a func(ctx, *scope) (result, error) listed in
-// components — and combines them as the seed says: any error → the errors joined (terminal only
-// when every failure needs a user change); otherwise any requeue → the longest requested delay;
-// otherwise all continue → ready. The components run one after the other: every step is at most
+// components — and combines them: any error → the errors joined (terminal only when every failure
+// needs a user change); otherwise any requeue → the shortest requested delay (a long wait of one
+// component never hides another's short poll), reported as the longest wait; otherwise all
+// continue → ready. The components run one after the other: every step is at most
 // one API call bounded by a timeout, so goroutines would only add shared state (upstream's
 // limitation 13). Isolation between ControlPlanes comes from the workqueue instead: Options.
 // MaxConcurrentReconciles workers (flag --controlplane-max-concurrent-reconciles, default 4), and

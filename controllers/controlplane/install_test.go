@@ -43,9 +43,10 @@ func TestFirstInstallLoadBalancer(t *testing.T) {
 
 	// The router gets its address: before it issues its certificates it asks the Controller for
 	// its CAs (none yet: generated and imported), creates its Deployment and waits for it to
-	// roll out (5 s); the Controller still waits for its address, the longer wait (10 s).
+	// roll out (5 s); the Controller still waits for its address, the longer wait (10 s), which
+	// the status reports, while the pass comes back for the sooner.
 	h.setServiceAddress("router", routerLBIP)
-	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	h.mustRequeue(controlplane.RequeueWorkload)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForLoadBalancer)
 	g.Expect(h.get().Status.Router.Ready).To(BeFalse())
 	g.Expect(h.get().Status.Router.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
@@ -210,8 +211,9 @@ func TestExplicitPublicURL(t *testing.T) {
 	g := h.g
 	h.create(h.controlPlane(testfixture.WithPublicURL("https://iofog.example.com")))
 	h.mustRequeue(controlplane.RequeueTransition)
-	// The router waits for its address, but the Controller Deployment is created at once.
-	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	// The router waits for its address (10 s), but the Controller Deployment is created at once
+	// and polled sooner (5 s): the pass comes back for the sooner.
+	h.mustRequeue(controlplane.RequeueDeploymentCreated)
 	g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonWaitingForDeployment))
 	h.setServiceAddress("router", routerLBIP)
 	env := envOf(h.deployment("controller").Spec.Template.Spec.Containers[0])
@@ -220,9 +222,10 @@ func TestExplicitPublicURL(t *testing.T) {
 	g.Expect(env).NotTo(HaveKey("TRUST_PROXY"))
 
 	// The Controller's pods run: it registers and waits for its address for the external check
-	// (10 s), longer than the router waits for the rollout of the Deployment it just created.
+	// (10 s, the status's reason), longer than the router waits for the rollout of the
+	// Deployment it just created (5 s, when the pass comes back).
 	h.finishRollouts()
-	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	h.mustRequeue(controlplane.RequeueWorkload)
 	h.expectState(datasancev3.ConditionDeploying, datasancev3.ReasonWaitingForLoadBalancer)
 	g.Expect(h.get().Status.Router.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
 	g.Expect(h.api.RequestsTo("PUT", "/api/v3/router")).NotTo(BeEmpty())

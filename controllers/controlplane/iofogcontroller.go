@@ -89,9 +89,10 @@ func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
 		}
 	}
 	res, err := registerWithIoFogController(ctx, s, lbAddress)
-	if err != nil || !res.isContinue() {
+	if err != nil || handoverRes.isContinue() {
 		return res, err
 	}
+	// A handover under way says what the component waits for (registration waits for it too).
 	return handoverRes, nil
 }
 

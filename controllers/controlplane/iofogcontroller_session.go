@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -95,6 +96,10 @@ func (s *scope) controllerSession(ctx context.Context) (*controllerSession, resu
 		return cs, cs.loginRes, cs.loginErr
 	}
 	cs.loggedIn = true
+	if res := s.awaitOwnController(); !res.isContinue() {
+		cs.loginRes = res
+		return cs, res, nil
+	}
 	resolved, err := s.credentials(ctx)
 	if err != nil {
 		cs.loginErr = err
@@ -102,6 +107,27 @@ func (s *scope) controllerSession(ctx context.Context) (*controllerSession, resu
 	}
 	cs.loginRejected, cs.loginRes, cs.loginErr = login(ctx, s, cs.api, resolved)
 	return cs, cs.loginRes, cs.loginErr
+}
+
+// awaitOwnController holds the login while pods of the Datasance operator's Controller may
+// answer on Service controller (taking over: the Service selects both operators' pods until the
+// old ones are gone). Such a pod runs another version with other accounts (a 3.7 Controller
+// answers the embedded admin's login with 401), so a rejection from it says nothing about this
+// ControlPlane's credentials: counting it would hold every login for loginRetryInterval and
+// bring the account nearer the Controller's lockout. The components poll until the old pods are
+// gone, which the Controller component's handover does without the Controller API.
+func (s *scope) awaitOwnController() result {
+	h := s.handover(resources.ComponentController)
+	if h == nil || len(h.pods) == 0 {
+		return proceed()
+	}
+	names := make([]string, 0, len(h.pods))
+	for i := range h.pods {
+		names = append(names, h.pods[i].Name)
+	}
+	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
+		"Not logging in to the Controller while the Datasance operator's Controller pods %s may answer for it; "+
+			"waiting for this operator's Controller.", strings.Join(names, ", ")))
 }
 
 // controllerClient builds a client for ep with the ControlPlane's trust (https only).

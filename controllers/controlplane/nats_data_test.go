@@ -115,7 +115,9 @@ func TestNatsJWTBundleNotShrunkWhenTheControllerCannotList(t *testing.T) {
 	h.mustRequeue(controlplane.RequeueTransition)
 
 	for range 2 {
-		h.mustRequeue(controlplane.RequeueNatsBootstrap)
+		// NATS waits for the list (10 s); the Controller Deployment rolls for the new NATS image
+		// it hands to agents and is polled sooner (5 s).
+		h.mustRequeue(controlplane.RequeueWorkload)
 		g.Expect(h.exists(&corev1.ConfigMap{}, jwtBundle)).To(BeFalse(), "no bundle with fewer accounts")
 		g.Expect(h.statefulSet().ResourceVersion).To(Equal(sts.ResourceVersion), "the StatefulSet is not rolled")
 	}

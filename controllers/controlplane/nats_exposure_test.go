@@ -25,8 +25,8 @@ func TestNatsIngressAddress(t *testing.T) {
 	})))
 	h.mustRequeue(controlplane.RequeueTransition)
 	// Router and Controller wait for their load balancers (10 s); NATS does not: it creates its
-	// StatefulSet at once and waits for the rollout (5 s).
-	h.mustRequeue(controlplane.RequeueLoadBalancer)
+	// StatefulSet at once and waits for the rollout (5 s), which the pass comes back for.
+	h.mustRequeue(controlplane.RequeueWorkload)
 	g.Expect(h.get().Status.Nats.Ready).To(BeFalse())
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonWorkloadUnavailable))
 	g.Expect(h.get().Status.Nats.Address).To(Equal("nats.example.com"))

@@ -100,7 +100,9 @@ func TestNatsControllerDown(t *testing.T) {
 		cp.Spec.Ingresses.Router = &datasancev3.RouterIngress{Address: "router.example.com"}
 	}))
 	h.mustRequeue(controlplane.RequeueTransition)
-	h.mustRequeue(controlplane.RequeueDeploymentCreated)
+	// The Controller Deployment was just created (5 s); NATS finds the Controller unavailable and
+	// asks again sooner (3 s).
+	h.mustRequeue(controlplane.RequeueControllerStatus)
 	g.Expect(h.get().Status.Nats.Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
 	// The Deployments roll out, and the Controller still does not answer.
 	h.finishRollouts()

@@ -70,14 +70,18 @@ func reasonOf(err error) string {
 // isTerminal reports whether err needs a user change rather than a retry.
 func isTerminal(err error) bool { return outcome.IsTerminal(err) }
 
-// passOutcome is the combination of every component's result for one pass (docs/controlplane.md#combining-component-results, seed):
-// any error wins and the errors are joined; otherwise the longest requested delay; otherwise
-// all components continued and the ControlPlane is ready.
+// passOutcome is the combination of every component's result for one pass (docs/controlplane.md#combining-component-results):
+// any error wins and the errors are joined; otherwise the pass comes back after the shortest
+// requested delay, so that no component's long wait (a held login, a LoadBalancer address)
+// hides another's short poll (a handover), and reports the longest wait, the one that holds the
+// ControlPlane up the longest; otherwise all components continued and the ControlPlane is ready.
+// Every component gates its own slow work on the time it recorded, never on the pass cadence, so
+// an earlier pass costs cached reads.
 type passOutcome struct {
 	err          error
 	requeueAfter time.Duration
-	// reason and message come from the component that decided the outcome: the first one that
-	// failed, or the one with the longest delay.
+	// reason and message come from the first component that failed, or else from the first one
+	// with the longest delay.
 	reason, message string
 }
 
@@ -95,6 +99,7 @@ type componentOutcome struct {
 func combine(outs []componentOutcome) passOutcome {
 	var (
 		o           passOutcome
+		longest     time.Duration
 		errs        []error
 		allTerminal = true
 	)
@@ -106,10 +111,15 @@ func combine(outs []componentOutcome) passOutcome {
 			}
 			errs = append(errs, c.err)
 			allTerminal = allTerminal && isTerminal(c.err)
-		case c.res.requeueAfter > o.requeueAfter:
-			o.requeueAfter = c.res.requeueAfter
-			if len(errs) == 0 {
-				o.reason, o.message = c.res.reason, c.res.message
+		case c.res.requeueAfter > 0:
+			if o.requeueAfter == 0 || c.res.requeueAfter < o.requeueAfter {
+				o.requeueAfter = c.res.requeueAfter
+			}
+			if c.res.requeueAfter > longest {
+				longest = c.res.requeueAfter
+				if len(errs) == 0 {
+					o.reason, o.message = c.res.reason, c.res.message
+				}
 			}
 		}
 	}

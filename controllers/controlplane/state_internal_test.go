@@ -11,8 +11,8 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 )
 
-// Results combine as the seed says: any error → joined errors (terminal only if all are);
-// otherwise the longest delay; otherwise ready.
+// Results combine: any error → joined errors (terminal only if all are); otherwise the shortest
+// delay, with the reason of the longest wait; otherwise ready.
 func TestCombine(t *testing.T) {
 	errA := withReason(datasancev3.ReasonSecretNotFound, errors.New("a"))
 	errT := terminal(datasancev3.ReasonInvalidCertificate, errors.New("t"))
@@ -28,8 +28,10 @@ func TestCombine(t *testing.T) {
 		wantTerminal bool
 	}{
 		{name: "all continue", outs: []componentOutcome{{}, {}, {}}, wantReady: true},
-		{name: "longest delay wins", outs: []componentOutcome{{res: wait5}, {}, {res: wait10}},
-			wantDelay: 10 * time.Second, wantReason: datasancev3.ReasonWaitingForLoadBalancer},
+		{name: "shortest delay, longest wait's reason", outs: []componentOutcome{{res: wait5}, {}, {res: wait10}},
+			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonWaitingForLoadBalancer},
+		{name: "a long wait never hides a short poll", outs: []componentOutcome{{res: requeue(10*time.Minute, datasancev3.ReasonLoginFailed, "held")}, {res: wait5}},
+			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonLoginFailed},
 		{name: "error beats requeue", outs: []componentOutcome{{res: wait10}, {err: errA}, {}},
 			wantReason: datasancev3.ReasonSecretNotFound, wantErr: "a"},
 		{name: "errors joined, first reason", outs: []componentOutcome{{err: errA}, {}, {err: errT}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,12 +22,24 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // ourSelector is the operator's selector of a component's pods.
 func ourSelector(component string) map[string]string {
 	return map[string]string{"app.kubernetes.io/name": "iofog", "app.kubernetes.io/instance": cpName, "app.kubernetes.io/component": component}
+}
+
+// logins counts the login requests among reqs.
+func logins(reqs []fake.Request) int {
+	n := 0
+	for _, r := range reqs {
+		if r.Method == http.MethodPost && r.Path == "/api/v3/user/login" {
+			n++
+		}
+	}
+	return n
 }
 
 // takeover drives passes over a ControlPlane the Datasance operator left, playing
@@ -105,7 +118,20 @@ func TestTakeOverFromTheDatasanceOperator(t *testing.T) {
 	g.Expect(h.exists(&appsv1.Deployment{}, "router")).To(BeTrue(), "nothing of the Datasance operator's is replaced yet")
 	h.releaseAsAdministrator(c.Message, jsk)
 
+	// While its pod runs, the Datasance operator's 3.7.3 Controller answers on Service controller
+	// and rejects the embedded admin's login (401): no login is sent to it, so no rejection is
+	// counted and no login is held; the first login goes to this operator's Controller.
+	h.api.FailAlways("POST /api/v3/user/login", fake.Failure{Status: http.StatusUnauthorized, Name: "InvalidCredentialsError", Message: "Invalid credentials"})
+	oldControllerServes := true
 	seen := h.takeover(k, 4, func(pass int) {
+		if oldControllerServes {
+			g.Expect(logins(h.api.Requests())).To(BeZero(), "pass %d: a login sent while the Datasance operator's Controller answers", pass)
+			if len(k.datasancePods("controller")) == 0 {
+				oldControllerServes = false
+				h.api.ClearFailures()
+			}
+		}
+		g.Expect(h.get().Status.Controller.RejectedLogins).To(BeNil(), "pass %d: a rejected login was counted", pass)
 		for _, svc := range []string{"router", "nats-headless", "nats", "nats-server"} {
 			g.Expect(k.readyPodsOf(svc)).To(BeNumerically(">=", 1), "pass %d: Service %s selects no ready pod", pass, svc)
 		}
