@@ -35,6 +35,7 @@ export GOFLAGS = -mod=readonly -buildvcs=false
 tooldir = $(shell hack/tool.sh --dir $(1))
 ENVTEST_ASSETS_DIR ?= $(call tooldir,envtest)
 FLUX_BIN_DIR ?= $(call tooldir,flux)
+FLUX_CRD_DIR ?= $(call tooldir,flux-crds)
 CLUSTER_BIN_DIR ?= $(call tooldir,cluster)
 KWOK_BIN_DIR ?= $(call tooldir,kwok)
 CERT_MANAGER_DIR ?= $(call tooldir,cert-manager)
@@ -109,9 +110,9 @@ TIMED = hack/timed.sh
 #                  bundle, catalog, installer and chart, scorecard, the image, the fuzz budget;
 #   make ci        all three and the release dry run: what CI runs (.ci/run).
 # Each tier builds the tools it needs (two at a time; nothing when they are cached).
-TEST_TOOLS = envtest-assets flux-controllers cert-manager-crds
+TEST_TOOLS = envtest-assets flux-crds cert-manager-crds
 E2E_TOOLS = envtest-assets cluster kwok flux-controllers cert-manager-crds olm opm kustomize
-CHECK_TOOLS = controller-gen golangci-lint govulncheck operator-sdk kustomize opm envtest-assets flux-controllers
+CHECK_TOOLS = controller-gen golangci-lint govulncheck operator-sdk kustomize opm envtest-assets flux-crds
 
 # The packages of `make test-e2e`; `make test` runs every other package of the module.
 MODULE = github.com/kubeopera/kubeopera-operator
@@ -125,7 +126,7 @@ TEST_PARALLEL ?=
 # trace keeps its file:line (that comes from the symbol table, not from DWARF).
 TEST_LDFLAGS ?= -w
 # What the Go tests read to find the tools.
-TEST_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
+TEST_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FLUX_CRD_DIR="$(FLUX_CRD_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 	CLUSTER_BIN_DIR="$(CLUSTER_BIN_DIR)" KWOK_BIN_DIR="$(KWOK_BIN_DIR)"
 
 .PHONY: test
@@ -175,15 +176,15 @@ TEST_FUZZTIME ?= 2000x
 TEST_FUZZTIME_APISERVER ?= 150x
 
 .PHONY: fuzz
-fuzz: envtest-assets flux-controllers ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+fuzz: envtest-assets flux-crds ## Run every Go fuzz target for FUZZTIME each (seed corpora: f.Add and testdata/fuzz).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_CRD_DIR="$(FLUX_CRD_DIR)" FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # Fuzz time of each rendered-objects dry-run target (internal/render, controlplane resources) in `make dryrun-long`.
 DRYRUN_FUZZTIME ?= 10m
 
 .PHONY: dryrun-long
-dryrun-long: envtest-assets flux-controllers ## Rendered objects vs server-side dry run: the two fuzz targets for DRYRUN_FUZZTIME each.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FUZZTIME_APISERVER=$(DRYRUN_FUZZTIME) \
+dryrun-long: envtest-assets flux-crds ## Rendered objects vs server-side dry run: the two fuzz targets for DRYRUN_FUZZTIME each.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_CRD_DIR="$(FLUX_CRD_DIR)" FUZZTIME_APISERVER=$(DRYRUN_FUZZTIME) \
 		hack/fuzz.sh internal/render controllers/controlplane/internal/resources
 
 .PHONY: vulncheck
@@ -212,14 +213,14 @@ chaos: envtest-assets cluster kwok flux-controllers git-cli ## Kill the manager 
 		go test ./test/chaos -count=1 -v -timeout 60m -run 'TestKillAnywhere'
 
 .PHONY: test-fast
-test-fast: envtest-assets flux-controllers cert-manager-crds git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
+test-fast: envtest-assets flux-controllers flux-crds cert-manager-crds git-cli ## The edit loop: vet and test (no -race) the changed packages and their direct importers (FAST_BASE, default HEAD).
 	$(TEST_ENV) hack/test-fast.sh
 
 # Runs per test of `make flake-check`.
 FLAKE_COUNT ?= 5
 
 .PHONY: flake-check
-flake-check: envtest-assets cluster kwok flux-controllers cert-manager-crds git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
+flake-check: envtest-assets cluster kwok flux-controllers flux-crds cert-manager-crds git-cli ## Run the time-window tests FLAKE_COUNT times under -race with the CPU loaded; report runs and failures.
 	$(TEST_ENV) FLAKE_COUNT=$(FLAKE_COUNT) hack/flake-check.sh
 
 .PHONY: test-unit
@@ -388,6 +389,10 @@ kwok: ## Build kwok, which plays the test bed's nodes and pods.
 .PHONY: flux-controllers
 flux-controllers: ## Build the Flux source-controller and kustomize-controller (end-to-end test).
 	@hack/tool.sh flux >/dev/null
+
+.PHONY: flux-crds
+flux-crds: ## Extract the Flux CRDs from the Flux controllers' Go modules (App Controller tests, fuzz; nothing is built).
+	@hack/tool.sh flux-crds >/dev/null
 
 .PHONY: cert-manager-crds
 cert-manager-crds: ## Extract cert-manager's Certificate CRD from its Go module (App Controller tests).

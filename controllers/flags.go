@@ -93,7 +93,10 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Most bytes the local Git clones may hold together; beyond it the least recently used idle clones are deleted "+
 			"(0: 1 GiB, negative: no limit). Keep the --git-cache-dir volume larger (config/manager: 3Gi).")
 	fs.StringVar(&opts.Apps.GitPathPrefix, "app-git-path-prefix", opts.Apps.GitPathPrefix,
-		"Folder of the apps repositories every spec.git.path must lie inside; the repository root and dot-folders are always refused (empty: apps).")
+		"Folder of the apps repositories the operator writes in: every app's folder lies inside <prefix>/<host namespace>/; the repository root and dot-folders are always refused (empty: apps).")
+	fs.BoolVar(&opts.Apps.AllowSharedRepositories, "app-allow-shared-repositories", opts.Apps.AllowSharedRepositories,
+		"Let apps of several CloudSpaces write to one Git repository, whose read-only Flux credential then reads every CloudSpace's folders "+
+			"(refused with RepositoryShared otherwise: a repository belongs to the CloudSpace of its oldest app).")
 	fs.BoolVar(&opts.Apps.AllowInsecureGitHTTP, "app-allow-insecure-git-http", opts.Apps.AllowInsecureGitHTTP,
 		"Send Git credentials over plain http:// repository URLs (development only; refused with GitInsecureTransport otherwise).")
 	fs.Var((*hostList)(&opts.Apps.AllowedGitHosts), "app-allowed-git-hosts",

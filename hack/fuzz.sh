@@ -9,7 +9,7 @@
 # fuzz clock starts) and its workers connect to it (test/testenv Shared). Their corpus's
 # baseline coverage takes about 5 s of the fuzz time, so they run for FUZZTIME_APISERVER
 # (default 20s; `make dryrun-long` sets it longer), or for a count when FUZZCOUNT_APISERVER is
-# set. They need KUBEBUILDER_ASSETS (and FLUX_BIN_DIR for the Flux CRDs), which `make fuzz`
+# set. They need KUBEBUILDER_ASSETS (and FLUX_CRD_DIR for the Flux CRDs), which `make fuzz`
 # passes.
 #
 #   hack/fuzz.sh                                   # every target

@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|cluster|kwok|kubectl|flux|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
+#   hack/tool.sh envtest|cluster|kwok|kubectl|flux|flux-crds|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -50,6 +50,19 @@ build_in_wrapper() {
 	(cd "$root/hack/tools/$dir" && go build -trimpath "$@")
 }
 
+# flux_crds OUT: the CRDs the Flux controllers serve, copied into OUT/crds from the same module
+# versions the controllers are built from (nothing is compiled).
+flux_crds() {
+	local out=$1 m d
+	mkdir -p "$out/crds"
+	for m in "github.com/fluxcd/source-controller@$FLUX_SOURCE_VERSION" \
+		"github.com/fluxcd/kustomize-controller@$FLUX_KUSTOMIZE_VERSION"; do
+		d=$(cd "$root/hack/tools/flux" && go mod download -json "$m" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		cp "$d"/config/crd/bases/*.yaml "$out/crds/"
+	done
+	chmod u+w "$out"/crds/*.yaml
+}
+
 # k8s_ldflags: the version stamps of the Kubernetes binaries (kube-apiserver, kubectl).
 k8s_ldflags() {
 	local v=$K8S_VERSION minor ld="" p
@@ -69,6 +82,7 @@ dir_for() {
 	kwok) echo "$cache_root/kwok/$KWOK_VERSION-$arch" ;;
 	kubectl) echo "$cache_root/kubectl/$K8S_VERSION-$arch" ;;
 	flux) echo "$cache_root/flux/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION-$arch" ;;
+	flux-crds) echo "$cache_root/flux-crds/source-$FLUX_SOURCE_VERSION-kustomize-$FLUX_KUSTOMIZE_VERSION" ;;
 	cert-manager) echo "$cache_root/cert-manager/$CERT_MANAGER_VERSION" ;;
 	operator-sdk) echo "$cache_root/operator-sdk/$OPERATOR_SDK_VERSION-$arch" ;;
 	opm) echo "$cache_root/opm/$OPM_VERSION-$arch" ;;
@@ -118,15 +132,12 @@ build() {
 	flux)
 		CGO_ENABLED=0 build_in_wrapper flux "$out" -ldflags "-s -w" -o "$out/" \
 			github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
-		# The CRDs the controllers serve, copied from the same module versions.
-		mkdir -p "$out/crds"
-		local m d
-		for m in "github.com/fluxcd/source-controller@$FLUX_SOURCE_VERSION" \
-			"github.com/fluxcd/kustomize-controller@$FLUX_KUSTOMIZE_VERSION"; do
-			d=$(cd "$root/hack/tools/flux" && go mod download -json "$m" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-			cp "$d"/config/crd/bases/*.yaml "$out/crds/"
-		done
-		chmod u+w "$out"/crds/*.yaml
+		flux_crds "$out"
+		;;
+	flux-crds)
+		# The Flux CRDs alone, for the suites that install them without running Flux: seconds,
+		# where building the controllers takes minutes.
+		flux_crds "$out"
 		;;
 	cert-manager)
 		# The Certificate CRD of the cert-manager module's deploy/crds (plain CRD YAML, the

@@ -106,7 +106,7 @@ func TestPushCredentialsCopyIsRemovedFromTheVCluster(t *testing.T) {
 	}).Should(HaveField("SecretRef", BeNil()))
 }
 
-// Issue 24 item 2: deletion removes the files the app wrote, not what someone else added to its
+// Deletion removes the files the app wrote, not what someone else added to its
 // folder, and never a folder it did not write.
 func TestDeletionRemovesOnlyWhatTheAppWrote(t *testing.T) {
 	f := newFixture(t)

@@ -379,7 +379,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "flux Secret missing", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "no-such-flux-secret"}
 		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretNotFound, message: "no-such-flux-secret"},
-		// Issue 24 item 2: reserved folders and folders no app wrote.
+		// Reserved folders, folders of another namespace, and folders no app wrote.
 		{name: "git path is the repository root", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "." }), admission: "spec.git.path"},
 		{name: "git path in a dot-folder", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = ".github/workflows" }),
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: `dot-folder ".github"`, terminal: true},
@@ -389,17 +389,21 @@ func TestBadInputMatrix(t *testing.T) {
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: `not inside the apps prefix "apps/"`, terminal: true},
 		{name: "git path is the apps prefix", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps" }),
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: "not inside the apps prefix", terminal: true},
+		{name: "git path in another namespace's folder", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/someone-else/web" }),
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: "an app writes only in its own namespace's folder", terminal: true},
+		{name: "git path is the namespace's folder itself", mutate: func(f *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/" + f.ns },
+			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitPathNotAllowed, message: "an app writes only in its own namespace's folder", terminal: true},
 		{name: "git path holding a README no app wrote", setup: func(f *fixture, app string) string {
-			_, err := gitServer.PushOutsideCommit(f.repo, "main", "apps/readme-"+app+"/README.md", "hand-written")
+			_, err := gitServer.PushOutsideCommit(f.repo, "main", f.path("readme-"+app)+"/README.md", "hand-written")
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return ""
-		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/readme-" + a.Name },
+		}, mutate: func(f *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = f.path("readme-" + a.Name) },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonFolderNotOwned, message: "without an ownership marker"},
 		{name: "git path that is a file no app wrote", setup: func(f *fixture, app string) string {
-			_, err := gitServer.PushOutsideCommit(f.repo, "main", "apps/file-"+app, "a file")
+			_, err := gitServer.PushOutsideCommit(f.repo, "main", f.path("file-"+app), "a file")
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return ""
-		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/file-" + a.Name },
+		}, mutate: func(f *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = f.path("file-" + a.Name) },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonFolderNotOwned, message: "is a file"},
 		// spec.git.branch: a branch the repository does not have (it has main).
 		{name: "git branch the repository does not have", setup: func(f *fixture, app string) string {

@@ -171,7 +171,10 @@ func (r *Reconciler) gitAuth(repoURL string, data map[string][]byte, what string
 // Secrets; see the comment at the top of this file.
 func (r *Reconciler) checkGitInputs(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
-	if err := r.checkGitPath(render.Path(s.app)); err != nil {
+	if err := r.checkGitPath(render.Path(s.app, r.Options.GitPathPrefix), s.app.Namespace); err != nil {
+		return gitError(cond, err)
+	}
+	if err := r.checkRepositoryHolder(ctx, s.app); err != nil {
 		return gitError(cond, err)
 	}
 	creds, err := r.credentials(ctx, s)
@@ -281,7 +284,7 @@ func sharing(list []appAuth, auth gitops.Auth) string {
 func (r *Reconciler) repositoryCredentials(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (repositoryCredentials, error) {
 	var out repositoryCredentials
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: app.Spec.Git.URL}, readOnlyList); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: repositoryKey(app.Spec.Git.URL)}, readOnlyList); err != nil {
 		return out, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
 	}
 	type credential struct {
@@ -341,10 +344,14 @@ func (r *Reconciler) pushSecretUsers(ctx context.Context, ns, name string) ([]st
 	return out, nil
 }
 
-// checkGitPath refuses a folder that is reserved or outside the apps prefix
-// (--app-git-path-prefix): the repository root, a dot-folder (.github, .flux), or anything
-// not strictly inside the prefix (a Flux bootstrap path such as clusters/prod).
-func (r *Reconciler) checkGitPath(p string) error {
+// checkGitPath refuses a folder that is reserved or not the app's host namespace's to write: the
+// repository root, a dot-folder (.github, .flux), anything not strictly inside the apps prefix
+// (--app-git-path-prefix; a Flux bootstrap path such as clusters/prod), and anything not
+// strictly inside <prefix>/<namespace>/, the folder of the app's host namespace. So an app of one
+// namespace can never take, or block with a marker of its own, a folder of another namespace's,
+// whatever its spec.git.path says (the way Kratix derives a destination's path from the
+// destination, not from the request).
+func (r *Reconciler) checkGitPath(p, namespace string) error {
 	prefix := strings.Trim(r.Options.GitPathPrefix, "/")
 	switch {
 	case p == "" || p == ".":
@@ -359,6 +366,10 @@ func (r *Reconciler) checkGitPath(p string) error {
 	}
 	if !strings.HasPrefix(p, prefix+"/") {
 		return fmt.Errorf("%w: %q is not inside the apps prefix %q (--app-git-path-prefix)", errGitPathNotAllowed, p, prefix+"/")
+	}
+	if own := render.NamespaceFolder(prefix, namespace) + "/"; !strings.HasPrefix(p, own) {
+		return fmt.Errorf("%w: %q is not inside %q, the folder of the app's namespace %s: an app writes only in its own namespace's folder",
+			errGitPathNotAllowed, p, own, namespace)
 	}
 	return nil
 }

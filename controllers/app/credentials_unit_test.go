@@ -48,8 +48,8 @@ func TestCredentialsOverPlainHTTPAreRefusedByDefault(t *testing.T) {
 	g.Expect(a.Status.Path).To(BeEmpty())
 }
 
-// Issue 24 item 2: the repository root, dot-folders and folders outside the apps prefix are
-// reserved.
+// The repository root, dot-folders, folders outside the apps prefix and folders outside the
+// app's namespace folder are refused.
 func TestCheckGitPath(t *testing.T) {
 	r := &Reconciler{Options: Options{}.withDefaults()}
 	for p, want := range map[string]string{
@@ -64,11 +64,14 @@ func TestCheckGitPath(t *testing.T) {
 		"appsx/web":             "not inside the apps prefix",
 		"apps//web":             "not a clean",
 		"apps/ns/web":           "",
-		"apps/shared/web/inner": "",
+		"apps/shared/web/inner": "not inside \"apps/ns/\"",
+		"apps/ns-evil/web":      "not inside \"apps/ns/\"",
+		"apps/ns":               "not inside \"apps/ns/\"",
+		"apps/ns/web/inner":     "",
 	} {
 		t.Run(p, func(t *testing.T) {
 			g := NewWithT(t)
-			err := r.checkGitPath(p)
+			err := r.checkGitPath(p, "ns")
 			if want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
@@ -79,8 +82,9 @@ func TestCheckGitPath(t *testing.T) {
 	}
 	g := NewWithT(t)
 	custom := &Reconciler{Options: Options{GitPathPrefix: "/tenants/"}.withDefaults()}
-	g.Expect(custom.checkGitPath("tenants/a/web")).To(Succeed())
-	g.Expect(custom.checkGitPath("apps/a/web")).To(MatchError(errGitPathNotAllowed))
+	g.Expect(custom.checkGitPath("tenants/a/web", "a")).To(Succeed())
+	g.Expect(custom.checkGitPath("apps/a/web", "a")).To(MatchError(errGitPathNotAllowed))
+	g.Expect(custom.checkGitPath("tenants/b/web", "a")).To(MatchError(errGitPathNotAllowed))
 	g.Expect(Options{}.withDefaults().GitPathPrefix).To(Equal(DefaultGitPathPrefix))
 }
 

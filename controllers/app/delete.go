@@ -236,7 +236,7 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 	}
 	// The recorded folder with the push Secret recorded for it, and the spec's with the spec's.
 	locs := []location{recordedLocation(s.app)}
-	if here := specLocation(s.app); !here.sameFolder(locs[0]) {
+	if here := r.specLocation(s.app); !here.sameFolder(locs[0]) {
 		locs = append(locs, here)
 	}
 	for _, loc := range locs {

@@ -34,7 +34,7 @@
 //     its deletion contacts nothing.
 //  4. Git (git.go): the manifests are rendered deterministically (internal/render) into
 //     <path>/{deployment,service,ingress,kustomization}.yaml, path defaulting to
-//     apps/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one
+//     <prefix>/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one
 //     repository never collide). Every folder carries the Git writer's ownership marker
 //     (.kubeopera-owner.yaml, the app's namespace/name and UID): a folder that equals, contains
 //     or lies inside another app's is refused with PathConflict and nothing is written. The
@@ -48,8 +48,8 @@
 //     identity+known_hosts (host keys always verified); any other type or key is
 //     GitSecretInvalid, credentials over http:// are GitInsecureTransport unless
 //     --app-allow-insecure-git-http; never in the URL (a URL with a password is refused). The
-//     folder must lie inside --app-git-path-prefix (default apps), never at the root or in a
-//     dot-folder (GitPathNotAllowed), and a folder holding content without this app's marker is
+//     folder must lie inside <prefix>/<host namespace>/ (--app-git-path-prefix, default apps),
+//     whatever spec.git.path says, never at the root or in a dot-folder (GitPathNotAllowed), and a folder holding content without this app's marker is
 //     never taken over (FolderNotOwned). These are checked in step 3, before any write. Reasons: GitSecretNotFound, GitAuthFailed (refused or unusable credentials,
 //     untrusted host key), PushConflict, PathConflict, GitFailed, GitHostNotAllowed; before any
 //     of it, render.Validate refuses what the API server would refuse in the rendered
@@ -118,7 +118,7 @@
 //   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
 //   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
 //     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
-//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, PushSecretExposed, GitPathNotAllowed,
+//     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, PushSecretExposed, GitPathNotAllowed, RepositoryShared,
 //     NamespaceReserved, IngressHostNotAllowed, ClusterIssuerNotAllowed): a
 //     reconcile.TerminalError, never retried; a watch brings the app back.
 //

@@ -31,11 +31,12 @@ import (
 // created (no managed-by label) is refused, never overwritten (VClusterObjectNotOwned).
 func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionFluxConfigured
-	repo, err := render.GitRepository(s.app)
+	folder := r.specLocation(s.app).path
+	repo, err := render.GitRepository(s.app, folder)
 	if err != nil {
 		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
 	}
-	ks, err := render.Kustomization(s.app)
+	ks, err := render.Kustomization(s.app, folder)
 	if err != nil {
 		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
 	}

@@ -31,7 +31,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	if err != nil {
 		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))
 	}
-	here := specLocation(s.app)
+	here := r.specLocation(s.app)
 	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {
 		return gitError(cond, err)
@@ -82,7 +82,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 // push Secret once the folder was written with it.
 func (r *Reconciler) finishMove(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
-	here, old := specLocation(s.app), recordedLocation(s.app)
+	here, old := r.specLocation(s.app), recordedLocation(s.app)
 	if old.path != "" && !old.sameFolder(here) {
 		moved, err := r.removeOldFolder(ctx, s, old)
 		if err != nil {
@@ -280,6 +280,9 @@ func gitError(cond string, err error) error {
 		return stop(cond, kubeoperav1alpha1.ReasonPushSecretExposed, err)
 	case errors.Is(err, errGitPathNotAllowed):
 		return stop(cond, kubeoperav1alpha1.ReasonGitPathNotAllowed, err)
+	case errors.Is(err, errRepositoryShared):
+		// The app that leaves the repository brings this one back (appsWaitingForTheRepository).
+		return stop(cond, kubeoperav1alpha1.ReasonRepositoryShared, err)
 	case errors.Is(err, gitops.ErrFolderNotOwned):
 		// Retried with the backoff: a person may remove the content; nothing is pushed.
 		return retry(cond, kubeoperav1alpha1.ReasonFolderNotOwned, err)

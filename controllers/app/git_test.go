@@ -171,11 +171,11 @@ func TestPathChangeMovesTheFolder(t *testing.T) {
 	f.addTenant("t1", time.Now())
 	f.create(f.newApp("mover", "t1"))
 	f.waitReady("mover")
-	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = "apps/tenants/mover" })
+	f.update("mover", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = f.path("tenants/mover") })
 	a := f.waitReady("mover")
-	f.g.Expect(a.Status.Path).To(Equal("apps/tenants/mover"))
+	f.g.Expect(a.Status.Path).To(Equal(f.path("tenants/mover")))
 	f.g.Expect(f.files(f.path("mover"))).To(BeEmpty())
-	f.g.Expect(f.files("apps/tenants/mover")).To(HaveKey("deployment.yaml"))
+	f.g.Expect(f.files(f.path("tenants/mover"))).To(HaveKey("deployment.yaml"))
 	// The new folder's commit, then the old folder's removal (once Flux reads the new one):
 	// status.commit is the commit that last changed the app's folder.
 	commits := f.commits()
@@ -237,18 +237,18 @@ func TestURLAndPathChangeRemovesTheOldFolderFromTheOldRepository(t *testing.T) {
 
 	f.update("traveller", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.Git.URL = gitServer.URL(newRepo)
-		a.Spec.Git.Path = "apps/moved/traveller"
+		a.Spec.Git.Path = f.path("moved/traveller")
 	})
 	a := f.waitReady("traveller")
 	f.g.Expect(a.Status.Repository).To(Equal(gitServer.URL(newRepo)))
-	f.g.Expect(a.Status.Path).To(Equal("apps/moved/traveller"))
+	f.g.Expect(a.Status.Path).To(Equal(f.path("moved/traveller")))
 	old, err := gitServer.Files(oldRepo, "main", oldPath)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(old).To(BeEmpty(), "the old folder stayed in the old repository")
 	kept, err := gitServer.Files(newRepo, "main", oldPath)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(kept).To(Equal(map[string]string{"keep.yaml": "not the app's\n"}), "the old path was removed from the new repository")
-	moved, err := gitServer.Files(newRepo, "main", "apps/moved/traveller")
+	moved, err := gitServer.Files(newRepo, "main", f.path("moved/traveller"))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(moved).To(HaveKey("deployment.yaml"))
 	repo := &sourcev1.GitRepository{}

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -152,7 +151,7 @@ func TestWildcardHostIsSyncedWithoutURL(t *testing.T) {
 // Certificate to wait for: the app is Synced once its Ingress has an address.
 func TestCertificateWatchStartsOnceCertManagerIsInstalled(t *testing.T) {
 	requireSuite(t)
-	fluxDir, err := apptest.FluxDir()
+	fluxCRDs, err := apptest.FluxCRDDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +161,7 @@ func TestCertificateWatchStartsOnceCertManagerIsInstalled(t *testing.T) {
 	}
 	// A vCluster of its own, with Flux and without cert-manager; stopped after the fixture's
 	// apps are gone.
-	bare, err := apptest.StartCluster(filepath.Join(fluxDir, "crds"))
+	bare, err := apptest.StartCluster(fluxCRDs)
 	if err != nil {
 		t.Fatal(err)
 	}

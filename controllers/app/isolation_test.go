@@ -19,20 +19,58 @@ func withPath(p string) func(*kubeoperav1alpha1.KubeOperaApp) {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.Path = p }
 }
 
-// sharedRepo returns a second CloudSpace (host namespace, Tenant tb) writing to f's repository.
+// sharedRepo returns a second host namespace of f's CloudSpace (Tenant tb) writing to f's
+// repository: one repository serves one CloudSpace (RepositoryShared), in as many namespaces as
+// it has.
 func sharedRepo(t *testing.T, f *fixture) *fixture {
 	t.Helper()
 	other := newFixture(t)
-	other.repo = f.repo
+	other.repo, other.cloudSpace = f.repo, f.cloudSpace
 	other.addTenant("tb", time.Now())
 	return other
 }
 
+// TestHostileTenantCannotJoinAnotherCloudSpacesRepository: an app of one CloudSpace names the
+// repository another CloudSpace's app writes to, whose read-only Flux credential would let its
+// vCluster read the other's folders. It is refused (RepositoryShared, terminal, a Warning
+// Event) before anything is read or written: nothing pushed, no Flux object and no credential in
+// its vCluster. The holder's deletion brings it back, and it is placed. Fails when a second
+// CloudSpace's app can write into the repository, or when it waits forever once the holder left.
+func TestHostileTenantCannotJoinAnotherCloudSpacesRepository(t *testing.T) {
+	a := newFixture(t)
+	a.addTenant("ta", time.Now())
+	a.create(a.newApp("holder", "ta"))
+	a.waitReady("holder")
+	b := newFixture(t)
+	b.repo = a.repo
+	b.addTenant("tb", time.Now())
+	pushes := gitServer.Pushes(a.repo)
+
+	b.create(b.newApp("joiner", "tb"))
+	got := b.waitCondition("joiner", kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRepositoryShared)
+	b.g.Expect(conditionMessage(got, kubeoperav1alpha1.ConditionManifestsCommitted)).To(And(
+		ContainSubstring(`CloudSpace "`+a.cloudSpace+`"`), ContainSubstring(a.ns+"/holder")))
+	b.waitEvent("joiner", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonRepositoryShared)
+	b.g.Expect(gitServer.Pushes(a.repo)).To(Equal(pushes), "nothing pushed")
+	b.g.Expect(b.vc(&kustomizev1.Kustomization{}, "flux-system", b.ns+"-joiner")).To(BeFalse(), "no Flux object")
+	b.g.Expect(b.vc(&corev1.Secret{}, "flux-system", b.ns+"-joiner-git")).To(BeFalse(), "no Flux credential")
+
+	a.deleteApp("holder")
+	a.waitGone("holder")
+	b.g.Expect(b.waitReady("joiner").Status.Path).To(Equal(b.path("joiner")))
+}
+
+// TestAppFolderBelongsToItsApp: an app's folder is refused to every other app: inside the
+// namespace by the ownership marker (PathConflict, naming the owner), and to an app of another
+// namespace by the folder binding, whatever its spec.git.path (GitPathNotAllowed: it writes only
+// in apps/<its namespace>/). Nothing of the repository changes, and deleting the intruders
+// leaves the owner's files. Fails when a hostile namespace's app can claim or block a folder of
+// another namespace.
 func TestAppFolderBelongsToItsApp(t *testing.T) {
 	a := newFixture(t)
 	a.addTenant("ta", time.Now())
 	b := sharedRepo(t, a)
-	const ownerPath = "apps/shared/web"
+	ownerPath := a.path("shared/web")
 	a.create(a.newApp("owner", "ta", withPath(ownerPath)))
 	owner := a.waitReady("owner")
 	repoBefore := a.allFiles("")
@@ -40,32 +78,40 @@ func TestAppFolderBelongsToItsApp(t *testing.T) {
 	a.g.Expect(marker).To(ContainSubstring("app: " + a.ns + "/owner\n"))
 	a.g.Expect(marker).To(ContainSubstring("uid: " + string(owner.UID) + "\n"))
 
+	const inOtherNamespace = "an app writes only in its own namespace's folder"
 	intruders := []struct {
-		f          *fixture
-		tenant     string
-		name, path string
+		f                  *fixture
+		tenant             string
+		name, path         string
+		reason, mentioning string
 	}{
-		{a, "ta", "same-ns-equal", ownerPath},
-		{a, "ta", "same-ns-nested", ownerPath + "/inner"},
-		{a, "ta", "same-ns-parent", "apps/shared"},
-		{b, "tb", "other-ns-equal", ownerPath},
-		{b, "tb", "other-ns-nested", ownerPath + "/deeper/still"},
-		{b, "tb", "other-ns-parent", "apps/shared"},
+		{a, "ta", "same-ns-equal", ownerPath, kubeoperav1alpha1.ReasonPathConflict, a.ns + "/owner"},
+		{a, "ta", "same-ns-nested", ownerPath + "/inner", kubeoperav1alpha1.ReasonPathConflict, a.ns + "/owner"},
+		{a, "ta", "same-ns-parent", a.path("shared"), kubeoperav1alpha1.ReasonPathConflict, a.ns + "/owner"},
+		{b, "tb", "other-ns-equal", ownerPath, kubeoperav1alpha1.ReasonGitPathNotAllowed, inOtherNamespace},
+		{b, "tb", "other-ns-nested", ownerPath + "/deeper/still", kubeoperav1alpha1.ReasonGitPathNotAllowed, inOtherNamespace},
+		{b, "tb", "other-ns-parent", a.path("shared"), kubeoperav1alpha1.ReasonGitPathNotAllowed, inOtherNamespace},
+		{b, "tb", "other-ns-default-folder-of-a", a.path("web"), kubeoperav1alpha1.ReasonGitPathNotAllowed, inOtherNamespace},
 	}
 	for _, in := range intruders {
 		in.f.create(in.f.newApp(in.name, in.tenant, withPath(in.path)))
 	}
 	for _, in := range intruders {
-		got := in.f.waitCondition(in.name, kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, kubeoperav1alpha1.ReasonPathConflict)
+		got := in.f.waitCondition(in.name, kubeoperav1alpha1.ConditionManifestsCommitted, metav1.ConditionFalse, in.reason)
 		ready := apimeta.FindStatusCondition(got.Status.Conditions, kubeoperav1alpha1.ConditionReady)
-		in.f.g.Expect(ready.Reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict), in.name)
-		in.f.g.Expect(ready.Message).To(ContainSubstring(a.ns+"/owner"), "the message names the owner")
-		in.f.waitEvent(in.name, corev1.EventTypeWarning, kubeoperav1alpha1.ReasonPathConflict)
+		in.f.g.Expect(ready.Reason).To(Equal(in.reason), in.name)
+		in.f.g.Expect(ready.Message).To(ContainSubstring(in.mentioning), in.name)
+		in.f.waitEvent(in.name, corev1.EventTypeWarning, in.reason)
 		// Refused before Flux: nothing in the vCluster applies the owner's folder for it.
 		in.f.g.Expect(in.f.vc(&kustomizev1.Kustomization{}, "flux-system", in.f.ns+"-"+in.name)).To(BeFalse(), in.name)
 	}
 	a.g.Expect(a.allFiles("")).To(Equal(repoBefore), "an intruder changed the repository")
 	a.waitReady("owner")
+	// The default folder of a's namespace stays a's: an app of a named like the intruder that
+	// aimed at it writes there.
+	a.create(a.newApp("web", "ta"))
+	a.g.Expect(a.waitReady("web").Status.Path).To(Equal(a.path("web")))
+	repoBefore = a.allFiles("")
 
 	for _, in := range intruders {
 		in.f.deleteApp(in.name)
@@ -83,7 +129,7 @@ func TestDefaultFoldersOfTwoHostNamespacesDiffer(t *testing.T) {
 	a := newFixture(t)
 	a.addTenant("ta", time.Now())
 	b := sharedRepo(t, a)
-	// Same name and target namespace, two CloudSpaces, one repository.
+	// Same name and target namespace, two host namespaces of one CloudSpace, one repository.
 	a.create(a.newApp("web", "ta", func(x *kubeoperav1alpha1.KubeOperaApp) { x.Spec.TargetNamespace = "shop" }))
 	b.create(b.newApp("web", "tb", func(x *kubeoperav1alpha1.KubeOperaApp) { x.Spec.TargetNamespace = "shop" }))
 	fromA, fromB := a.waitReady("web"), b.waitReady("web")

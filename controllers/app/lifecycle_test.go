@@ -102,7 +102,7 @@ func TestMoveRemovesTheOldFolderWithTheOldCredentials(t *testing.T) {
 		a.Spec.Git.FluxSecretRef = nil
 	}))
 	f.waitReady("migrant")
-	oldPath, newPath := f.path("migrant"), "apps/migrated/migrant"
+	oldPath, newPath := f.path("migrant"), f.path("migrated/migrant")
 	f.g.Expect(f.files(oldPath)).To(HaveKey("deployment.yaml"))
 	f.g.Expect(placementOf(f, "migrant")["secretName"]).To(Equal("ssh-creds"))
 
@@ -139,7 +139,7 @@ func TestMoveWithTheOldCredentialsRefusedLeavesTheOldFolder(t *testing.T) {
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "old-push"}, Data: gitServer.SecretData()})
 	f.create(f.newApp("leaver", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.SecretRef.Name = "old-push" }))
 	f.waitReady("leaver")
-	oldPath, newPath := f.path("leaver"), "apps/elsewhere/leaver"
+	oldPath, newPath := f.path("leaver"), f.path("elsewhere/leaver")
 
 	// The old token is revoked: the Git server refuses it from now on.
 	old := &corev1.Secret{}
@@ -172,7 +172,7 @@ func TestMoveHonoursSkipGitCleanup(t *testing.T) {
 	f.addTenant("t1", time.Now())
 	f.create(f.newApp("keeper", "t1"))
 	f.waitReady("keeper")
-	oldPath, newPath := f.path("keeper"), "apps/kept/keeper"
+	oldPath, newPath := f.path("keeper"), f.path("kept/keeper")
 	f.update("keeper", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Annotations[kubeoperav1alpha1.AnnotationSkipGitCleanup] = "true"
 		a.Spec.Git.Path = newPath

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
@@ -67,7 +68,7 @@ const (
 	// DefaultGitPathPrefix is the folder of the apps repository the operator writes in: the
 	// default app folder is apps/<namespace>/<name>, and nothing outside apps/ (a Flux
 	// bootstrap path such as clusters/prod, the repository's own files) is ever written.
-	DefaultGitPathPrefix = "apps"
+	DefaultGitPathPrefix = render.DefaultPathPrefix
 )
 
 // Options configure the KubeOperaApp reconciler. Zero values take the defaults above.
@@ -115,10 +116,15 @@ type Options struct {
 	// names; empty allows any.
 	AllowedClusterIssuers []string
 
-	// GitPathPrefix is the folder every app's spec.git.path must lie strictly inside
-	// (--app-git-path-prefix); empty: DefaultGitPathPrefix. The repository root and
+	// GitPathPrefix is the folder of the apps repositories the operator writes in
+	// (--app-git-path-prefix); empty: DefaultGitPathPrefix. Every app's folder lies strictly
+	// inside <prefix>/<host namespace>/ (render.NamespaceFolder); the repository root and
 	// dot-folders are reserved whatever the prefix.
 	GitPathPrefix string
+	// AllowSharedRepositories lets apps of several CloudSpaces write to one repository
+	// (--app-allow-shared-repositories); otherwise a repository belongs to the CloudSpace of its
+	// oldest app and the others are RepositoryShared (sharedrepo.go).
+	AllowSharedRepositories bool
 	// AllowInsecureGitHTTP allows sending Git credentials over plain http://
 	// (--app-allow-insecure-git-http; development only).
 	AllowInsecureGitHTTP bool

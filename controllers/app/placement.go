@@ -35,8 +35,8 @@ func (l location) sameBranch(o location) bool { return l.url == o.url && l.branc
 func (l location) sameFolder(o location) bool { return l.sameBranch(o) && l.path == o.path }
 
 // specLocation is the folder the current spec asks for.
-func specLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
-	return location{url: app.Spec.Git.URL, branch: render.Branch(app), path: render.Path(app), secret: pushSecretName(app)}
+func (r *Reconciler) specLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
+	return location{url: app.Spec.Git.URL, branch: render.Branch(app), path: render.Path(app, r.Options.GitPathPrefix), secret: pushSecretName(app)}
 }
 
 // pushSecretName is the name of the Secret the spec pushes with, "" when anonymous.
@@ -121,7 +121,7 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 	st := &s.app.Status
 	loc := recordedLocation(s.app)
 	if st.Path == "" {
-		loc = specLocation(s.app)
+		loc = r.specLocation(s.app)
 		st.Path, st.Repository, st.Branch = loc.path, loc.url, loc.branch
 	}
 	if err := r.writePlacement(ctx, s, loc); err != nil {

@@ -35,7 +35,7 @@ func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision 
 	case s.head == "":
 		return false, "", nil
 	}
-	here := specLocation(s.app)
+	here := r.specLocation(s.app)
 	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {
 		return false, "", err

@@ -82,6 +82,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// An app that names a Secret as its push Secret brings back the apps that give that
 		// Secret to Flux: their next pass refuses it and deletes the copy.
 		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsGivingFluxThePushSecret)).
+		// An app that leaves its repository brings back the other CloudSpaces' apps refused
+		// there (RepositoryShared).
+		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingForTheRepository),
+			builder.WithPredicates(leavesRepository)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
 			RateLimiter:             pendingAwareLimiter{TypedRateLimiter: newRateLimiter(r.Options), pushes: r.pushes},
@@ -151,7 +155,7 @@ func gitURL(obj client.Object) []string {
 	if !ok || app.Spec.Git.URL == "" {
 		return nil
 	}
-	return []string{app.Spec.Git.URL}
+	return []string{repositoryKey(app.Spec.Git.URL)}
 }
 
 func tenantKeys(obj client.Object) []string {

@@ -9,7 +9,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,7 +132,7 @@ func setUp() (code int, started bool) {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	fluxDir, err := apptest.FluxDir()
+	fluxCRDs, err := apptest.FluxCRDDir()
 	if err != nil {
 		return fail(err)
 	}
@@ -145,7 +144,7 @@ func setUp() (code int, started bool) {
 	if err != nil {
 		return fail(err)
 	}
-	if vcluster, err = apptest.StartCluster(filepath.Join(fluxDir, "crds"), certManagerCRDs); err != nil {
+	if vcluster, err = apptest.StartCluster(fluxCRDs, certManagerCRDs); err != nil {
 		return fail(err)
 	}
 	suiteCleanup = append(suiteCleanup, func() { stop("vcluster", vcluster.Stop) })

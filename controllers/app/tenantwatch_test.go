@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ func TestKustomizationStatusChangeEnqueuesTheApp(t *testing.T) {
 // watch was logged once and never tried again.
 func TestKustomizationWatchStartsOnceTheFluxCRDsAreInstalled(t *testing.T) {
 	requireSuite(t)
-	fluxDir, err := apptest.FluxDir()
+	fluxCRDs, err := apptest.FluxCRDDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func TestKustomizationWatchStartsOnceTheFluxCRDsAreInstalled(t *testing.T) {
 
 	f.create(f.newApp("early", "bare"))
 	f.waitCondition("early", kubeoperav1alpha1.ConditionFluxConfigured, metav1.ConditionFalse, kubeoperav1alpha1.ReasonFluxConfigFailed)
-	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(fluxDir, "crds")}})
+	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{fluxCRDs}})
 	f.g.Expect(err).NotTo(HaveOccurred())
 	a := f.waitReady("early")
 	f.g.Expect(findCondition(a, kubeoperav1alpha1.ConditionSynced).Status).NotTo(Equal(metav1.ConditionTrue))

@@ -62,6 +62,21 @@ func FluxDir() (string, error) {
 	return dir, nil
 }
 
+// FluxCRDDir is the directory of the Flux CRDs (source-controller's and kustomize-controller's):
+// crds/ of FLUX_CRD_DIR (set by the Makefile), or of the tool cache of hack/tool.sh (flux-crds).
+// The suites that install the CRDs without running Flux use it, so `make test` extracts them
+// from the Go modules instead of building the controllers.
+func FluxCRDDir() (string, error) {
+	dir := os.Getenv("FLUX_CRD_DIR")
+	if dir == "" {
+		dir = testenv.ToolDir("flux-crds")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
+		return "", fmt.Errorf("%w: Flux CRDs not extracted in %q: run `make flux-crds`", ErrMissingTool, dir)
+	}
+	return filepath.Join(dir, "crds"), nil
+}
+
 // CertManagerCRDDir is the directory of cert-manager's Certificate CRD: crds/ of CERT_MANAGER_DIR
 // (set by the Makefile), or of the tool cache of hack/tool.sh. Tests install it in a vCluster to
 // read Certificates back as cert-manager writes them; cert-manager itself does not run.

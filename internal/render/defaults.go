@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -17,6 +18,9 @@ const (
 	DefaultBranch        = "main"
 	DefaultFluxNamespace = "flux-system"
 	DefaultFluxInterval  = time.Minute
+	// DefaultPathPrefix is the folder of an apps repository the App Controller writes in unless
+	// it is started with another (--app-git-path-prefix).
+	DefaultPathPrefix = "apps"
 )
 
 // Label keys and values put on every rendered object.
@@ -47,16 +51,23 @@ func Branch(app *kubeoperav1alpha1.KubeOperaApp) string {
 	return DefaultBranch
 }
 
-// Path is the app's folder in the repository: spec.git.path, or apps/<namespace>/<name> with the
-// app's host namespace and name. That pair is unique on the host cluster, so two apps of the same
-// name and target namespace from different host namespaces (tenants) sharing one repository
-// never get the same folder; overlaps with explicit paths are refused by the Git writer's
-// ownership markers.
-func Path(app *kubeoperav1alpha1.KubeOperaApp) string {
+// Path is the app's folder in the repository: spec.git.path, or <prefix>/<namespace>/<name> with
+// the apps prefix the operator writes in and the app's host namespace and name. That pair is
+// unique on the host cluster, so two apps of the same name and target namespace from different
+// host namespaces (tenants) sharing one repository never get the same folder. Every folder of an
+// app lies in its namespace's folder (NamespaceFolder; the App Controller refuses any other
+// spec.git.path), and overlaps inside it are refused by the Git writer's ownership markers.
+func Path(app *kubeoperav1alpha1.KubeOperaApp, prefix string) string {
 	if app.Spec.Git.Path != "" {
 		return path.Clean(app.Spec.Git.Path)
 	}
-	return path.Join("apps", app.Namespace, app.Name)
+	return path.Join(NamespaceFolder(prefix, app.Namespace), app.Name)
+}
+
+// NamespaceFolder is the folder of the apps repository that belongs to host namespace ns: every
+// app of ns writes inside it, and no app of another namespace can.
+func NamespaceFolder(prefix, ns string) string {
+	return path.Join(strings.Trim(prefix, "/"), ns)
 }
 
 // FluxNamespace is the namespace of the Flux objects in the vCluster.

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,11 +56,11 @@ func FuzzRenderedObjectsPassServerDryRun(f *testing.F) {
 	if testing.Short() {
 		f.Skip("-short: needs envtest and the Flux CRDs")
 	}
-	fluxDir, err := apptest.FluxDir()
+	fluxCRDs, err := apptest.FluxCRDDir()
 	if err != nil {
 		f.Fatal(err)
 	}
-	opts := testenv.Options{ExtraCRDDirs: []string{filepath.Join(fluxDir, "crds")}}
+	opts := testenv.Options{ExtraCRDDirs: []string{fluxCRDs}}
 	f.Add([]byte{}) // every draw from the hash of the empty input
 	if os.Getenv("RENDER_WRITE_CORPUS") != "" {
 		writeCorpus(f, opts)
@@ -213,11 +212,11 @@ func renderAll(app *kubeoperav1alpha1.KubeOperaApp) ([]client.Object, error) {
 		}
 		out = append(out, u)
 	}
-	repo, err := render.GitRepository(app)
+	repo, err := render.GitRepository(app, render.Path(app, render.DefaultPathPrefix))
 	if err != nil {
 		return nil, err
 	}
-	ks, err := render.Kustomization(app)
+	ks, err := render.Kustomization(app, render.Path(app, render.DefaultPathPrefix))
 	if err != nil {
 		return nil, err
 	}

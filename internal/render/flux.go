@@ -18,10 +18,11 @@ import (
 // push credentials of spec.git.secretRef never enter the vCluster), anonymously otherwise. The
 // URL is used as written: credentials never go into it.
 //
-// The source is limited to the app's folder (spec.sparseCheckout, SparseCheckoutDir): the
-// artifact source-controller builds, which kustomize-controller downloads and anyone in the
-// vCluster can read from source-controller's storage, holds no other app's or tenant's files.
-func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository, error) {
+// The source is limited to the app's folder (spec.sparseCheckout, SparseCheckoutDir; folder is
+// the app's folder in the repository, Path): the artifact source-controller builds, which
+// kustomize-controller downloads and anyone in the vCluster can read from source-controller's
+// storage, holds no other app's or tenant's files.
+func GitRepository(app *kubeoperav1alpha1.KubeOperaApp, folder string) (*sourcev1.GitRepository, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 			URL:            app.Spec.Git.URL,
 			Interval:       metav1.Duration{Duration: interval},
 			Reference:      &sourcev1.GitRepositoryRef{Branch: Branch(app)},
-			SparseCheckout: []string{SparseCheckoutDir(app)},
+			SparseCheckout: []string{SparseCheckoutDir(folder)},
 		},
 	}
 	if app.Spec.Git.FluxSecretRef != nil {
@@ -47,8 +48,8 @@ func GitRepository(app *kubeoperav1alpha1.KubeOperaApp) (*sourcev1.GitRepository
 // path starts with a directory as a string, so "apps/cs/web" would also keep the files of
 // "apps/cs/web-2" and "apps/cs/web.yaml". source-controller checks that the directory exists in
 // the fetched commit (the operator commits the folder before it applies the GitRepository).
-func SparseCheckoutDir(app *kubeoperav1alpha1.KubeOperaApp) string {
-	return Path(app) + "/"
+func SparseCheckoutDir(folder string) string {
+	return folder + "/"
 }
 
 // Kustomization renders the app's Flux Kustomization: the app's folder of the GitRepository,
@@ -61,8 +62,9 @@ func SparseCheckoutDir(app *kubeoperav1alpha1.KubeOperaApp) string {
 //
 // Flux applies as the app's ServiceAccount (FluxServiceAccount), which may write only the kinds
 // the app renders, only in the app namespace (FluxRole): not as kustomize-controller's own
-// cluster-wide rights, and it works under Flux's multi-tenancy lockdown.
-func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomization, error) {
+// cluster-wide rights, and it works under Flux's multi-tenancy lockdown. folder is the app's
+// folder in the repository (Path).
+func Kustomization(app *kubeoperav1alpha1.KubeOperaApp, folder string) (*kustomizev1.Kustomization, error) {
 	interval, err := FluxInterval(app)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func Kustomization(app *kubeoperav1alpha1.KubeOperaApp) (*kustomizev1.Kustomizat
 			Interval:           metav1.Duration{Duration: interval},
 			Timeout:            &metav1.Duration{Duration: interval},
 			ServiceAccountName: FluxServiceAccountName(app),
-			Path:               "./" + Path(app),
+			Path:               "./" + folder,
 			Prune:              true,
 			Wait:               true,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{

@@ -220,7 +220,9 @@ func TestDefaults(t *testing.T) {
 	a := app()
 	g.Expect(TargetNamespace(a)).To(Equal("web"))
 	g.Expect(Branch(a)).To(Equal("main"))
-	g.Expect(Path(a)).To(Equal("apps/cs-1/web"), "default: host namespace and name")
+	g.Expect(Path(a, DefaultPathPrefix)).To(Equal("apps/cs-1/web"), "default: host namespace and name")
+	g.Expect(Path(a, "/tenants/")).To(Equal("tenants/cs-1/web"), "inside the operator's apps prefix")
+	g.Expect(NamespaceFolder("tenants", "cs-1")).To(Equal("tenants/cs-1"))
 	g.Expect(FluxNamespace(a)).To(Equal("flux-system"))
 	d, err := FluxInterval(a)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -230,7 +232,7 @@ func TestDefaults(t *testing.T) {
 	a.Spec.Flux = kubeoperav1alpha1.FluxSpec{Interval: "10s", Namespace: "flux"}
 	g.Expect(TargetNamespace(a)).To(Equal("shop"))
 	g.Expect(Branch(a)).To(Equal("prod"))
-	g.Expect(Path(a)).To(Equal("tenants/x/web"))
+	g.Expect(Path(a, DefaultPathPrefix)).To(Equal("tenants/x/web"), "as the spec says (the App Controller checks it)")
 	g.Expect(FluxNamespace(a)).To(Equal("flux"))
 	d, err = FluxInterval(a)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -269,7 +271,7 @@ func TestFluxObjects(t *testing.T) {
 		a.Spec.TargetNamespace = "shop"
 		a.Spec.Flux = kubeoperav1alpha1.FluxSpec{Interval: "10s", Namespace: "flux"}
 	})
-	repo, err := GitRepository(a)
+	repo, err := GitRepository(a, Path(a, DefaultPathPrefix))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repo.Namespace).To(Equal("flux"))
 	g.Expect(repo.Name).To(Equal("cs-1-web"))
@@ -281,7 +283,7 @@ func TestFluxObjects(t *testing.T) {
 	// folders of apps whose names start with this one's.
 	g.Expect(repo.Spec.SparseCheckout).To(Equal([]string{"apps/cs-1/web/"}))
 
-	ks, err := Kustomization(a)
+	ks, err := Kustomization(a, Path(a, DefaultPathPrefix))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ks.Namespace).To(Equal("flux"))
 	g.Expect(ks.Spec.Prune).To(BeTrue())
@@ -299,7 +301,7 @@ func TestFluxObjects(t *testing.T) {
 	// Without Flux credentials Flux fetches anonymously: the push credentials (secretRef) are
 	// never what the GitRepository names.
 	public := app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.FluxSecretRef = nil })
-	repo, err = GitRepository(public)
+	repo, err = GitRepository(public, Path(public, DefaultPathPrefix))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repo.Spec.SecretRef).To(BeNil())
 }

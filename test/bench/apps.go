@@ -184,9 +184,9 @@ func expectedFiles(app *kubeoperav1alpha1.KubeOperaApp) ([]string, error) {
 	}
 	out := make([]string, 0, len(files)+1)
 	for name := range files {
-		out = append(out, path.Join(render.Path(app), name))
+		out = append(out, path.Join(render.Path(app, render.DefaultPathPrefix), name))
 	}
-	return append(out, path.Join(render.Path(app), gitops.OwnerFile)), nil
+	return append(out, path.Join(render.Path(app, render.DefaultPathPrefix), gitops.OwnerFile)), nil
 }
 
 // repoComplete reports how many of want are missing at the head of repo, and how many files
@@ -545,6 +545,6 @@ func apiFloorWork(ctx context.Context, c client.Client, app *kubeoperav1alpha1.K
 	}
 	return c.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: "floor-placement-" + app.Name},
-		Data:       map[string]string{"url": app.Spec.Git.URL, "path": render.Path(app)},
+		Data:       map[string]string{"url": app.Spec.Git.URL, "path": render.Path(app, render.DefaultPathPrefix)},
 	})
 }

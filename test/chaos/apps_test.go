@@ -96,10 +96,10 @@ func appTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	g.Expect(host.Client.Create(ctx, f.app())).To(Succeed())
 	tr.underKills(rng, "placement")
 	a := expectAppConverged(ctx, g, f, tr.mgr.Exited)
-	g.Expect(render.Path(a)).To(Equal("apps/" + ns + "/" + appName))
+	g.Expect(render.Path(a, render.DefaultPathPrefix)).To(Equal("apps/" + ns + "/" + appName))
 
 	// Phase 2: a path move. From the moment the new folder is complete in Git it must stay.
-	newPath := "apps/moved/" + ns + "/" + appName
+	newPath := "apps/" + ns + "/moved/" + appName
 	watch := watchFolder(ctx, f.repo, newPath, expectedFiles(g, a, newPath))
 	g.Eventually(func() error {
 		cur := &kubeoperav1alpha1.KubeOperaApp{}
@@ -111,7 +111,7 @@ func appTrial(t *testing.T, rng *rand.Rand, i int) (kills int) {
 	}).Should(Succeed())
 	tr.underKills(rng, "move")
 	a = expectAppConverged(ctx, g, f, tr.mgr.Exited)
-	g.Expect(render.Path(a)).To(Equal(newPath))
+	g.Expect(render.Path(a, render.DefaultPathPrefix)).To(Equal(newPath))
 	watch.stop()
 	g.Expect(watch.seen()).To(BeTrue(), "the watch saw the new folder (it can fail)")
 	g.Expect(watch.violations()).To(BeEmpty(), "the new folder was never removed once complete")
@@ -139,13 +139,13 @@ func expectAppConverged(ctx context.Context, g Gomega, f *appFixture, exited fun
 		}
 		files, err := gitServer.Files(f.repo, "main", "")
 		g.Expect(err).NotTo(HaveOccurred())
-		marker := path.Join(render.Path(a), gitops.OwnerFile)
+		marker := path.Join(render.Path(a, render.DefaultPathPrefix), gitops.OwnerFile)
 		g.Expect(files).To(HaveKeyWithValue(marker, ContainSubstring(string(a.UID))), "the folder carries the app's ownership marker")
 		files[marker] = ""
-		g.Expect(files).To(Equal(expectedFiles(g, a, render.Path(a))), "the repository holds the app's files once, at its path")
+		g.Expect(files).To(Equal(expectedFiles(g, a, render.Path(a, render.DefaultPathPrefix))), "the repository holds the app's files once, at its path")
 		ks := &kustomizev1.Kustomization{}
 		g.Expect(tenant.Client.Get(ctx, client.ObjectKey{Namespace: render.FluxNamespace(a), Name: render.FluxName(a)}, ks)).To(Succeed())
-		g.Expect(ks.Spec.Path).To(Equal("./" + render.Path(a)))
+		g.Expect(ks.Spec.Path).To(Equal("./" + render.Path(a, render.DefaultPathPrefix)))
 	}).Should(Succeed(), "%s converges", f.ns)
 	return a
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/test/testbed"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
@@ -35,7 +36,7 @@ type env struct {
 }
 
 // startEnv starts the environment of one test; fo changes how the Flux controllers run.
-func startEnv(t *testing.T, g Gomega, fo apptest.FluxOptions) *env {
+func startEnv(t *testing.T, g Gomega, fo apptest.FluxOptions, opts ...func(*app.Options)) *env {
 	t.Helper()
 	log.SetOutput(io.Discard) // the Git server logs every request
 	if os.Getenv("KUBEOPERA_TEST_LOG") != "" {
@@ -81,7 +82,7 @@ func startEnv(t *testing.T, g Gomega, fo apptest.FluxOptions) *env {
 
 	// The operator on the host.
 	mgrCtx, cancel := context.WithCancel(ctx)
-	done := runOperator(mgrCtx, t, e.host)
+	done := runOperator(mgrCtx, t, e.host, opts...)
 	t.Cleanup(func() {
 		cancel()
 		g.Expect(<-done).To(Succeed())

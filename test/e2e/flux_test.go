@@ -194,7 +194,7 @@ func TestFluxEndToEnd(t *testing.T) {
 
 // runOperator runs the App Controller against the host, with a short Synced poll so the test
 // does not wait for the production interval.
-func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-chan error {
+func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster, opts ...func(*app.Options)) <-chan error {
 	t.Helper()
 	g := NewWithT(t)
 	mgr, err := ctrl.NewManager(host.MustManagerConfig(t, "e2e-manager"), ctrl.Options{ // the bundle's RBAC, AllNamespaces
@@ -205,7 +205,7 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-cha
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	r, err := app.NewReconciler(mgr, app.Options{
+	o := app.Options{
 		GitCacheDir:        t.TempDir(),
 		SyncPollInterval:   500 * time.Millisecond,
 		DeletePollInterval: 500 * time.Millisecond,
@@ -213,7 +213,11 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster) <-cha
 		RetryMax:           5 * time.Second,
 		// The test Git server is plain HTTP on loopback.
 		AllowInsecureGitHTTP: true,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r, err := app.NewReconciler(mgr, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.SetupWithManager(mgr)).To(Succeed())
 	done := make(chan error, 1)

@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
-// TestFluxTenantScope: apps of two tenants share one repository, which also holds a file no app
+// TestFluxTenantScope: apps of two tenants (CloudSpaces) share one repository, as the operator
+// allows with --app-allow-shared-repositories, and the repository also holds a file no app
 // wrote. The artifact the real source-controller builds for each app's GitRepository (the
 // tarball its storage serves, which kustomize-controller downloads) holds only that app's
 // folder: not the folder of the other tenant, not the folder of the app whose name starts with
@@ -35,7 +37,7 @@ func TestFluxTenantScope(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(90 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	e := startEnv(t, g, apptest.FluxOptions{})
+	e := startEnv(t, g, apptest.FluxOptions{}, func(o *app.Options) { o.AllowSharedRepositories = true })
 
 	const repo = "shared-apps"
 	_, err := e.git.PushOutsideCommit(repo, "main", "README.md", "apps of every tenant\n")
@@ -57,7 +59,7 @@ func TestFluxTenantScope(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	for _, a := range apps {
-		folder := render.Path(a)
+		folder := render.Path(a, render.DefaultPathPrefix)
 		files := artifactFiles(g, e.tenant.Client, render.FluxNamespace(a), render.FluxName(a), head)
 		g.Expect(files).To(ContainElement(folder+"/deployment.yaml"), "the app's own folder is in its artifact")
 		g.Expect(outside(files, folder)).To(BeEmpty(), "files of %s/%s's artifact outside its folder %s", a.Namespace, a.Name, folder)
@@ -65,7 +67,7 @@ func TestFluxTenantScope(t *testing.T) {
 
 	// The check can fail: the whole repository, and a directory without its "/".
 	web := apps[0]
-	for name, sparse := range map[string][]string{"unscoped": nil, "unslashed": {render.Path(web)}} {
+	for name, sparse := range map[string][]string{"unscoped": nil, "unslashed": {render.Path(web, render.DefaultPathPrefix)}} {
 		gr := &sourcev1.GitRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name},
 			Spec: sourcev1.GitRepositorySpec{
@@ -78,9 +80,9 @@ func TestFluxTenantScope(t *testing.T) {
 		}
 		g.Expect(e.tenant.Client.Create(ctx, gr)).To(Succeed())
 		files := artifactFiles(g, e.tenant.Client, "flux-system", name, head)
-		g.Expect(outside(files, render.Path(web))).To(ContainElement(render.Path(apps[1])+"/deployment.yaml"), "%s holds web-2's folder", name)
+		g.Expect(outside(files, render.Path(web, render.DefaultPathPrefix))).To(ContainElement(render.Path(apps[1], render.DefaultPathPrefix)+"/deployment.yaml"), "%s holds web-2's folder", name)
 		if sparse == nil {
-			g.Expect(outside(files, render.Path(web))).To(ContainElements("README.md", render.Path(apps[2])+"/deployment.yaml"), name)
+			g.Expect(outside(files, render.Path(web, render.DefaultPathPrefix))).To(ContainElements("README.md", render.Path(apps[2], render.DefaultPathPrefix)+"/deployment.yaml"), name)
 		}
 	}
 	g.Expect(e.flux.Exited()).To(Succeed())

@@ -158,8 +158,16 @@ const (
 	ReasonPushSecretExposed = "PushSecretExposed"
 
 	// ReasonGitPathNotAllowed: spec.git.path is the repository root, in a dot-folder, or not
-	// inside the apps prefix (--app-git-path-prefix). Nothing is written.
+	// inside <prefix>/<host namespace>/, the folder of the app's namespace
+	// (--app-git-path-prefix). Nothing is written.
 	ReasonGitPathNotAllowed = "GitPathNotAllowed"
+
+	// ReasonRepositoryShared: spec.git.url names a repository that holds the apps of another
+	// CloudSpace (its oldest app's), whose read-only Flux credential would let this CloudSpace's
+	// vCluster read them, and the operator does not run with --app-allow-shared-repositories.
+	// Nothing is read or written; the app is reconciled again when that CloudSpace's apps
+	// leave the repository.
+	ReasonRepositoryShared = "RepositoryShared"
 
 	// ReasonFolderNotOwned: spec.git.path holds content no app wrote (no ownership marker of
 	// this app): it is never taken over. Retried with the backoff; nothing is pushed.

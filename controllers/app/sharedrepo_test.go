@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// One repository, whatever form its URL is written in.
+func TestRepositoryKey(t *testing.T) {
+	g := NewWithT(t)
+	const want = "git.example.com/org/apps"
+	for _, u := range []string{
+		"https://git.example.com/org/apps.git", "https://git.example.com/org/apps", "https://GIT.example.com/org/apps/",
+		"https://git.example.com:443/org/apps.git", "ssh://git@git.example.com/org/apps.git", "ssh://git@git.example.com:2222/org/apps",
+		"git@git.example.com:org/apps.git", "http://user@git.example.com/org/apps.git/",
+	} {
+		g.Expect(repositoryKey(u)).To(Equal(want), u)
+	}
+	g.Expect(repositoryKey("https://git.example.com/org/apps-2.git")).NotTo(Equal(want))
+	g.Expect(repositoryKey("https://git.example.com/other/apps.git")).NotTo(Equal(want))
+	g.Expect(repositoryKey("/srv/git/apps")).To(Equal("/srv/git/apps"))
+}
+
+// A repository belongs to the CloudSpace of its oldest app: an app of another CloudSpace naming
+// it in another form is refused, one of the same CloudSpace (in any namespace) is not, and the
+// flag allows sharing. The holder leaving the repository brings the refused app back.
+func TestRepositoryBelongsToTheCloudSpaceOfItsOldestApp(t *testing.T) {
+	g := NewWithT(t)
+	created := func(d time.Duration) metav1.Time {
+		return metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(d))
+	}
+	holder := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace, a.Name, a.CreationTimestamp = "team-a", "first", created(0)
+	})
+	sibling := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace, a.Name, a.CreationTimestamp = "team-a2", "sibling", created(time.Hour)
+	})
+	intruder := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace, a.Name, a.CreationTimestamp, a.Spec.CloudSpaceID = "team-b", "intruder", created(2*time.Hour), "cs-2"
+		a.Spec.Git.URL = "git@GIT.example.com:apps"
+	})
+	tr := newTestReconciler(t, nil, holder, sibling, intruder)
+	ctx := context.Background()
+
+	g.Expect(tr.checkRepositoryHolder(ctx, sibling)).To(Succeed(), "the same CloudSpace in another namespace")
+	g.Expect(tr.checkRepositoryHolder(ctx, holder)).To(Succeed())
+	err := tr.checkRepositoryHolder(ctx, intruder)
+	g.Expect(err).To(MatchError(errRepositoryShared))
+	g.Expect(err.Error()).To(ContainSubstring(`holds the folders of CloudSpace "cs-1" (app team-a/first)`))
+	g.Expect(err.Error()).To(ContainSubstring("--app-allow-shared-repositories"))
+	g.Expect(tr.appsWaitingForTheRepository(ctx, holder)).To(ConsistOf(HaveField("NamespacedName", client.ObjectKeyFromObject(intruder))))
+	g.Expect(tr.appsWaitingForTheRepository(ctx, intruder)).To(ConsistOf(
+		HaveField("NamespacedName", client.ObjectKeyFromObject(holder)), HaveField("NamespacedName", client.ObjectKeyFromObject(sibling))))
+
+	tr.Options.AllowSharedRepositories = true
+	g.Expect(tr.checkRepositoryHolder(ctx, intruder)).To(Succeed())
+	g.Expect(tr.appsWaitingForTheRepository(ctx, holder)).To(BeEmpty())
+}
+
+// The events after which another CloudSpace may hold a repository.
+func TestLeavesRepository(t *testing.T) {
+	g := NewWithT(t)
+	old := testApp()
+	moved := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = "https://git.example.com/other.git" })
+	sameRepo := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = "https://git.example.com/apps" })
+	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.DeletionTimestamp = &metav1.Time{Time: time.Now()} })
+	relabelled := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.CloudSpaceID = "cs-2" })
+	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved})).To(BeTrue())
+	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: deleting})).To(BeTrue())
+	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: relabelled})).To(BeTrue())
+	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: sameRepo})).To(BeFalse(), "the same repository")
+	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: deleting, ObjectNew: deleting})).To(BeFalse())
+	g.Expect(leavesRepository.Delete(event.DeleteEvent{Object: old})).To(BeTrue())
+	g.Expect(leavesRepository.Create(event.CreateEvent{Object: old})).To(BeFalse())
+}
