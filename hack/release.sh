@@ -3,7 +3,7 @@
 #
 #   1. CHANGELOG.md: the Unreleased section becomes "[x.y.z] - <date>" (refused when it lists
 #      nothing); VERSION in the Makefile, createdAt of the base CSV, the image of config/manager
-#      and the image references in the README and docs/ move to x.y.z;
+#      and the image references in the README, CONTRIBUTING.md and docs/ move to x.y.z;
 #   2. make manifests bundle: bundle/ for x.y.z (it replaces the highest frozen release), then
 #      bundle/ is frozen as hack/bundles/vx.y.z, exactly as released;
 #   3. make catalog build-installer: the catalog with every frozen release, dist/install.yaml and
@@ -77,7 +77,7 @@ kustomize=$(hack/tool.sh kustomize)/kustomize
 (cd "$tree/config/manager" && "$kustomize" edit set image "controller=$img")
 if [[ $old != "$VERSION" ]]; then
 	base=${IMAGE_TAG_BASE//./\\.}
-	sed -i "s#\(${base}[a-z-]*\):v${old//./\\.}\b#\1:v$VERSION#g" "$tree/README.md" "$tree"/docs/*.md
+	sed -i "s#\(${base}[a-z-]*\):v${old//./\\.}\b#\1:v$VERSION#g" "$tree/README.md" "$tree/CONTRIBUTING.md" "$tree"/docs/*.md
 fi
 
 step "bundle/ for v$VERSION, frozen as hack/bundles/v$VERSION"
