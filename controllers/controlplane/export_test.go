@@ -21,10 +21,12 @@ const (
 	AnnotationRegistration    = resources.AnnotationRegistration
 )
 
-// CredentialsHash and UnkeyedHash expose the pod-template hashes to the envtest suite.
+// CredentialsHash and UnkeyedHash expose the pod-template hashes to the envtest suite;
+// DataStoreKind the kind names of the data stores a ControlPlane keeps.
 var (
 	CredentialsHash = resources.KeyedHashData
 	UnkeyedHash     = resources.HashData
+	DataStoreKind   = dataStoreKind
 )
 
 // OtherControlPlanesOnDelete is the ControlPlane delete watch's mapping.

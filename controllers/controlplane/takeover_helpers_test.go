@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
@@ -59,7 +60,7 @@ func (h *harness) leaveDatasanceControlPlane(cp *datasancev3.ControlPlane, m *na
 	keep := func(obj client.Object) {
 		h.t.Helper()
 		create(obj)
-		left.uids[typeName(obj)+"/"+obj.GetName()] = obj.GetUID()
+		left.uids[controlplane.DataStoreKind(obj)+"/"+obj.GetName()] = obj.GetUID()
 	}
 	secret := func(component, name string, typ corev1.SecretType, data map[string][]byte) {
 		s := &corev1.Secret{ObjectMeta: testfixture.DatasanceMeta(cp, component, name), Type: typ, Data: data}
@@ -181,19 +182,6 @@ func portText(port int32) string {
 		return ""
 	}
 	return strconv.Itoa(int(port))
-}
-
-// typeName is the kind of the objects leaveDatasanceControlPlane keeps.
-func typeName(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Secret:
-		return "Secret"
-	case *corev1.PersistentVolumeClaim:
-		return "PersistentVolumeClaim"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
-	}
-	return "Object"
 }
 
 // expectKept checks that every object of left is the same object, holding the same data.

@@ -52,14 +52,7 @@ func StartCluster(crdDirs ...string) (*Cluster, error) {
 // (set by the Makefile), or the tool cache of hack/tool.sh. It must hold the build's .complete
 // stamp.
 func FluxDir() (string, error) {
-	dir := os.Getenv("FLUX_BIN_DIR")
-	if dir == "" {
-		dir = testenv.ToolDir("flux")
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
-		return "", fmt.Errorf("%w: Flux controllers not built in %q: run `make flux-controllers`", ErrMissingTool, dir)
-	}
-	return dir, nil
+	return toolDir("FLUX_BIN_DIR", "flux", "Flux controllers not built", "flux-controllers")
 }
 
 // FluxCRDDir is the directory of the Flux CRDs (source-controller's and kustomize-controller's):
@@ -67,12 +60,9 @@ func FluxDir() (string, error) {
 // The suites that install the CRDs without running Flux use it, so `make test` extracts them
 // from the Go modules instead of building the controllers.
 func FluxCRDDir() (string, error) {
-	dir := os.Getenv("FLUX_CRD_DIR")
-	if dir == "" {
-		dir = testenv.ToolDir("flux-crds")
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
-		return "", fmt.Errorf("%w: Flux CRDs not extracted in %q: run `make flux-crds`", ErrMissingTool, dir)
+	dir, err := toolDir("FLUX_CRD_DIR", "flux-crds", "Flux CRDs not extracted", "flux-crds")
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(dir, "crds"), nil
 }
@@ -81,14 +71,25 @@ func FluxCRDDir() (string, error) {
 // (set by the Makefile), or of the tool cache of hack/tool.sh. Tests install it in a vCluster to
 // read Certificates back as cert-manager writes them; cert-manager itself does not run.
 func CertManagerCRDDir() (string, error) {
-	dir := os.Getenv("CERT_MANAGER_DIR")
-	if dir == "" {
-		dir = testenv.ToolDir("cert-manager")
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
-		return "", fmt.Errorf("%w: cert-manager CRD not extracted in %q: run `make cert-manager-crds`", ErrMissingTool, dir)
+	dir, err := toolDir("CERT_MANAGER_DIR", "cert-manager", "cert-manager CRD not extracted", "cert-manager-crds")
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(dir, "crds"), nil
+}
+
+// toolDir is the directory of a hack/tool.sh tool: the environment variable env (set by the
+// Makefile), or the tool cache. It must hold the build's .complete stamp; otherwise the error
+// (ErrMissingTool) says what is missing and which make target provides it.
+func toolDir(env, tool, missing, target string) (string, error) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		dir = testenv.ToolDir(tool)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil { //nolint:gosec // G703: test tool directory from the environment
+		return "", fmt.Errorf("%w: %s in %q: run `make %s`", ErrMissingTool, missing, dir, target)
+	}
+	return dir, nil
 }
 
 // ExitCode decides what a test does when its setup failed: skip (0) when a tool is missing and
