@@ -20,8 +20,11 @@ import (
 // sparse checkout keeps other folders out of an app's artifact, not out of reach of a vCluster
 // administrator who holds the credential. So, unless the operator runs with
 // --app-allow-shared-repositories, a repository belongs to the CloudSpace of its oldest app on
-// this host cluster (creation time, then namespace/name), and an app of another CloudSpace that
-// names it is refused with RepositoryShared before anything is read or written. The repository is
+// this host cluster, and an app of another CloudSpace that names it is refused with
+// RepositoryShared before anything is read or written. The holder is the oldest app that has
+// written to the repository (status.repository and status.path), or, while none has, the oldest
+// app naming it (creation time, then namespace/name: creation times have whole seconds, so an
+// app created in the same second as the one already placed must never displace it). The repository is
 // recognised whatever form its URL takes (repositoryKey), and when the holding CloudSpace's apps
 // leave it (deleted, or moved to another repository) the refused apps are brought back
 // (appsWaitingForTheRepository). Apps on other host clusters writing to the same repository are
@@ -51,16 +54,25 @@ func repositoryKey(raw string) string {
 	return strings.ToLower(host) + "/" + strings.TrimSuffix(p, "/")
 }
 
-// repositoryHolder returns the oldest app of the repository app names when it belongs to
-// another CloudSpace, nil when the repository is the app's CloudSpace's (or only the app's).
+// repositoryHolder returns the app that holds the repository app names (see above) when it
+// belongs to another CloudSpace, nil when the repository is the app's CloudSpace's (or only the
+// app's).
 func (r *Reconciler) repositoryHolder(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (*kubeoperav1alpha1.KubeOperaApp, error) {
+	key := repositoryKey(app.Spec.Git.URL)
 	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: repositoryKey(app.Spec.Git.URL)}, readOnlyList); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: key}, readOnlyList); err != nil {
 		return nil, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
+	}
+	wrote := func(a *kubeoperav1alpha1.KubeOperaApp) bool {
+		return a.Status.Path != "" && repositoryKey(a.Status.Repository) == key
 	}
 	var oldest *kubeoperav1alpha1.KubeOperaApp
 	for i := range list.Items {
-		if a := &list.Items[i]; oldest == nil || createdBefore(a, oldest) {
+		a := &list.Items[i]
+		switch {
+		case oldest == nil, wrote(a) && !wrote(oldest):
+			oldest = a
+		case wrote(a) == wrote(oldest) && createdBefore(a, oldest):
 			oldest = a
 		}
 	}

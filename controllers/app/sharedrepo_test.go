@@ -60,6 +60,23 @@ func TestRepositoryBelongsToTheCloudSpaceOfItsOldestApp(t *testing.T) {
 	g.Expect(tr.appsWaitingForTheRepository(ctx, intruder)).To(ConsistOf(
 		HaveField("NamespacedName", client.ObjectKeyFromObject(holder)), HaveField("NamespacedName", client.ObjectKeyFromObject(sibling))))
 
+	// An app that has written to the repository holds it, however old the others are: one
+	// created in the same second (or earlier) with nothing written never displaces it.
+	early := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Namespace, a.Name, a.CreationTimestamp, a.Spec.CloudSpaceID = "aaa", "early", created(-time.Hour), "cs-3"
+	})
+	g.Expect(tr.host.Create(ctx, early)).To(Succeed())
+	err = tr.checkRepositoryHolder(ctx, sibling)
+	g.Expect(err).To(MatchError(errRepositoryShared), "nothing written yet: the oldest app holds it")
+	placed := holder.DeepCopy()
+	g.Expect(tr.host.Get(ctx, client.ObjectKeyFromObject(holder), placed)).To(Succeed())
+	placed.Status.Repository, placed.Status.Path = "https://git.example.com/apps", "apps/team-a/first"
+	g.Expect(tr.host.Status().Update(ctx, placed)).To(Succeed())
+	g.Expect(tr.checkRepositoryHolder(ctx, sibling)).To(Succeed(), "the app that wrote holds it")
+	err = tr.checkRepositoryHolder(ctx, early)
+	g.Expect(err).To(MatchError(errRepositoryShared))
+	g.Expect(err.Error()).To(ContainSubstring("(app team-a/first)"))
+
 	tr.Options.AllowSharedRepositories = true
 	g.Expect(tr.checkRepositoryHolder(ctx, intruder)).To(Succeed())
 	g.Expect(tr.appsWaitingForTheRepository(ctx, holder)).To(BeEmpty())
