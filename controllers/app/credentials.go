@@ -283,9 +283,9 @@ func sharing(list []appAuth, auth gitops.Auth) string {
 // Secret that is missing, unreadable or no Git credential is its app's to report and is skipped.
 func (r *Reconciler) repositoryCredentials(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (repositoryCredentials, error) {
 	var out repositoryCredentials
-	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: repositoryKey(app.Spec.Git.URL)}, readOnlyList); err != nil {
-		return out, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
+	list, err := r.appsOfRepository(ctx, app.Spec.Git.URL)
+	if err != nil {
+		return out, err
 	}
 	type credential struct {
 		auth               gitops.Auth

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -59,9 +60,9 @@ func repositoryKey(raw string) string {
 // app's).
 func (r *Reconciler) repositoryHolder(ctx context.Context, app *kubeoperav1alpha1.KubeOperaApp) (*kubeoperav1alpha1.KubeOperaApp, error) {
 	key := repositoryKey(app.Spec.Git.URL)
-	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: key}, readOnlyList); err != nil {
-		return nil, fmt.Errorf("list the apps of repository %s: %w", app.Spec.Git.URL, err)
+	list, err := r.appsOfRepository(ctx, app.Spec.Git.URL)
+	if err != nil {
+		return nil, err
 	}
 	wrote := func(a *kubeoperav1alpha1.KubeOperaApp) bool {
 		return a.Status.Path != "" && repositoryKey(a.Status.Repository) == key
@@ -80,6 +81,16 @@ func (r *Reconciler) repositoryHolder(ctx context.Context, app *kubeoperav1alpha
 		return nil, nil
 	}
 	return oldest, nil
+}
+
+// appsOfRepository lists, from the cache, the apps naming the repository of url in any form
+// (index kubeopera.io/git-url, keyed by repositoryKey). The items are the cache's: read only.
+func (r *Reconciler) appsOfRepository(ctx context.Context, url string) (*kubeoperav1alpha1.KubeOperaAppList, error) {
+	list := &kubeoperav1alpha1.KubeOperaAppList{}
+	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: repositoryKey(url)}, readOnlyList); err != nil {
+		return nil, fmt.Errorf("list the apps of repository %s: %w", url, err)
+	}
+	return list, nil
 }
 
 // createdBefore orders apps by creation time, then by namespace and name.
@@ -117,8 +128,9 @@ func (r *Reconciler) appsWaitingForTheRepository(ctx context.Context, obj client
 	if !ok || r.Options.AllowSharedRepositories || app.Spec.Git.URL == "" {
 		return nil
 	}
-	list := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexGitURL: repositoryKey(app.Spec.Git.URL)}, readOnlyList); err != nil {
+	list, err := r.appsOfRepository(ctx, app.Spec.Git.URL)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a repository for an app event")
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -3,6 +3,7 @@ package olm
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,14 +85,7 @@ func TestDeletesAreGrantedByNameWhereNamesAreFixed(t *testing.T) {
 	}
 }
 
-func hasVerb(r rbacv1.PolicyRule, verb string) bool {
-	for _, v := range r.Verbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
-}
+func hasVerb(r rbacv1.PolicyRule, verb string) bool { return slices.Contains(r.Verbs, verb) }
 
 // installerRules are the rules of the manager's Roles and ClusterRoles in dist/install.yaml (its
 // own and leader election's; not the aggregated editor and viewer roles for people).
