@@ -29,6 +29,15 @@ func TestControllerResetsKeepTheRetryCadence(t *testing.T) {
 		h.assignAddresses()
 		g.Expect(trueConditionOf(h.get()).Reason).To(Equal(datasancev3.ReasonControllerUnavailable))
 	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	// The status comes to rest before the window opens: the last rollouts the test played may
+	// still be reported by the pass they trigger. At rest, a whole pass begun after the test's
+	// last write writes nothing (two pass ends: the one running at the read may predate it).
+	g.Eventually(func(g Gomega) {
+		h.assignAddresses()
+		writes, ends := h.cpWrites.Load(), h.passEnds.Load()
+		g.Eventually(h.passEnds.Load).WithTimeout(15 * time.Second).Should(BeNumerically(">=", ends+2))
+		g.Expect(h.cpWrites.Load()).To(Equal(writes))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
 	message := trueConditionOf(h.get()).Message
 	g.Expect(message).To(ContainSubstring("connection reset"))
 	g.Expect(message).NotTo(ContainSubstring("->"), "no ephemeral addresses in the condition")
