@@ -44,4 +44,7 @@ const (
 	// eventNatsJWTBundleRebuilt: a missing JWT bundle was rebuilt from the Controller's accounts
 	// while NATS ran or JetStream data existed (ensureNatsJWTBundle).
 	eventNatsJWTBundleRebuilt = "NatsJWTBundleRebuilt"
+	// eventNatsOperatorChanged: the Controller holds another NATS operator than the hub trusted
+	// (rotated, or a new database); the hub follows it (obtainNatsBootstrap).
+	eventNatsOperatorChanged = "NatsOperatorChanged"
 )

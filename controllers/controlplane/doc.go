@@ -187,8 +187,11 @@
 //   - The bootstrap (GET /nats/bootstrap) is called on every deploying/updating pass; while the
 //     ControlPlane is ready, the material stored by earlier passes (the two bootstrap Secrets,
 //     server.conf's operator and system_account, the JWT bundle) is reused and the Controller is
-//     not called, unless some of it is missing. Any bootstrap failure is a requeue
-//     (NatsBootstrapFailed, 10 s), as the docs say it retries until the API responds.
+//     not called, unless some of it is missing or the Controller's NATS operator changed (the
+//     bundle's system account signed by another key after a rotation; GET /nats/operator
+//     answering another key on a Controller process not seen before, after a new database).
+//     Any bootstrap failure is a requeue (NatsBootstrapFailed, 10 s), as the docs say it
+//     retries until the API responds.
 //   - Create-once objects (the TLS Secrets, the JetStream key, the JWT bundle) are written with
 //     Create, not server-side apply, so that a stale cache can never overwrite a CA or key; a
 //     renewed leaf is applied under the resourceVersion read (certificates.go).

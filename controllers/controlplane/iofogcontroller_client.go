@@ -26,6 +26,8 @@ type ControllerAPI interface {
 	GetDefaultRouter(ctx context.Context) (*iofog.Router, error)
 	GetNatsHub(ctx context.Context) (*iofog.NatsHub, error)
 	NatsBootstrap(ctx context.Context) (*iofog.NatsBootstrap, error)
+	// NatsOperator reads the NATS operator the Controller holds (GET /nats/operator).
+	NatsOperator(ctx context.Context) (*iofog.NatsOperator, error)
 	// NatsAccounts lists the Controller's NATS accounts (GET /nats/accounts).
 	NatsAccounts(ctx context.Context) ([]iofog.NatsAccount, error)
 	// GetCA reads the Controller's copy of a CA (certificate and private key).

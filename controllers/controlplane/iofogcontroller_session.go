@@ -371,14 +371,27 @@ func (r *registrations) due(cp *datasancev3.ControlPlane, now time.Time, interva
 func (r *registrations) knownProcess(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := client.ObjectKeyFromObject(cp)
-	rec, ok := r.m[key]
-	if !ok || rec.uid != cp.UID || !slices.ContainsFunc(rec.boots, sameBoot(controllerBoot(st))) {
+	if !r.seenLocked(cp, st) {
 		return false
 	}
+	key := client.ObjectKeyFromObject(cp)
+	rec := r.m[key]
 	rec.verified = now
 	r.m[key] = rec
 	return true
+}
+
+// seen reports whether st comes from a Controller process seen holding the registration, without
+// recording a verification (knownProcess does).
+func (r *registrations) seen(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seenLocked(cp, st)
+}
+
+func (r *registrations) seenLocked(cp *datasancev3.ControlPlane, st *iofog.ControllerStatus) bool {
+	rec, ok := r.m[client.ObjectKeyFromObject(cp)]
+	return ok && rec.uid == cp.UID && slices.ContainsFunc(rec.boots, sameBoot(controllerBoot(st)))
 }
 
 // record remembers that the process that answered st holds the registration (it was just

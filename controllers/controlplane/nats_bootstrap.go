@@ -23,28 +23,89 @@ type natsBootstrap struct {
 	systemAccountJWT string
 	// creds is the decoded .creds file of the hub system user.
 	creds []byte
+	// fetched is true for material the Controller answered in this pass, false for what earlier
+	// passes stored.
+	fetched bool
+}
+
+// operatorPublicKey is the operator's public key: the subject of its self-signed JWT.
+func (b *natsBootstrap) operatorPublicKey() string {
+	subject, _ := resources.NatsJWTSubjectIssuer(b.operatorJWT)
+	return subject
 }
 
 // obtainNatsBootstrap is steps 1–3 of docs/controlplane.md#nats-pass-order: the bootstrap material, fetched from the
 // Controller (status check, login, GET /nats/bootstrap) and stored in Secrets nats-operator-seed
 // and nats-creds-sys-admin-hub. While the ControlPlane is ready, the material stored by an
 // earlier pass is used instead, so drift repair does not call the Controller; the Controller is
-// asked again when something of it is missing.
+// asked again when something of it is missing, or when the Controller holds another NATS
+// operator than the stored one (natsOperatorChanged, docs/controlplane.md#nats-operator-changes).
 func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
+	var stored *natsBootstrap
 	if s.steady {
-		b, err := storedNatsBootstrap(ctx, s)
-		if err != nil || b != nil {
-			return b, proceed(), err
+		var err error
+		if stored, err = storedNatsBootstrap(ctx, s); err != nil {
+			return nil, result{}, err
+		}
+		if stored != nil && !natsOperatorChanged(ctx, s, stored) {
+			return stored, proceed(), nil
 		}
 	}
 	b, res, err := fetchNatsBootstrap(ctx, s)
 	if err != nil || !res.isContinue() {
 		return nil, res, err
 	}
+	if stored != nil && stored.operatorPublicKey() != b.operatorPublicKey() {
+		ctrl.LoggerFrom(ctx).Info("The Controller's NATS operator changed; the hub follows it",
+			"trusted", stored.operatorPublicKey(), "controller", b.operatorPublicKey())
+		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsOperatorChanged, fmt.Sprintf(
+			"The Controller's NATS operator changed from %s to %s (rotated, or a new Controller database): "+
+				"the hub now trusts %s, and its pods restart to load it.",
+			stored.operatorPublicKey(), b.operatorPublicKey(), b.operatorPublicKey()))
+	}
 	if err := storeNatsBootstrap(ctx, s, b); err != nil {
 		return nil, result{}, err
 	}
 	return b, proceed(), nil
+}
+
+// natsOperatorChanged reports whether the Controller is known to hold another NATS operator than
+// the one of stored, the material the hub trusts. The operator, its seed and the system account
+// are rows of the Controller's database (Datasance/Controller src/services/nats-auth-service.js,
+// ensureOperator, rotateOperator), so they change in two ways, each seen without polling:
+//   - a rotation re-signs every account JWT, and the Controller writes them into the JWT bundle,
+//     which is watched: the bundle's system-account JWT signed by another key than the trusted
+//     operator is the sign;
+//   - a new database makes a new operator at the next NATS call; a Controller loses its database
+//     with a process restart, so a process not seen before (the registration check,
+//     docs/controlplane.md#controller-restarts) is asked GET /nats/operator once.
+//
+// A Controller that cannot be asked (down, login refused, an older one without the route) counts
+// as unchanged here: the NATS objects keep the stored material, and the Controller component
+// reports the failure.
+func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) bool {
+	trusted := stored.operatorPublicKey()
+	if _, signer := resources.NatsJWTSubjectIssuer(stored.systemAccountJWT); signer != trusted {
+		return true
+	}
+	if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
+		return false
+	}
+	cs, res, err := s.controllerStatus(ctx)
+	if err != nil || !res.isContinue() || s.r.registered.seen(s.cp, cs.status) {
+		return false
+	}
+	cs, res, err = s.controllerSession(ctx)
+	if err != nil || !res.isContinue() {
+		return false
+	}
+	op, err := cs.api.NatsOperator(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Could not read the Controller's NATS operator; keeping the stored one",
+			"cause", iofog.Cause(err), "error", err.Error())
+		return false
+	}
+	return op.PublicKey != trusted
 }
 
 // fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
@@ -76,6 +137,7 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, 
 		systemAccount:    b.SystemAccountPublicKey,
 		systemAccountJWT: b.SystemAccountJwt,
 		creds:            creds,
+		fetched:          true,
 	}, proceed(), nil
 }
 

@@ -2,11 +2,14 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -16,9 +19,10 @@ import (
 // ensureNatsJWTBundle is step 10 of docs/controlplane.md#nats-pass-order: ConfigMap
 // iofog-nats-jwt-bundle (docs/controlplane.md#nats-jwt-bundle). The NATS image mirrors it into
 // the resolver directory and purges the JetStream data of every account the directory lacks, so
-// the bundle is data: the operator never writes one that exists (the Controller adds the
-// application accounts to it), and an existing one an earlier version owned is released from
-// the ControlPlane, so that it lives as long as the JetStream PVCs.
+// the bundle is data: of one that exists the operator writes only the system account's key
+// (syncSystemAccountJWT; the Controller adds the application accounts), and one an earlier
+// version owned is released from the ControlPlane, so that it lives as long as the JetStream
+// PVCs.
 //
 // A missing bundle is built from the Controller's account list (GET /nats/accounts) and the
 // bootstrap's system account. When the list cannot be read, a bundle of the system account only
@@ -32,6 +36,9 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 		return result{}, err
 	}
 	if found {
+		if err := syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
+			return result{}, err
+		}
 		return proceed(), releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -62,6 +69,29 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
 	}
 	return proceed(), nil
+}
+
+// syncSystemAccountJWT sets the system account's key of an existing bundle to the JWT the
+// Controller just answered in its bootstrap, when they differ: the one key, with a merge patch,
+// so nothing the Controller added is touched and no key is removed. The two differ when the
+// Controller's operator changed (docs/controlplane.md#nats-operator-changes) before its NATS
+// reconcile task wrote the bundle: the hub must resolve the system account it is told to use,
+// signed by the operator it trusts. The Controller writes the same JWT when its task runs.
+func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, live *corev1.ConfigMap) error {
+	key := resources.NatsJWTKey(boot.systemAccount)
+	if !boot.fetched || live.Data[key] == boot.systemAccountJWT {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{key: boot.systemAccountJWT}})
+	if err != nil {
+		return err
+	}
+	if err := s.r.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("set the system account of ConfigMap %s: %w", resources.NatsJWTBundleMapName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",
+		"configMap", resources.NatsJWTBundleMapName, "account", boot.systemAccount)
+	return nil
 }
 
 // natsAccounts lists the Controller's NATS accounts over the pass's Controller session.

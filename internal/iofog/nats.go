@@ -75,3 +75,19 @@ func (c *Client) NatsAccounts(ctx context.Context) ([]NatsAccount, error) {
 	}
 	return body.Accounts, nil
 }
+
+// NatsOperator reads the NATS operator the Controller holds with GET /nats/operator: its name,
+// public key and JWT. The Controller creates one when its database has none, so the answer
+// changes after the database is lost, and after POST /nats/operator/rotate. An answer without a
+// public key or JWT wraps ErrInvalidResponse.
+func (c *Client) NatsOperator(ctx context.Context) (*NatsOperator, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("nats", "operator"), authorize: true}
+	var o NatsOperator
+	if err := c.doJSON(ctx, cl, nil, &o); err != nil {
+		return nil, fmt.Errorf("get NATS operator: %w", err)
+	}
+	if o.PublicKey == "" || o.JWT == "" {
+		return nil, fmt.Errorf("get NATS operator: %w: no public key or JWT", ErrInvalidResponse)
+	}
+	return &o, nil
+}

@@ -72,3 +72,40 @@ func TestNatsAccountsErrors(t *testing.T) {
 	_, err := newClient(t, srv).NatsAccounts(context.Background())
 	g.Expect(apiError(g, err).StatusCode).To(Equal(http.StatusUnauthorized), "the route is protected")
 }
+
+// GET /nats/operator answers the operator the Controller holds; a rotation changes it.
+func TestNatsOperator(t *testing.T) {
+	g := NewWithT(t)
+	srv := newFake(t)
+	c, _ := loggedIn(t, srv)
+
+	got, err := c.NatsOperator(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	b := srv.Bootstrap()
+	g.Expect(*got).To(Equal(iofog.NatsOperator{Name: "iofog-operator", PublicKey: b.OperatorPublicKey, JWT: b.OperatorJwt}))
+	reqs := srv.RequestsTo(http.MethodGet, "/api/v3/nats/operator")
+	g.Expect(reqs).To(HaveLen(1))
+	g.Expect(reqs[0].Header.Get("Authorization")).To(HavePrefix("Bearer "))
+
+	g.Expect(srv.RotateNatsOperator(context.Background())).To(Succeed())
+	rotated, err := c.NatsOperator(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rotated.PublicKey).NotTo(Equal(got.PublicKey))
+	g.Expect(rotated.PublicKey).To(Equal(srv.Bootstrap().OperatorPublicKey))
+
+	for name, tc := range map[string]struct {
+		failure fake.Failure
+		want    error
+	}{
+		"no key":              {failure: fake.Failure{Body: []byte(`{"name":"iofog-operator","jwt":"x"}`)}, want: iofog.ErrInvalidResponse},
+		"not JSON":            {failure: fake.Failure{Garbage: true}, want: iofog.ErrInvalidResponse},
+		"an older Controller": {failure: fake.Failure{Status: http.StatusNotFound}, want: iofog.ErrNotFound},
+	} {
+		srv.FailNext("GET /api/v3/nats/operator", tc.failure)
+		got, err := c.NatsOperator(context.Background())
+		g.Expect(err).To(MatchError(tc.want), name)
+		g.Expect(got).To(BeNil(), name)
+	}
+	_, err = newClient(t, srv).NatsOperator(context.Background())
+	g.Expect(apiError(g, err).StatusCode).To(Equal(http.StatusUnauthorized), "the route is protected")
+}

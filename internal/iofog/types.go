@@ -95,6 +95,18 @@ type NatsBootstrap struct {
 	SysUserCredsBase64 string `json:"sysUserCredsBase64"`
 }
 
+// NatsOperator is the answer of GET /nats/operator and POST /nats/operator/rotate: the NATS
+// operator the Controller holds (Datasance/Controller src/services/nats-api-service.js,
+// getOperator).
+type NatsOperator struct {
+	// Name is the operator's name ("<app name>-operator").
+	Name string `json:"name"`
+	// PublicKey is the operator nkey public key (O...).
+	PublicKey string `json:"publicKey"`
+	// JWT is the self-signed operator JWT.
+	JWT string `json:"jwt"`
+}
+
 // NatsAccount is one entry of GET /nats/accounts: an account the Controller created (the system
 // account, a leaf node's system account, or an application's account) with its JWT.
 type NatsAccount struct {

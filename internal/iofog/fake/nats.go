@@ -103,35 +103,46 @@ func (s *Server) Hub() (*iofog.NatsHub, bool) {
 	return &h, true
 }
 
-// handleBootstrap is GET /nats/bootstrap.
-func (s *Server) handleBootstrap(w http.ResponseWriter) {
+// handleBootstrap is GET /nats/bootstrap: the operator of the database (created when there is
+// none), its seed, the system account and the hub system user's creds.
+func (s *Server) handleBootstrap(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	notKubernetes, missing, b := s.notKubernetes, s.bootstrapMissingSecret, s.bootstrap
+	notKubernetes, missing := s.notKubernetes, s.bootstrapMissingSecret
 	s.mu.Unlock()
 	switch {
 	case notKubernetes:
 		writeError(w, http.StatusForbidden, "ForbiddenError",
 			"NATS bootstrap is only available when the Controller runs on the Kubernetes control plane")
+		return
 	case missing != "":
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("Secret with name %q not found", missing))
-	default:
-		writeJSON(w, http.StatusOK, b)
+		return
 	}
+	b, err := s.ensureOperator(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "Error", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
 }
 
-// SetBootstrap replaces the GET /nats/bootstrap answer, e.g. with real NATS
-// JWTs. The answer is stable until the next call, like the Controller's.
+// SetBootstrap replaces the NATS operator material of the database, e.g. with real NATS JWTs:
+// GET /nats/bootstrap answers it until the next call, a rotation or the loss of the database.
 func (s *Server) SetBootstrap(b iofog.NatsBootstrap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bootstrap = b
+	s.bootstrap = &b
+	_ = s.saveLocked()
 }
 
-// Bootstrap returns the current GET /nats/bootstrap answer.
+// Bootstrap returns what GET /nats/bootstrap answers now. On an empty database that is the
+// operator material the next NATS call creates; it is created here, without the bundle write
+// that call makes.
 func (s *Server) Bootstrap() iofog.NatsBootstrap {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.bootstrap
+	b, _, _ := s.ensureOperatorLocked()
+	return b
 }
 
 // SetBootstrapSecretMissing makes GET /nats/bootstrap answer 404

@@ -45,12 +45,16 @@ func (s *Server) SetKubernetes(c client.Client, namespace string) {
 }
 
 // natsAccounts returns every account GET /nats/accounts lists: the system account of the
-// current bootstrap answer first, then the accounts added with AddNatsAccount. s.mu is held.
+// database's operator material first (none on an empty database: listing creates nothing),
+// then the accounts added with AddNatsAccount. s.mu is held.
 func (s *Server) natsAccounts() []iofog.NatsAccount {
-	out := []iofog.NatsAccount{{
-		ID: 1, Name: systemAccountName, PublicKey: s.bootstrap.SystemAccountPublicKey,
-		JWT: s.bootstrap.SystemAccountJwt, IsSystem: true,
-	}}
+	out := []iofog.NatsAccount{}
+	if s.bootstrap != nil {
+		out = append(out, iofog.NatsAccount{
+			ID: 1, Name: systemAccountName, PublicKey: s.bootstrap.SystemAccountPublicKey,
+			JWT: s.bootstrap.SystemAccountJwt, IsSystem: true,
+		})
+	}
 	return append(out, s.accounts...)
 }
 
@@ -83,6 +87,10 @@ func (s *Server) handleListAccounts(w http.ResponseWriter) {
 // write's; the real Controller only logs it, and the account exists either way.
 func (s *Server) AddNatsAccount(ctx context.Context, a iofog.NatsAccount) error {
 	s.mu.Lock()
+	if _, _, err := s.ensureOperatorLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	a.ID = len(s.accounts) + 2 // 1 is the system account
 	s.accounts = append(s.accounts, a)
 	saveErr := s.saveLocked()

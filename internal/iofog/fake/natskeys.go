@@ -96,6 +96,11 @@ func signJWT(issuer nkey, claims natsClaims) (string, error) {
 	}
 	sum := sha512.Sum512_256(unsigned)
 	claims.ID = nkeyEncoding.EncodeToString(sum[:])
+	return encodeSigned(issuer, claims)
+}
+
+// encodeSigned encodes claims (their ID already set) as a JWT signed by issuer.
+func encodeSigned(issuer nkey, claims any) (string, error) {
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", fmt.Errorf("encode claims: %w", err)
@@ -118,7 +123,7 @@ func generateBootstrap() (iofog.NatsBootstrap, error) {
 	operator, account, user := newNkey(prefixOperator), newNkey(prefixAccount), newNkey(prefixUser)
 
 	operatorJWT, err := signJWT(operator, natsClaims{
-		Name: "iofog", Subject: operator.public(),
+		Name: operatorName, Subject: operator.public(),
 		Nats: map[string]any{"system_account": account.public(), "type": "operator", "version": 2},
 	})
 	if err != nil {

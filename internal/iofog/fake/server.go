@@ -14,6 +14,7 @@
 //	PUT  /api/v3/router, GET /api/v3/router
 //	PUT  /api/v3/nats/hub, GET /api/v3/nats/hub
 //	GET  /api/v3/nats/bootstrap
+//	GET  /api/v3/nats/operator, POST /api/v3/nats/operator/rotate
 //	GET  /api/v3/nats/accounts
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
@@ -44,8 +45,8 @@
 // restarts one of them. IdentityProvider is an external OIDC identity
 // provider, over HTTPS, issuing tokens this Controller accepts.
 //
-// Like the Controller, the fake keeps its database (router, NATS hub, CAs and
-// the certificates they signed) in a directory when given one (Restart): a
+// Like the Controller, the fake keeps its database (router, NATS hub, NATS
+// operator and accounts, CAs and the certificates they signed) in a directory when given one (Restart): a
 // restart with the same directory finds it again, a restart with another one
 // starts empty. SQLiteStorageDir says which directory the 3.8+ image uses.
 package fake
@@ -121,7 +122,7 @@ type Server struct {
 	now                    func() time.Time
 	lockouts               map[string]*lockout
 	notKubernetes          bool
-	bootstrap              iofog.NatsBootstrap
+	bootstrap              *iofog.NatsBootstrap // the NATS operator of the database; nil: none yet
 	bootstrapMissingSecret string
 	knownSecrets           map[string]struct{} // nil: every Secret exists
 	secrets                SecretReader        // nil: k8s-secret imports store a stand-in
@@ -159,9 +160,10 @@ func WithOIDCClient(id, secret string) Option {
 	return func(s *Server) { s.clientID, s.clientSecret = id, secret }
 }
 
-// WithBootstrap sets the GET /nats/bootstrap answer.
+// WithBootstrap sets the NATS operator material the database starts with (the GET
+// /nats/bootstrap answer); without it, the first NATS call creates new material.
 func WithBootstrap(b iofog.NatsBootstrap) Option {
-	return func(s *Server) { s.bootstrap = b }
+	return func(s *Server) { s.bootstrap = &b }
 }
 
 // WithKnownSecrets restricts the Kubernetes Secrets a k8s-secret CA import
@@ -257,8 +259,9 @@ func (s *Server) RestartPod(i int) {
 }
 
 // Wipe makes the fake a Controller that restarted on an empty database:
-// the router, the NATS hub, the NATS accounts added with AddNatsAccount, the
-// CA catalog and the issued tokens are forgotten, and the uptime starts again.
+// the router, the NATS hub, the NATS operator (the next NATS call makes a new
+// one), the NATS accounts added with AddNatsAccount, the CA catalog and the
+// issued tokens are forgotten, and the uptime starts again.
 // Requests, failures and configuration are kept; the database lives in memory
 // from now on.
 func (s *Server) Wipe() {
@@ -268,8 +271,8 @@ func (s *Server) Wipe() {
 // Restart makes the fake a Controller process that started now with its
 // database in directory dataDir (the image's SQLITE_STORAGE_DIR, see
 // SQLiteStorageDir): the issued tokens are forgotten, the uptime starts
-// again, and the router, NATS hub, NATS accounts, CAs and signed certificates
-// are what dataDir holds (nothing for a new directory, or for "", which keeps the
+// again, and the router, NATS hub, NATS operator and accounts, CAs and signed
+// certificates are what dataDir holds (nothing for a new directory, or for "", which keeps the
 // database in memory). From then on every change is written to dataDir.
 // Requests, failures and configuration are kept.
 func (s *Server) Restart(dataDir string) error {
@@ -299,11 +302,6 @@ func newServer(opts []Option) *Server {
 	}
 	for _, opt := range opts {
 		opt(s)
-	}
-	if s.bootstrap == (iofog.NatsBootstrap{}) {
-		// On the (practically impossible) encoding failure the answer stays
-		// empty, which iofog.Client.NatsBootstrap reports as invalid.
-		s.bootstrap, _ = generateBootstrap()
 	}
 	return s
 }
@@ -400,7 +398,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 	case "GET /api/v3/nats/hub":
 		s.protect(w, r, func() { s.handleGetHub(w) })
 	case "GET /api/v3/nats/bootstrap":
-		s.protect(w, r, func() { s.handleBootstrap(w) })
+		s.protect(w, r, func() { s.handleBootstrap(w, r) })
+	case "GET /api/v3/nats/operator":
+		s.protect(w, r, func() { s.handleGetOperator(w, r) })
+	case "POST /api/v3/nats/operator/rotate":
+		s.protect(w, r, func() { s.handleRotateOperator(w, r) })
 	case "GET /api/v3/nats/accounts":
 		s.protect(w, r, func() { s.handleListAccounts(w) })
 	case "POST /api/v3/certificates/ca":

@@ -43,8 +43,11 @@ type storedState struct {
 	RouterCreatedAt string         `json:"routerCreatedAt,omitempty"`
 	Hub             *iofog.NatsHub `json:"hub,omitempty"`
 	CAs             []storedCA     `json:"cas,omitempty"`
-	// Accounts are the NATS accounts added with AddNatsAccount (the system account is the
-	// bootstrap's, configuration of the fake).
+	// NatsOperator is the operator material: operator and system account keys and JWTs, the hub
+	// system user's creds (the GET /nats/bootstrap answer).
+	NatsOperator *iofog.NatsBootstrap `json:"natsOperator,omitempty"`
+	// Accounts are the NATS accounts added with AddNatsAccount (the system account is part of
+	// NatsOperator).
 	Accounts []iofog.NatsAccount `json:"accounts,omitempty"`
 }
 
@@ -64,7 +67,7 @@ func (s *Server) saveLocked() error {
 	if s.dataDir == "" {
 		return nil
 	}
-	st := storedState{Router: s.router, RouterCreatedAt: s.routerCreatedAt, Hub: s.hub, Accounts: s.accounts}
+	st := storedState{Router: s.router, RouterCreatedAt: s.routerCreatedAt, Hub: s.hub, NatsOperator: s.bootstrap, Accounts: s.accounts}
 	for _, rec := range s.cas {
 		st.CAs = append(st.CAs, storedCA{
 			Name: rec.name, Subject: rec.subject, ValidFrom: rec.validFrom, ValidTo: rec.validTo,
@@ -91,7 +94,7 @@ func (s *Server) saveLocked() error {
 // loadLocked replaces the database with what the data directory holds (nothing when there is
 // no directory or no file yet); s.mu must be held.
 func (s *Server) loadLocked() error {
-	s.router, s.routerCreatedAt, s.hub, s.cas, s.accounts = nil, "", nil, nil, nil
+	s.router, s.routerCreatedAt, s.hub, s.cas, s.bootstrap, s.accounts = nil, "", nil, nil, nil, nil
 	if s.dataDir == "" {
 		return nil
 	}
@@ -106,7 +109,7 @@ func (s *Server) loadLocked() error {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("decode database: %w", err)
 	}
-	s.router, s.routerCreatedAt, s.hub, s.accounts = st.Router, st.RouterCreatedAt, st.Hub, st.Accounts
+	s.router, s.routerCreatedAt, s.hub, s.bootstrap, s.accounts = st.Router, st.RouterCreatedAt, st.Hub, st.NatsOperator, st.Accounts
 	for _, c := range st.CAs {
 		s.cas = append(s.cas, caRecord{
 			name: c.Name, subject: c.Subject, validFrom: c.ValidFrom, validTo: c.ValidTo,

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -138,6 +140,27 @@ func ParseNatsBootstrapConf(serverConf string) (operatorJWT, systemAccount strin
 	operatorJWT, _ = m["operator"].(string)
 	systemAccount, _ = m["system_account"].(string)
 	return operatorJWT, systemAccount
+}
+
+// NatsJWTSubjectIssuer returns the subject and issuer claims of a NATS JWT (the key it is about
+// and the key that signed it), without checking the signature; empty when token is not a JWT.
+func NatsJWTSubjectIssuer(token string) (subject, issuer string) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", ""
+	}
+	var claims struct {
+		Subject string `json:"sub"`
+		Issuer  string `json:"iss"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return "", ""
+	}
+	return claims.Subject, claims.Issuer
 }
 
 var (
