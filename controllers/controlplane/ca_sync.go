@@ -9,10 +9,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -28,9 +31,12 @@ import (
 //   - a CA Secret the Controller's copy was last seen to match (annotationImportedCAs) is used
 //     as it is, without a call;
 //   - any other CA Secret is compared with the Controller's copy before a leaf is issued under
-//     it: imported when the Controller has none, recorded when they match; when they differ
-//     the Controller's copy is replaced only if this ControlPlane imported it and the
-//     Controller lets it go (a rotation), otherwise nothing is signed under either;
+//     it: imported when the Controller has none, recorded when they match. When they differ,
+//     what decides is whether agents depend on the Controller's copy (it signed their
+//     certificates; decideCA): if none does, the Secret's CA replaces it (a rotation, or a CA
+//     the Controller made itself); if some do, the Controller's copy is kept, and taken into
+//     an operator-made Secret unless the Secret changed since it was imported (a rotation the
+//     agents block) or the user brought it (a conflict a person decides);
 //   - a missing CA Secret is restored from the Controller's copy (GET /certificates/ca/{name}
 //     answers certificate and key), and generated only when the Controller has none.
 
@@ -45,6 +51,18 @@ const (
 	eventCAReimported = "CAReimported"
 	// eventCARestored: a missing CA Secret was restored from the Controller's copy.
 	eventCARestored = "CARestored"
+	// eventCAReplaced: the Controller held another CA under the name that no agent depended on
+	// (one it made itself); the Secret's replaced it.
+	eventCAReplaced = "CAReplaced"
+	// eventCAAdopted: the Controller's copy, which agents depend on, was taken into the
+	// operator-made CA Secret; the Secret's earlier CA is kept in it under previous-tls.*.
+	eventCAAdopted = "CAAdopted"
+)
+
+// Keys of a CA Secret that keep the CA it held before the Controller's copy was adopted.
+const (
+	previousCAKey        = "previous-tls.crt"
+	previousCAPrivateKey = "previous-tls.key"
 )
 
 // requeueCARotation paces a rotation the Controller refuses: the fix (deleting the certificates
@@ -127,13 +145,11 @@ func importedCAs(cp *datasancev3.ControlPlane) map[string]string {
 	return out
 }
 
-// agreeOnCA makes the Controller's copy of CA name agree with ca, the CA its Secret holds, or
-// says why it cannot: the Controller lacks it (imported), holds it (recorded), holds the one
-// this ControlPlane imported before the Secret changed (replaced: DELETE, then the import; a
-// refusal is CARotationBlocked), or holds another one (CAConflict). Nothing is called when the
-// Controller was last seen to hold ca, unless force (a full registration: the Controller may
-// have lost its database since).
-func agreeOnCA(ctx context.Context, s *scope, component, name string, ca *pki.KeyPair, force bool) (result, error) {
+// agreeOnCA makes the Controller's copy of CA name agree with ca, the CA its Secret sec holds,
+// or says why it cannot (decideCA). Nothing is called when the Controller was last seen to hold
+// ca, unless force (a full registration: the Controller may have lost its database since).
+func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) (result, error) {
+	name := sec.Name
 	if c, ok := s.caChecks[name]; ok {
 		return c.res, c.err
 	}
@@ -141,15 +157,17 @@ func agreeOnCA(ctx context.Context, s *scope, component, name string, ca *pki.Ke
 		return proceed(), nil
 	}
 	// A failure is this pass's answer for the CA too: reported once, not asked again.
-	res, err := compareCA(ctx, s, component, name, ca)
+	res, err := compareCA(ctx, s, component, sec, ca)
 	if err != nil || !res.isContinue() {
 		s.rememberCA(name, caCheck{res: res, err: err})
 	}
 	return res, err
 }
 
-// compareCA is agreeOnCA's call to the Controller.
-func compareCA(ctx context.Context, s *scope, component, name string, ca *pki.KeyPair) (result, error) {
+// compareCA is agreeOnCA's call to the Controller: the CA is imported when the Controller lacks
+// it, recorded when it holds the same, and otherwise decided by decideCA.
+func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) (result, error) {
+	name := sec.Name
 	cs, res, err := s.controllerSession(ctx)
 	if err != nil || !res.isContinue() {
 		return res, err
@@ -161,33 +179,148 @@ func compareCA(ctx context.Context, s *scope, component, name string, ca *pki.Ke
 	case err != nil:
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
-	theirs := []byte(info.Data.Certificate)
-	switch {
-	case caDigest(theirs) == caDigest(ca.CertPEM):
+	if caDigest([]byte(info.Data.Certificate)) == caDigest(ca.CertPEM) {
 		s.recordCA(name, ca.CertPEM)
 		return proceed(), nil
-	case !s.recordedCA(name, theirs):
-		return s.caFailure(component, terminal(datasancev3.ReasonCAConflict, fmt.Errorf(
-			"CA Secret %s holds another CA than the Controller's CA %s, which this ControlPlane did not import: nothing is signed under either. "+
-				"Delete Secret %s to restore the Controller's CA from its copy, or see docs/controlplane.md#ca-rotation", name, name, name)))
 	}
-	// The Secret changed since the Controller's copy was imported: a rotation.
+	return decideCA(ctx, s, cs, component, sec, ca, info)
+}
+
+// decideCA settles a CA whose Secret and Controller copies differ (docs/controlplane.md#cas-the-controller-makes).
+// The Controller signs with its copy (agents' router and NATS certificates, and the client
+// certificate each of its own processes makes for exec sessions, controller-exec-session-client-*),
+// refuses to delete it while such certificates exist, and makes router-site-ca and
+// default-router-local-ca itself when an agent is provisioned and they are missing
+// (Datasance/Controller src/services/iofog-service.js, _handleRouterCertificates;
+// src/services/router-connection-service.js, _createControllerCertificate). So:
+//
+//   - No agent's certificate under the Controller's copy: the Secret's CA wins, as the hub's
+//     router and NATS already use it. The Controller's own exec-session certificates are deleted
+//     (its processes make new ones when they restart, which the Controller Deployment is rolled
+//     for), then its copy, then the Secret is imported. This covers a rotation and a CA the
+//     Controller made itself before the operator imported (a new database, 3.8.0 at boot).
+//   - Agents' certificates under it and the Secret changed since the Controller's copy was
+//     imported (a rotation): blocked, naming those certificates; a person decides.
+//   - Agents' certificates under it otherwise: the Controller's copy wins (the agents trust it and
+//     it cannot be replaced). An operator-made Secret takes it, keeping its own CA under
+//     previous-tls.*; a Secret the user brought is a conflict a person decides.
+func decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) (result, error) {
+	name := sec.Name
+	rotation := s.recordedCA(name, []byte(theirs.Data.Certificate))
+	own, agents, err := certificatesSignedBy(ctx, cs, name)
+	if err != nil {
+		return registrationFailure(ctx, err, cs.loginRejected)
+	}
+	switch {
+	case len(agents) == 0:
+		return replaceControllerCA(ctx, s, cs, component, name, ca, own, rotation)
+	case rotation:
+		return s.caWait(component, requeue(requeueCARotation, datasancev3.ReasonCARotationBlocked, fmt.Sprintf(
+			"CA Secret %s holds a new CA, but agents' certificates signed by the Controller's copy (%s) keep the Controller from replacing it; "+
+				"no certificate is issued under the new CA. Delete those certificates in the Controller (re-provisioning their agents) to finish the rotation, "+
+				"or delete Secret %s to restore the Controller's CA (docs/controlplane.md#ca-rotation).", name, strings.Join(agents, ", "), name)))
+	case sec.Labels[resources.LabelManagedBy] != resources.LabelManagedByValue:
+		return s.caFailure(component, terminal(datasancev3.ReasonCAConflict, fmt.Errorf(
+			"CA Secret %s, which you brought, holds another CA than the Controller's CA %s, which agents' certificates depend on (%s): nothing is signed under either. "+
+				"Delete Secret %s to take the Controller's CA, or see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), name)))
+	}
+	return adoptControllerCA(ctx, s, component, sec, ca, theirs, agents)
+}
+
+// certificatesSignedBy lists the certificates the Controller's CA name signed: its own
+// exec-session client certificates, and the others (agents').
+func certificatesSignedBy(ctx context.Context, cs *controllerSession, name string) (own, agents []string, err error) {
+	certs, err := cs.api.ListCertificates(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range certs {
+		switch {
+		case c.CAName != name:
+		case strings.HasPrefix(c.Name, execSessionCertificatePrefix):
+			own = append(own, c.Name)
+		default:
+			agents = append(agents, c.Name)
+		}
+	}
+	return own, agents, nil
+}
+
+// execSessionCertificatePrefix starts the name of the client certificate a Controller process
+// makes under default-router-local-ca for its exec sessions (followed by "-<pod hostname>").
+const execSessionCertificatePrefix = "controller-exec-session-client"
+
+// replaceControllerCA replaces the Controller's copy of CA name, on which no agent depends, with
+// the Secret's ca: its own exec-session certificates are deleted first (the Controller Deployment
+// rolls, so that its processes make new ones under the new CA), then the CA, then the import.
+func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, component, name string, ca *pki.KeyPair, own []string, rotation bool) (result, error) {
+	for _, cert := range own {
+		if err := cs.api.DeleteCertificate(ctx, cert); err != nil && !errors.Is(err, iofog.ErrNotFound) {
+			return registrationFailure(ctx, err, cs.loginRejected)
+		}
+	}
+	if len(own) > 0 {
+		if err := restartControllerPods(ctx, s); err != nil {
+			return result{}, err
+		}
+	}
 	switch err := cs.api.DeleteCA(ctx, name); {
 	case errors.Is(err, iofog.ErrCAInUse):
-		return s.caWait(component, requeue(requeueCARotation, datasancev3.ReasonCARotationBlocked, fmt.Sprintf(
-			"CA Secret %s holds a new CA, but the Controller has signed certificates with its copy and refuses to replace it; "+
-				"no certificate is issued under the new CA. Delete those certificates in the Controller to finish the rotation, "+
-				"or delete Secret %s to restore the Controller's CA (docs/controlplane.md#ca-rotation).", name, name)))
+		// A certificate was signed between the list and the delete: decided again.
+		return requeue(requeueRegistration, datasancev3.ReasonProgressing,
+			fmt.Sprintf("The Controller signed a certificate with its CA %s meanwhile; deciding again which CA stays.", name)), nil
 	case err != nil && !errors.Is(err, iofog.ErrNotFound):
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
 	if res, err := importCA(ctx, s, cs, name, ca); err != nil || !res.isContinue() {
 		return res, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Replaced the Controller's copy of a rotated CA", "ca", name)
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
-		fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
+	log := ctrl.LoggerFrom(ctx)
+	if rotation {
+		log.Info("Replaced the Controller's copy of a rotated CA", "ca", name, "controllerCertificatesDeleted", len(own))
+		s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
+			fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
+		return proceed(), nil
+	}
+	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "ca", name, "controllerCertificatesDeleted", len(own))
+	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
+		"The Controller held another CA %s, on which no agent depended (it makes one itself when it provisions an agent without it); "+
+			"replaced it with the CA of Secret %s, which the hub uses.", name, name))
 	return proceed(), nil
+}
+
+// adoptControllerCA writes the Controller's copy of the CA into the operator-made Secret sec,
+// keeping the Secret's CA under previous-tls.*, and ends the pass: the next one issues the leaves
+// under the adopted CA. A copy the operator cannot use (pki.ParseCA) is CAConflict.
+func adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) (result, error) {
+	name := sec.Name
+	adopted, err := pki.ParseCA([]byte(theirs.Data.Certificate), []byte(theirs.Data.PrivateKey))
+	if err != nil {
+		return s.caFailure(component, terminal(datasancev3.ReasonCAConflict, fmt.Errorf(
+			"CA Secret %s holds another CA than the Controller's CA %s, which agents' certificates depend on (%s), and the Controller's copy cannot be used (%s): "+
+				"nothing is signed under either; see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), caProblem(err))))
+	}
+	data := pki.SecretData(adopted, nil)
+	data[previousCAKey], data[previousCAPrivateKey] = ca.CertPEM, ca.KeyPEM
+	// A merge patch with the resourceVersion read: a Secret changed meanwhile is a Conflict.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]string{"resourceVersion": sec.ResourceVersion},
+		"data":     data,
+	})
+	if err != nil {
+		return result{}, err
+	}
+	if err := s.r.Patch(ctx, sec.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return requeueIfStale(fmt.Errorf("take the Controller's CA into Secret %s: %w", name, err))
+	}
+	s.recordCA(name, adopted.CertPEM)
+	ctrl.LoggerFrom(ctx).Info("Took the Controller's copy of a CA agents depend on into its Secret", "ca", name, "agentCertificates", len(agents))
+	s.r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
+		"The Controller holds another CA %s, which agents' certificates depend on (%s): CA Secret %s now holds it, "+
+			"its earlier CA is kept under %s and %s, and the certificates under it are issued again.",
+		name, strings.Join(agents, ", "), name, previousCAKey, previousCAPrivateKey))
+	return requeue(requeueRegistration, datasancev3.ReasonProgressing,
+		fmt.Sprintf("CA Secret %s took the Controller's CA; issuing the certificates under it again.", name)), nil
 }
 
 // importCA imports CA Secret name into the Controller (which reads the Secret itself) and
@@ -288,7 +421,7 @@ func importCAs(ctx context.Context, s *scope, names []string) (result, error) {
 			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
 				fmt.Sprintf("Waiting for CA Secret %s to be compared with the Controller's copy.", name)), nil
 		}
-		if res, err := agreeOnCA(ctx, s, resources.ComponentController, name, ca, true); err != nil || !res.isContinue() {
+		if res, err := agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil || !res.isContinue() {
 			return res, err
 		}
 	}

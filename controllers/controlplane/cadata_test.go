@@ -219,7 +219,8 @@ func TestCASecretConflictingWithTheControllerIsRefused(t *testing.T) {
 }
 
 // Rotating a CA the Controller has used: the user puts a new CA into the Secret. The Controller
-// refuses to delete its copy while certificates it signed exist, so the operator issues nothing
+// refuses to delete its copy while certificates it signed for agents exist (the operator reads
+// them from its certificate list and names them), so the operator issues nothing
 // under the new CA (the router keeps its leaf under the old one), reports CARotationBlocked with
 // one Warning Event and asks again every minute. Deleting the Secret instead restores the
 // Controller's CA. Once the certificates the old CA signed are deleted in the Controller, the
@@ -244,8 +245,10 @@ func TestCARotationWaitsForTheController(t *testing.T) {
 	g.Expect(cp.Status.Router.Reason).To(Equal(datasancev3.ReasonCARotationBlocked))
 	g.Expect(h.trueCondition().Reason).To(Equal(datasancev3.ReasonCARotationBlocked))
 	g.Expect(h.secret("router-site-server").ResourceVersion).To(Equal(leaf.ResourceVersion), "no leaf under a CA the Controller does not hold")
-	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/router-site-ca")).To(HaveLen(2))
+	g.Expect(h.api.RequestsTo(http.MethodGet, "/api/v3/certificates")).To(HaveLen(2), "the certificate list says an agent depends on it")
+	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/router-site-ca")).To(BeEmpty())
 	g.Expect(h.api.RequestsTo(http.MethodPost, "/api/v3/certificates/ca")).To(BeEmpty())
+	g.Expect(h.trueCondition().Message).To(ContainSubstring("(" + agentCertificate + ")"), "the message names the agents' certificates")
 	g.Expect(warnings(h, datasancev3.ReasonCARotationBlocked)).To(HaveLen(1), "one Event per cause")
 	held, _, _ := h.api.CA("router-site-ca")
 	g.Expect(held).To(Equal(old.Data[pki.TLSCertKey]), "the Controller keeps the CA its agents trust")
@@ -266,7 +269,8 @@ func TestCARotationWaitsForTheController(t *testing.T) {
 	h.rollOut()
 	h.mustBeReady()
 	g.Expect(registrationCalls(h.api.Calls())).To(Equal([]string{
-		"GET /api/v3/certificates/ca/router-site-ca", "DELETE /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
+		"GET /api/v3/certificates/ca/router-site-ca", "GET /api/v3/certificates",
+		"DELETE /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
 	}))
 	held, _, _ = h.api.CA("router-site-ca")
 	g.Expect(held).To(Equal(rotated.CertPEM))

@@ -95,7 +95,7 @@ func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSe
 		if err := releaseDataStore(ctx, s, component, live); err != nil {
 			return nil, nil, result{}, err
 		}
-		if res, err := agreeOnCA(ctx, s, component, c.Name, ca, false); err != nil || !res.isContinue() {
+		if res, err := agreeOnCA(ctx, s, component, live, ca, false); err != nil || !res.isContinue() {
 			return nil, nil, res, err
 		}
 		return ca, live.Data, proceed(), nil

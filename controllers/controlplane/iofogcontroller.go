@@ -2,15 +2,20 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
@@ -149,7 +154,11 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 	if err != nil {
 		return nil, false, err
 	}
-	hashes := resources.ControllerPodHashes{Credentials: resources.KeyedHashData(key, creds)}
+	restartedAt, err := s.controllerRestartedAt(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	hashes := resources.ControllerPodHashes{Credentials: resources.KeyedHashData(key, creds), RestartedAt: restartedAt}
 	if s.spec.ControllerHTTPS() {
 		tls, err := ioFogControllerTLSData(ctx, s)
 		if err != nil {
@@ -232,4 +241,41 @@ func (s *scope) updateConsoleClientURLs(ctx context.Context, urls resources.Cont
 	if err := s.r.UpdateConsoleClientURLs(ctx, s.cp, urls.PublicURL, urls.ConsoleURL); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Updating the console client URLs failed")
 	}
+}
+
+// restartControllerPods rolls the Controller's pods: its processes keep a CA the pass replaced in
+// memory (replaceControllerCA). The restartedAt annotation of the pod template is set to the
+// pass's time at once, because the Deployment may have been applied earlier in the pass; later
+// passes keep it (controllerRestartedAt).
+func restartControllerPods(ctx context.Context, s *scope) error {
+	s.restartController = true
+	live := &appsv1.Deployment{}
+	if found, err := s.getExisting(ctx, resources.ControllerName, live); err != nil || !found {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{resources.AnnotationRestartedAt: s.now.UTC().Format(time.RFC3339)},
+	}}}})
+	if err != nil {
+		return err
+	}
+	if err := s.r.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("restart the Controller's pods: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Restarting the Controller's pods: they keep a replaced CA in memory")
+	return nil
+}
+
+// controllerRestartedAt is the restartedAt annotation of the Controller's pod template: now when
+// this pass replaced a CA the Controller's processes keep in memory (s.restartController), else
+// the value the live Deployment carries, so that the pods roll once.
+func (s *scope) controllerRestartedAt(ctx context.Context) (string, error) {
+	if s.restartController {
+		return s.now.UTC().Format(time.RFC3339), nil
+	}
+	live := &appsv1.Deployment{}
+	if found, err := s.getExisting(ctx, resources.ControllerName, live); err != nil || !found {
+		return "", err
+	}
+	return live.Spec.Template.Annotations[resources.AnnotationRestartedAt], nil
 }

@@ -37,6 +37,10 @@ type ControllerAPI interface {
 	// DeleteCA removes a CA from the Controller; refused (iofog.ErrCAInUse) once it signed a
 	// certificate.
 	DeleteCA(ctx context.Context, name string) error
+	// ListCertificates lists the Controller's certificates with the CA that signed each.
+	ListCertificates(ctx context.Context) ([]iofog.Certificate, error)
+	// DeleteCertificate deletes a certificate the Controller issued, releasing its CA.
+	DeleteCertificate(ctx context.Context, name string) error
 	// CloseIdleConnections releases the client's keep-alive connections at the end of a pass.
 	CloseIdleConnections()
 }

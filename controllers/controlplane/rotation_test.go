@@ -113,8 +113,9 @@ func TestCertificatesRenewAtTwoThirds(t *testing.T) {
 
 // A rotated bring-your-own CA the Controller has signed nothing with yet: when the user replaces
 // the content of CA Secret router-site-ca, the next pass compares it with the Controller's copy
-// (the one this ControlPlane imported) and replaces that copy (DELETE, then the import POST: the
-// Controller has no update) before it issues the leaf under the new CA, exactly once per
+// (the one this ControlPlane imported), sees in the Controller's certificate list that no agent
+// depends on it, and replaces that copy (DELETE, then the import POST: the Controller has no
+// update) before it issues the leaf under the new CA, exactly once per
 // content; the router, the NATS hub and the other CAs are not registered again. (A CA the
 // Controller has used: TestCARotationWaitsForTheController.)
 func TestRotatedCAIsReimportedOnce(t *testing.T) {
@@ -137,8 +138,9 @@ func TestRotatedCAIsReimportedOnce(t *testing.T) {
 	h.mustBeReady()
 
 	g.Expect(registrationCalls(h.api.Calls())).To(Equal([]string{
-		"GET /api/v3/certificates/ca/router-site-ca", "DELETE /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
-	}), "only the rotated CA is replaced: no router, no other CA")
+		"GET /api/v3/certificates/ca/router-site-ca", "GET /api/v3/certificates",
+		"DELETE /api/v3/certificates/ca/router-site-ca", "POST /api/v3/certificates/ca",
+	}), "only the rotated CA is replaced (no agent depends on it): no router, no other CA")
 	g.Expect(h.api.CAImports("router-site-ca")).To(HaveLen(1))
 	held, _, _ := h.api.CA("router-site-ca")
 	g.Expect(held).To(Equal(newCA.CertPEM), "the Controller holds the new CA")

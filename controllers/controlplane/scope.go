@@ -41,6 +41,9 @@ type scope struct {
 	// caChecks holds the outcome of comparing each CA Secret with the Controller's copy in this
 	// pass (ca_sync.go): a later step does not ask again, nor report a failure twice.
 	caChecks map[string]caCheck
+	// restartController is set when the pass replaced a CA the Controller's processes keep in
+	// memory (ca_sync.go, replaceControllerCA): the Controller Deployment rolls.
+	restartController bool
 	// creds are the pass's resolved credential references (credentials.go).
 	creds resolvedCredentials
 	// observed holds what the pass learned once and several components use.

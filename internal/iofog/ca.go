@@ -66,3 +66,39 @@ func checkCAName(name string) error {
 	}
 	return nil
 }
+
+// ListCertificates lists the certificates and CAs the Controller holds with GET /certificates,
+// each with the CA that signed it (CAName, empty for a CA or a self-signed certificate). An
+// answer without a list, or an entry without a name, wraps ErrInvalidResponse.
+func (c *Client) ListCertificates(ctx context.Context) ([]Certificate, error) {
+	cl := call{method: http.MethodGet, url: c.endpoint("certificates"), authorize: true}
+	var body struct {
+		Certificates []Certificate `json:"certificates"`
+	}
+	if err := c.doJSON(ctx, cl, nil, &body); err != nil {
+		return nil, fmt.Errorf("list certificates: %w", err)
+	}
+	if body.Certificates == nil {
+		return nil, fmt.Errorf("list certificates: %w: no certificates list", ErrInvalidResponse)
+	}
+	for i, cert := range body.Certificates {
+		if cert.Name == "" {
+			return nil, fmt.Errorf("list certificates: %w: entry %d has no name", ErrInvalidResponse, i)
+		}
+	}
+	return body.Certificates, nil
+}
+
+// DeleteCertificate deletes a certificate the Controller issued with
+// DELETE /certificates/{name}, which releases the CA that signed it. A missing certificate is an
+// error matching ErrNotFound.
+func (c *Client) DeleteCertificate(ctx context.Context, name string) error {
+	if err := checkCAName(name); err != nil {
+		return fmt.Errorf("delete certificate: %w", err)
+	}
+	cl := call{method: http.MethodDelete, url: c.endpoint("certificates", name), authorize: true}
+	if err := c.doJSON(ctx, cl, nil, nil); err != nil {
+		return fmt.Errorf("delete certificate %q: %w", name, err)
+	}
+	return nil
+}

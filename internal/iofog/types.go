@@ -170,6 +170,18 @@ type CAData struct {
 	PrivateKey string `json:"privateKey"`
 }
 
+// Certificate is one entry of GET /certificates (the Controller's listCertificatesEndpoint).
+type Certificate struct {
+	// Name is the certificate's name (its Secret in the Controller).
+	Name string `json:"name"`
+	// Subject is the certificate's common name.
+	Subject string `json:"subject"`
+	// IsCA is true for CA records.
+	IsCA bool `json:"isCA"`
+	// CAName is the CA that signed it; empty for a CA or a self-signed certificate.
+	CAName string `json:"caName"`
+}
+
 // CA types accepted by POST /certificates/ca.
 const (
 	// CATypeK8sSecret imports a CA from a Kubernetes Secret (tls.crt,

@@ -2,9 +2,11 @@ package fake
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -389,19 +391,13 @@ func (s *Server) CA(name string) (certPEM, keyPEM []byte, ok bool) {
 
 // IssueCertificate records that the Controller signed certificate name with
 // CA caName, as it does for every agent's router and NATS certificates when
-// the agent is provisioned. From then on the CA cannot be deleted until the
-// certificate is (DELETE /certificates/{name}).
+// the agent is provisioned (ProvisionAgent does it as the Controller does).
+// From then on the CA cannot be deleted until the certificate is
+// (DELETE /certificates/{name}).
 func (s *Server) IssueCertificate(name, caName string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.cas, func(rec caRecord) bool { return rec.name == caName })
-	if i < 0 {
-		return fmt.Errorf("fake: no CA %q", caName)
-	}
-	if !slices.Contains(s.cas[i].signed, name) {
-		s.cas[i].signed = append(s.cas[i].signed, name)
-	}
-	return s.saveLocked()
+	return s.signLocked(name, caName)
 }
 
 // SecretReader reads a Kubernetes Secret of the Controller's namespace, as the
@@ -452,6 +448,21 @@ func newCA(name, commonName string) (caRecord, error) {
 	if err != nil {
 		return caRecord{}, fmt.Errorf("generate CA key: %w", err)
 	}
+	return signCA(name, commonName, key, 5*12)
+}
+
+// newControllerCA generates a CA as the Controller's createCAEndpoint of type self-signed does
+// (src/utils/cert.js: node-forge, an RSA 2048 key), valid for months.
+func newControllerCA(name, commonName string, months int) (caRecord, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return caRecord{}, fmt.Errorf("generate CA key: %w", err)
+	}
+	return signCA(name, commonName, key, months)
+}
+
+// signCA self-signs a CA certificate for key.
+func signCA(name, commonName string, key crypto.Signer, months int) (caRecord, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return caRecord{}, fmt.Errorf("generate CA serial: %w", err)
@@ -461,7 +472,7 @@ func newCA(name, commonName string) (caRecord, error) {
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             now,
-		NotAfter:              now.AddDate(5, 0, 0),
+		NotAfter:              now.AddDate(0, months, 0),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

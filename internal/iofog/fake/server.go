@@ -18,7 +18,7 @@
 //	GET  /api/v3/nats/accounts
 //	GET  /api/v3/certificates/ca/{name}, DELETE /api/v3/certificates/ca/{name}
 //	POST /api/v3/certificates/ca
-//	DELETE /api/v3/certificates/{name}
+//	GET /api/v3/certificates, DELETE /api/v3/certificates/{name}
 //
 // The embedded login locks the account after 5 wrong passwords in a row for
 // 15 minutes (controller-api.md, "Login lockout"), on the clock WithClock
@@ -405,6 +405,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 		s.protect(w, r, func() { s.handleRotateOperator(w, r) })
 	case "GET /api/v3/nats/accounts":
 		s.protect(w, r, func() { s.handleListAccounts(w) })
+	case "GET /api/v3/certificates":
+		s.protect(w, r, func() { s.handleListCertificates(w) })
 	case "POST /api/v3/certificates/ca":
 		s.protect(w, r, func() { s.handleCreateCA(w, r, body) })
 	default:

@@ -187,6 +187,9 @@ type ControllerPodHashes struct {
 	Credentials string
 	// tls hashes the controller TLS Secret (https only).
 	TLS string
+	// RestartedAt, when set, is the pod template's AnnotationRestartedAt: the time the operator
+	// replaced a CA the Controller's processes keep in memory (docs/controlplane.md#cas-the-controller-makes).
+	RestartedAt string
 }
 
 // ControllerDeployment is Deployment controller (docs/controlplane.md#controller-deployment).
@@ -224,6 +227,9 @@ func ControllerDeployment(cp *datasancev3.ControlPlane, images Images, urls Cont
 	}
 	withPlacement(pod, spec.Pods.Controller, spread)
 	annotations := map[string]string{AnnotationCredentialsHash: hashes.Credentials}
+	if hashes.RestartedAt != "" {
+		annotations[AnnotationRestartedAt] = hashes.RestartedAt
+	}
 	if spec.ControllerHTTPS() {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(controllerCertVolume).WithMountPath(controllerCertDir + "/").WithReadOnly(true))
 		pod.WithVolumes(secretVolume(controllerCertVolume, spec.Controller.SecretName))

@@ -1,0 +1,133 @@
+package controlplane_test
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/internal/pki"
+)
+
+// bringUpUntilReady runs passes, playing the cloud and the workload controllers between them,
+// until one ends ready; at most n.
+func (h *harness) bringUpUntilReady(n int) {
+	h.t.Helper()
+	for range n {
+		h.assignAddresses()
+		res, err := h.reconcile()
+		h.g.Expect(err).NotTo(HaveOccurred())
+		if isReadyResult(res) {
+			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
+			return
+		}
+	}
+	h.t.Fatalf("ControlPlane not ready after %d passes: %+v", n, h.get().Status)
+}
+
+// A Controller that restarted on an empty database provisions an agent (router mode none) and
+// opens an exec session before the operator verifies it: it made router-site-ca and
+// default-router-local-ca itself (_handleRouterCertificates), signed the agent's certificate with
+// the local one, and its own exec-session certificate. The kept CA Secrets differ from both. The
+// verification decides each without a person: router-site-ca signed nothing, so the Secret's CA
+// (the hub's) replaces the Controller's; default-router-local-ca has an agent depending on it, so
+// the operator-made Secret takes the Controller's CA, keeping its own under previous-tls.*, and
+// the router's local leaf is issued again under it. No CAConflict, ready again.
+func TestCAsTheControllerMadeOnANewDatabaseAreSettled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	g := h.g
+	h.api.SetStartedAt(time.Now().Add(-time.Hour))
+	h.bringUp(h.controlPlane())
+	site, local := h.secret("router-site-ca"), h.secret("default-router-local-ca")
+
+	h.api.Wipe()
+	g.Expect(h.api.ProvisionAgent("edge-1", true)).To(Succeed())
+	g.Expect(h.api.ExecSession("controller-5f7b9-xk2lp")).To(Succeed())
+	controllerSite, _, _ := h.api.CA("router-site-ca")
+	controllerLocal, _, _ := h.api.CA("default-router-local-ca")
+	g.Expect(controllerSite).NotTo(Equal(site.Data[pki.TLSCertKey]))
+	g.Expect(controllerLocal).NotTo(Equal(local.Data[pki.TLSCertKey]))
+
+	h.api.Reset()
+	h.clock.SetTime(h.clock.Now().Add(verifyWithin))
+	h.bringUpUntilReady(6)
+
+	held, _, _ := h.api.CA("router-site-ca")
+	g.Expect(held).To(Equal(site.Data[pki.TLSCertKey]), "router-site-ca: the Secret's CA replaced the Controller's unused one")
+	g.Expect(h.secret("router-site-ca").Data).To(Equal(site.Data), "its Secret is untouched")
+	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/router-site-ca")).To(HaveLen(1))
+
+	adopted := h.secret("default-router-local-ca")
+	g.Expect(adopted.Data[pki.TLSCertKey]).To(Equal(controllerLocal), "default-router-local-ca: the Controller's CA, which the agent depends on, stays")
+	g.Expect(adopted.Data["previous-tls.crt"]).To(Equal(local.Data[pki.TLSCertKey]), "the Secret's earlier CA is kept")
+	g.Expect(adopted.Data["previous-tls.key"]).To(Equal(local.Data[pki.TLSPrivateKeyKey]))
+	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/default-router-local-ca")).To(BeEmpty())
+	g.Expect(h.api.SignedBy("default-router-local-ca")).To(ConsistOf("router-local-agent-edge-1", "controller-exec-session-client-controller-5f7b9-xk2lp"))
+	adoptedCA, err := pki.ParseCA(adopted.Data[pki.TLSCertKey], adopted.Data[pki.TLSPrivateKeyKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h.certificate("router-local-server").CheckSignatureFrom(adoptedCA.Cert)).To(Succeed(), "the router's local leaf is issued under the adopted CA")
+
+	events := h.rec.list()
+	g.Expect(events).To(ContainElement(HavePrefix("Normal CAReplaced The Controller held another CA router-site-ca")))
+	g.Expect(events).To(ContainElement(HavePrefix("Normal CAAdopted The Controller holds another CA default-router-local-ca, which agents' certificates depend on (router-local-agent-edge-1)")))
+	g.Expect(warnings(h, datasancev3.ReasonCAConflict)).To(BeEmpty())
+
+	h.api.Reset()
+	h.writes.Store(0)
+	h.mustBeReady()
+	g.Expect(h.api.Calls()).To(BeEmpty(), "settled: nothing to ask")
+	g.Expect(h.writes.Load()).To(BeZero())
+}
+
+// Rotating default-router-local-ca while the Controller signs with it only for itself: every
+// Controller process made an exec-session client certificate under it. The operator deletes
+// those certificates (the Controller would refuse to delete its CA), replaces the CA, and rolls
+// the Controller's pods, which keep the old certificate and CA in memory and make new ones under
+// the new CA when they start. An operator restart keeps the roll's stamp: nothing rolls again.
+func TestLocalCARotationWithTheControllersOwnCertificates(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	g := h.g
+	h.bringUp(h.controlPlane())
+	for _, pod := range []string{"controller-5f7b9-xk2lp", "controller-6c8d4-q9w3e"} {
+		g.Expect(h.api.ExecSession(pod)).To(Succeed())
+	}
+	g.Expect(h.deployment("controller").Spec.Template.Annotations).NotTo(HaveKey(controlplane.AnnotationRestartedAt))
+
+	rotated, err := pki.GenerateCA("default-router-local-ca", time.Now(), 0, pki.WithKeyGenerator(testKeyGenerator))
+	g.Expect(err).NotTo(HaveOccurred())
+	h.putSecretData("default-router-local-ca", pki.SecretData(rotated, nil))
+	h.api.Reset()
+	h.rollOut()
+	h.mustBeReady()
+
+	held, _, _ := h.api.CA("default-router-local-ca")
+	g.Expect(held).To(Equal(rotated.CertPEM))
+	g.Expect(h.api.SignedBy("default-router-local-ca")).To(BeEmpty())
+	deletes := slices.Collect(func(yield func(string) bool) {
+		for _, r := range h.api.Requests() {
+			if r.Method == http.MethodDelete && !yield(r.Path) {
+				return
+			}
+		}
+	})
+	g.Expect(deletes).To(Equal([]string{
+		"/api/v3/certificates/controller-exec-session-client-controller-5f7b9-xk2lp",
+		"/api/v3/certificates/controller-exec-session-client-controller-6c8d4-q9w3e",
+		"/api/v3/certificates/ca/default-router-local-ca",
+	}), "the Controller's own certificates, then its CA")
+	stamp := h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationRestartedAt]
+	g.Expect(stamp).To(Equal(h.clock.Now().UTC().Format(time.RFC3339)), "the Controller's pods roll")
+	g.Expect(h.certificate("router-local-server").CheckSignatureFrom(rotated.Cert)).To(Succeed())
+	g.Expect(h.rec.list()).To(ContainElement(HavePrefix("Normal CAReimported")))
+
+	h.restartOperator()
+	h.clock.SetTime(h.clock.Now().Add(time.Hour))
+	h.bringUpUntilReady(2)
+	g.Expect(h.deployment("controller").Spec.Template.Annotations).To(HaveKeyWithValue(controlplane.AnnotationRestartedAt, stamp), "rolled once")
+}
