@@ -213,7 +213,7 @@ func decideCA(ctx context.Context, s *scope, cs *controllerSession, component st
 	}
 	switch {
 	case len(agents) == 0:
-		return replaceControllerCA(ctx, s, cs, component, name, ca, own, rotation)
+		return replaceControllerCA(ctx, s, cs, name, ca, own, rotation)
 	case rotation:
 		return s.caWait(component, requeue(requeueCARotation, datasancev3.ReasonCARotationBlocked, fmt.Sprintf(
 			"CA Secret %s holds a new CA, but agents' certificates signed by the Controller's copy (%s) keep the Controller from replacing it; "+
@@ -253,7 +253,7 @@ const execSessionCertificatePrefix = "controller-exec-session-client"
 // replaceControllerCA replaces the Controller's copy of CA name, on which no agent depends, with
 // the Secret's ca: its own exec-session certificates are deleted first (the Controller Deployment
 // rolls, so that its processes make new ones under the new CA), then the CA, then the import.
-func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, component, name string, ca *pki.KeyPair, own []string, rotation bool) (result, error) {
+func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) (result, error) {
 	for _, cert := range own {
 		if err := cs.api.DeleteCertificate(ctx, cert); err != nil && !errors.Is(err, iofog.ErrNotFound) {
 			return registrationFailure(ctx, err, cs.loginRejected)

@@ -248,7 +248,7 @@ func TestCARotationWaitsForTheController(t *testing.T) {
 	g.Expect(h.api.RequestsTo(http.MethodGet, "/api/v3/certificates")).To(HaveLen(2), "the certificate list says an agent depends on it")
 	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/router-site-ca")).To(BeEmpty())
 	g.Expect(h.api.RequestsTo(http.MethodPost, "/api/v3/certificates/ca")).To(BeEmpty())
-	g.Expect(h.trueCondition().Message).To(ContainSubstring("(" + agentCertificate + ")"), "the message names the agents' certificates")
+	g.Expect(h.trueCondition().Message).To(ContainSubstring("("+agentCertificate+")"), "the message names the agents' certificates")
 	g.Expect(warnings(h, datasancev3.ReasonCARotationBlocked)).To(HaveLen(1), "one Event per cause")
 	held, _, _ := h.api.CA("router-site-ca")
 	g.Expect(held).To(Equal(old.Data[pki.TLSCertKey]), "the Controller keeps the CA its agents trust")
