@@ -125,6 +125,10 @@ TEST_PARALLEL ?=
 # Link flags of the test binaries: no DWARF (-w), which links them faster; a failing test's stack
 # trace keeps its file:line (that comes from the symbol table, not from DWARF).
 TEST_LDFLAGS ?= -w
+# The vet checks go test runs on every package before its tests (-vet): make check runs them all,
+# on the whole tree with the test files, in golangci-lint's govet, so the tiers do not analyse
+# every package a second time. TEST_VET= brings go test's default back.
+TEST_VET ?= off
 # What the Go tests read to find the tools.
 TEST_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)" FLUX_CRD_DIR="$(FLUX_CRD_DIR)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 	CLUSTER_BIN_DIR="$(CLUSTER_BIN_DIR)" KWOK_BIN_DIR="$(KWOK_BIN_DIR)"
@@ -133,7 +137,7 @@ TEST_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_D
 test: git-cli ## Run the tests of the edit loop: unit, envtest and the App Controller's Flux suite, with -race.
 	@$(TIMED) tools $(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	@$(TIMED) go-test env $(TEST_ENV) \
-		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) $(TEST_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
+		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) $(if $(TEST_VET),-vet=$(TEST_VET)) -ldflags=$(TEST_LDFLAGS) $(TEST_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
 
 # The manager binary the end-to-end suites run, built once per `make test-e2e` with the race
 # detector (testenv.BuildManager uses it; a suite fails on a race report in the manager's log).
@@ -145,7 +149,7 @@ test-e2e: git-cli ## Run the end-to-end suites: the test bed, the sandbox, chaos
 	@# No -trimpath: the binary shares the build cache of the -race test binaries.
 	@$(TIMED) e2e-manager go build -race -o $(E2E_MANAGER) .
 	@$(TIMED) e2e-go-test env $(TEST_ENV) MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" \
-		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) -ldflags=$(TEST_LDFLAGS) $(E2E_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
+		go test -race $(if $(TEST_PARALLEL),-p $(TEST_PARALLEL)) $(if $(TEST_VET),-vet=$(TEST_VET)) -ldflags=$(TEST_LDFLAGS) $(E2E_PACKAGES) -count=1 -timeout $(TEST_TIMEOUT)
 	@$(TIMED) monitoring $(MAKE) --no-print-directory test-monitoring
 	@$(TIMED) install env MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" $(MAKE) --no-print-directory test-install
 
