@@ -196,8 +196,8 @@ vulncheck: govulncheck ## Report known vulnerabilities reachable from the code (
 	$(GOVULNCHECK_DIR)/govulncheck -db file://$(GOVULNCHECK_DIR)/db ./...
 
 .PHONY: test-install
-test-install: envtest-assets kustomize ## Install dist/install.yaml and the Helm chart on a real API server and run the manager with their RBAC (module test/install).
-	cd test/install && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
+test-install: envtest-assets kustomize kubectl ## Install dist/install.yaml and the Helm chart on a real API server and run the manager with their RBAC (module test/install).
+	cd test/install && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUBECTL_BIN="$(KUBECTL)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: test-image
 test-image: envtest-assets ## Build the OCI image of `make image` and read it back: contents, labels, both platforms, the binary answering /healthz (module hack/release).
@@ -371,7 +371,7 @@ release-dry-run: kustomize operator-sdk opm controller-gen cyclonedx-gomod ## ma
 ##@ Tools (built from the Go module proxy, cached in $(TOOLS_CACHE_DIR))
 
 .PHONY: kubectl
-kubectl: ## Build kubectl (copied from the envtest build when that exists).
+kubectl: ## Build kubectl (from the envtest module, sharing the API server's build cache).
 	@hack/tool.sh kubectl >/dev/null
 
 .PHONY: cyclonedx-gomod
@@ -379,7 +379,7 @@ cyclonedx-gomod: ## Build cyclonedx-gomod (the SBOM of make release).
 	@hack/tool.sh cyclonedx-gomod >/dev/null
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver, etcd and kubectl for envtest.
+envtest-assets: ## Build kube-apiserver and etcd for envtest.
 	@hack/tool.sh envtest >/dev/null
 
 .PHONY: cluster
@@ -431,7 +431,7 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 	@hack/tool.sh govulncheck >/dev/null
 
 .PHONY: tools
-tools: ## Build every tool (two at a time; kubectl last, copied from the envtest build).
+tools: ## Build every tool (two at a time; kubectl last, on the envtest build's cache).
 	@$(MAKE) --no-print-directory -j2 $(sort $(TEST_TOOLS) $(E2E_TOOLS) $(CHECK_TOOLS)) cyclonedx-gomod
 	@$(MAKE) --no-print-directory kubectl
 

@@ -103,8 +103,9 @@ build() {
 	local tool=$1 out=$2
 	case $tool in
 	envtest)
+		# The API server and etcd only: no suite of make test runs kubectl, which is its own tool.
 		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" \
-			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+			k8s.io/kubernetes/cmd/kube-apiserver
 		CGO_ENABLED=0 build_in_wrapper etcd "$out" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
 		;;
 	cluster)
@@ -119,11 +120,12 @@ build() {
 			"sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 		;;
 	kubectl)
-		# kubectl alone (make install, deploy, undeploy), without building an API server: the
-		# envtest build's kubectl is the same binary, so it is copied when that build exists.
+		# kubectl (make install, deploy, undeploy; the installer suite), from the envtest wrapper
+		# module: the same Kubernetes version as the API server, sharing its build cache. An envtest
+		# build of an earlier version of this script holds the same binary: it is copied.
 		local envtest
 		envtest=$(dir_for envtest)
-		if [[ -f $envtest/.complete ]]; then
+		if [[ -f $envtest/.complete && -x $envtest/kubectl ]]; then
 			cp "$envtest/kubectl" "$out/kubectl"
 		else
 			CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" k8s.io/kubernetes/cmd/kubectl

@@ -227,7 +227,7 @@ func (w *vclusterWatches) runKind(ctx context.Context, t types.NamespacedName, t
 // controller until ctx ends (nil) or the cache fails (its error). started is called once the
 // informer is registered.
 func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName, cfg *rest.Config, hc *http.Client, mapper apimeta.RESTMapper, k watchedKind, started func()) error {
-	byObject := cache.ByObject{}
+	byObject := cache.ByObject{Transform: trimWatched}
 	if k.selector != nil {
 		byObject.Label = k.selector
 	}

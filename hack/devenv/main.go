@@ -154,7 +154,7 @@ func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Optio
 		fmt.Println("Sandbox stopped; every process it started has exited.")
 	}()
 	fmt.Print(sb.Header())
-	fmt.Printf("\nkubectl: %s\nPress Ctrl-C to stop.\n\n", filepath.Join(testenv.AssetsDir(), "kubectl"))
+	fmt.Printf("\nkubectl: %s\nPress Ctrl-C to stop.\n\n", testenv.Kubectl())
 	if !view {
 		<-sb.Done()
 		return sb.Err()
@@ -189,8 +189,8 @@ func runSandbox(ctx context.Context, opts controllers.Options, zapOpts zap.Optio
 }
 
 // sandboxTools are the tools the sandbox runs (hack/tool.sh names): the API servers, the cluster's
-// controller manager and scheduler, kwok and the Flux controllers.
-var sandboxTools = []string{"envtest", "cluster", "kwok", "flux"}
+// controller manager and scheduler, kwok and the Flux controllers, and the kubectl it offers.
+var sandboxTools = []string{"envtest", "cluster", "kwok", "flux", "kubectl"}
 
 // buildSandboxTools builds the sandbox's tools that are not in the tool cache yet (the first run
 // on a machine takes minutes; later runs find them and go on at once). Against a cluster of

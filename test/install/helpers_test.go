@@ -56,10 +56,10 @@ func adminKubeconfig(t *testing.T, env *testenv.Env) string {
 	return path
 }
 
-// kubectl runs the envtest kubectl against kubeconfig and returns its output.
+// kubectl runs the project's kubectl against kubeconfig and returns its output.
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(testenv.AssetsDir(), "kubectl"), args...)
+	cmd := exec.CommandContext(t.Context(), testenv.Kubectl(), args...)
 	cmd.Env = append(testenv.Environ("KUBECONFIG"), "KUBECONFIG="+kubeconfig)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -47,7 +47,7 @@ func TestInstallerInstallsReconcilesAndUninstalls(t *testing.T) {
 
 	// make undeploy.
 	cmd := exec.CommandContext(t.Context(), repoPath("hack", "installer.sh"), "uninstall")
-	cmd.Env = append(testenv.Environ("KUBECONFIG", "KUBECTL"), "KUBECONFIG="+kubeconfig, "KUBECTL="+testenv.AssetsDir()+"/kubectl")
+	cmd.Env = append(testenv.Environ("KUBECONFIG", "KUBECTL"), "KUBECONFIG="+kubeconfig, "KUBECTL="+testenv.Kubectl())
 	b, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(b))
 	g.Expect(apierrors.IsNotFound(admin.Get(t.Context(), client.ObjectKeyFromObject(dep), dep))).To(BeTrue(), "the Deployment is gone")

@@ -62,6 +62,15 @@ func AssetsDir() string {
 	return ToolDir("envtest")
 }
 
+// Kubectl is the kubectl the suites run: $KUBECTL_BIN when set (make passes the project's),
+// else the kubectl tool of hack/tool.sh.
+func Kubectl() string {
+	if bin := os.Getenv("KUBECTL_BIN"); bin != "" {
+		return bin
+	}
+	return filepath.Join(ToolDir("kubectl"), "kubectl")
+}
+
 // ToolDir asks hack/tool.sh where a tool lives ("" when that fails).
 func ToolDir(tool string) string {
 	out, err := exec.Command(filepath.Join(Root(), "hack", "tool.sh"), "--dir", tool).Output() //nolint:gosec,noctx // fixed script of this repository, returns at once
