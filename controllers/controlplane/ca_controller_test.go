@@ -13,22 +13,6 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
-// bringUpUntilReady runs passes, playing the cloud and the workload controllers between them,
-// until one ends ready; at most n.
-func (h *harness) bringUpUntilReady(n int) {
-	h.t.Helper()
-	for range n {
-		h.assignAddresses()
-		res, err := h.reconcile()
-		h.g.Expect(err).NotTo(HaveOccurred())
-		if isReadyResult(res) {
-			h.expectState(datasancev3.ConditionReady, datasancev3.ReasonReconciled)
-			return
-		}
-	}
-	h.t.Fatalf("ControlPlane not ready after %d passes: %+v", n, h.get().Status)
-}
-
 // A Controller that restarted on an empty database provisions an agent (router mode none) and
 // opens an exec session before the operator verifies it: it made router-site-ca and
 // default-router-local-ca itself (_handleRouterCertificates), signed the agent's certificate with
@@ -55,7 +39,7 @@ func TestCAsTheControllerMadeOnANewDatabaseAreSettled(t *testing.T) {
 
 	h.api.Reset()
 	h.clock.SetTime(h.clock.Now().Add(verifyWithin))
-	h.bringUpUntilReady(6)
+	h.bringUpExisting()
 
 	held, _, _ := h.api.CA("router-site-ca")
 	g.Expect(held).To(Equal(site.Data[pki.TLSCertKey]), "router-site-ca: the Secret's CA replaced the Controller's unused one")
@@ -128,6 +112,6 @@ func TestLocalCARotationWithTheControllersOwnCertificates(t *testing.T) {
 
 	h.restartOperator()
 	h.clock.SetTime(h.clock.Now().Add(time.Hour))
-	h.bringUpUntilReady(2)
+	h.bringUpExisting()
 	g.Expect(h.deployment("controller").Spec.Template.Annotations).To(HaveKeyWithValue(controlplane.AnnotationRestartedAt, stamp), "rolled once")
 }

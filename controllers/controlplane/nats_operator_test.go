@@ -154,17 +154,8 @@ func TestRealNatsServerFollowsARotatedOperator(t *testing.T) {
 	// Not parallel: the pods' environment reaches nats-server through the process environment.
 	h, m := newNatsHarness(t)
 	g := h.g
-	h.controllerWritesToKubernetes()
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
-	h.createNatsPVCs(2)
-	pods := h.newNatsPods(2)
-	g.Expect(pods.start()).To(BeEmpty())
-	app := h.addAppAccount(m, "sensors", 1)
-	g.Expect(pods.bundleChanged()).To(BeEmpty())
-	pods.jetStreamAccount(app)
-	nc := connectAs(t, pods.pods[0], app, "sensor-1")
-	stream := createStream(t, nc, "readings", "ping-0", "ping-1", "ping-2")
-	nc.Close()
+	pods := h.startRealNats()
+	app, stream := h.applicationStream(m, pods)
 
 	g.Expect(h.api.RotateNatsOperator(h.ctx)).To(Succeed())
 	g.Expect(pods.bundleChanged()).To(BeEmpty(), "the re-signed bundle keeps every key: nothing purged")

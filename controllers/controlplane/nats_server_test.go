@@ -41,11 +41,7 @@ import (
 func TestRealNatsServer(t *testing.T) {
 	h, m := newNatsHarness(t)
 	g := h.g
-	h.controllerWritesToKubernetes()
-	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
-	h.createNatsPVCs(2)
-	pods := h.newNatsPods(2)
-	g.Expect(pods.start()).To(BeEmpty(), "nothing to purge on a first start")
+	pods := h.startRealNats()
 
 	// Routes, and JetStream as rendered.
 	jsk := string(h.secret("nats-jetstream-key-" + cpName).Data["jsk"])
@@ -82,12 +78,7 @@ func TestRealNatsServer(t *testing.T) {
 
 	// The Controller gives an application NATS access: it adds the account to the bundle, the
 	// kubelet updates the pods' volume, the wrappers mirror and push it.
-	app := h.addAppAccount(m, "sensors", 1)
-	g.Expect(pods.bundleChanged()).To(BeEmpty())
-	pods.jetStreamAccount(app)
-	nc := connectAs(t, pods.pods[0], app, "sensor-1")
-	stream := createStream(t, nc, "readings", "ping-0", "ping-1", "ping-2")
-	nc.Close()
+	app, stream := h.applicationStream(m, pods)
 	h.expectNotOnDisk(pods, []byte("ping-1"))
 
 	// The operator restarts (a new process: nothing in memory) and reconciles; then the pods roll.
@@ -188,6 +179,32 @@ func TestNatsReloadsWithoutARollout(t *testing.T) {
 		NotTo(Equal(before.Spec.Template.Annotations[controlplane.AnnotationNatsConfigHash]), "the pods roll")
 	g.Expect(pods.kubeletSync(pods.pods[0]).reloadErr).To(MatchError(ContainSubstring("config reload not supported")),
 		"a reload would leave the old advertise address in force")
+}
+
+// startRealNats brings a ControlPlane with two NATS replicas to ready, with a Controller that
+// writes the JWT bundle, and starts its two pods on the real nats-server (natsPods); nothing is
+// purged on a first start.
+func (h *harness) startRealNats() *natsPods {
+	h.t.Helper()
+	h.controllerWritesToKubernetes()
+	h.bringUpNats(h.controlPlane(testfixture.WithNATS(), testfixture.WithNATSReplicas(2)))
+	h.createNatsPVCs(2)
+	pods := h.newNatsPods(2)
+	h.g.Expect(pods.start()).To(BeEmpty(), "nothing to purge on a first start")
+	return pods
+}
+
+// applicationStream is the Controller giving an application NATS access (its account added to the
+// bundle, which the kubelet updates and the wrappers mirror and push) and the application storing
+// three messages in a file stream. It returns the account and the stream's name.
+func (h *harness) applicationStream(m natsMaterial, pods *natsPods) (appAccount, string) {
+	h.t.Helper()
+	app := h.addAppAccount(m, "sensors", 1)
+	h.g.Expect(pods.bundleChanged()).To(BeEmpty())
+	pods.jetStreamAccount(app)
+	nc := connectAs(h.t, pods.pods[0], app, "sensor-1")
+	defer nc.Close()
+	return app, createStream(h.t, nc, "readings", "ping-0", "ping-1", "ping-2")
 }
 
 // checkNatsListeners dials every port of each pod with the TLS the operator intended: client
