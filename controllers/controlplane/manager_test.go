@@ -66,8 +66,12 @@ func TestWatchesRestoreOwnedObjects(t *testing.T) {
 		return h.exists(&corev1.Secret{}, "controller-db-credentials") && h.exists(&corev1.Secret{}, "router-local-server")
 	}).WithTimeout(10 * time.Second).Should(BeTrue())
 
-	// The referenced password Secret changes: the pods roll.
+	// The administrator changes the bootstrap admin's password, in the Controller and in the
+	// referenced Secret: the pods roll. (The operator tries changed credentials at once; before
+	// this test changed the Controller's side too, that login was refused whenever a pass needed
+	// a session after the change, and the ControlPlane ended LoginFailed.)
 	hash := h.deployment("controller").Spec.Template.Annotations[controlplane.AnnotationCredentialsHash]
+	h.api.SetCredentials(fake.DefaultUsername, "changed")
 	secret.StringData = map[string]string{"password": "changed"}
 	g.Expect(env.Client.Update(h.ctx, secret)).To(Succeed())
 	g.Eventually(func() string {
@@ -87,8 +91,8 @@ func (h *harness) eventuallyReadyAfterRollouts() {
 	h.g.Eventually(func(g Gomega) {
 		h.finishRollouts()
 		c := trueConditionOf(h.get())
-		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady))
-		g.Expect(c.Reason).To(Equal(datasancev3.ReasonReconciled))
+		g.Expect(c.Type).To(Equal(datasancev3.ConditionReady), "%s: %s", c.Reason, c.Message)
+		g.Expect(c.Reason).To(Equal(datasancev3.ReasonReconciled), c.Message)
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 

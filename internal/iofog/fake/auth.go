@@ -217,6 +217,15 @@ func (s *Server) RevokeTokens() {
 	s.tokens = map[string]struct{}{}
 }
 
+// SetCredentials changes the embedded-mode bootstrap username and password POST /user/login
+// accepts: an administrator changed the account's password in the Controller. The failed-login
+// count and issued tokens stay.
+func (s *Server) SetCredentials(username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.username, s.password = username, password
+}
+
 // SetForbidden makes the authorization gate deny every valid token with 403
 // {"error":"Forbidden","message":message}; an empty message turns it off.
 func (s *Server) SetForbidden(message string) {
