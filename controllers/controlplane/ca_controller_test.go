@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
@@ -114,4 +115,32 @@ func TestLocalCARotationWithTheControllersOwnCertificates(t *testing.T) {
 	h.clock.SetTime(h.clock.Now().Add(time.Hour))
 	h.bringUpExisting()
 	g.Expect(h.deployment("controller").Spec.Template.Annotations).To(HaveKeyWithValue(controlplane.AnnotationRestartedAt, stamp), "rolled once")
+}
+
+// Bad input: the Controller's copy that agents depend on is not a CA the operands can use (an
+// ECDSA key; the router needs RSA). It cannot be taken into the Secret, and the Secret's CA
+// cannot replace it: the verification that finds it ends in CAConflict, terminal, one Warning
+// Event, the Secret untouched. (The pass after it reads the registration back, finds the router
+// it re-registered and ends ready: the read-back does not compare CAs; noted on issue 40.)
+func TestUnusableControllerCAAgentsDependOnIsAConflict(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	g := h.g
+	h.api.SetStartedAt(time.Now().Add(-time.Hour))
+	h.bringUp(h.controlPlane())
+	local := h.secret("default-router-local-ca")
+
+	h.api.Wipe()
+	g.Expect(h.api.ImportCA("default-router-local-ca")).To(Succeed()) // the double's ECDSA stand-in
+	g.Expect(h.api.IssueCertificate("router-local-agent-edge-1", "default-router-local-ca")).To(Succeed())
+	h.clock.SetTime(h.clock.Now().Add(verifyWithin))
+	h.assignAddresses()
+	_, last := h.reconcile()
+	g.Expect(last).To(MatchError(reconcile.TerminalError(nil)))
+	st := h.get().Status.Controller
+	g.Expect(st.Reason).To(Equal(datasancev3.ReasonCAConflict))
+	g.Expect(st.Message).To(And(ContainSubstring("router-local-agent-edge-1"), ContainSubstring("not an RSA key")))
+	g.Expect(h.secret("default-router-local-ca").Data).To(Equal(local.Data), "the Secret is not written")
+	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/default-router-local-ca")).To(BeEmpty())
+	g.Expect(warnings(h, datasancev3.ReasonCAConflict)).To(HaveLen(1), "one Event per cause")
 }

@@ -9,11 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -300,17 +300,11 @@ func adoptControllerCA(ctx context.Context, s *scope, component string, sec *cor
 			"CA Secret %s holds another CA than the Controller's CA %s, which agents' certificates depend on (%s), and the Controller's copy cannot be used (%s): "+
 				"nothing is signed under either; see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), caProblem(err))))
 	}
-	data := pki.SecretData(adopted, nil)
-	data[previousCAKey], data[previousCAPrivateKey] = ca.CertPEM, ca.KeyPEM
-	// A merge patch with the resourceVersion read: a Secret changed meanwhile is a Conflict.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]string{"resourceVersion": sec.ResourceVersion},
-		"data":     data,
-	})
-	if err != nil {
-		return result{}, err
-	}
-	if err := s.r.Patch(ctx, sec.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+	// Under an optimistic lock: a Secret changed since it was read is a Conflict, decided again.
+	updated := sec.DeepCopy()
+	maps.Copy(updated.Data, pki.SecretData(adopted, nil))
+	updated.Data[previousCAKey], updated.Data[previousCAPrivateKey] = ca.CertPEM, ca.KeyPEM
+	if err := s.r.Patch(ctx, updated, client.MergeFromWithOptions(sec, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return requeueIfStale(fmt.Errorf("take the Controller's CA into Secret %s: %w", name, err))
 	}
 	s.recordCA(name, adopted.CertPEM)

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -253,13 +251,12 @@ func restartControllerPods(ctx context.Context, s *scope) error {
 	if found, err := s.getExisting(ctx, resources.ControllerName, live); err != nil || !found {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{resources.AnnotationRestartedAt: s.now.UTC().Format(time.RFC3339)},
-	}}}})
-	if err != nil {
-		return err
+	base := live.DeepCopy()
+	if live.Spec.Template.Annotations == nil {
+		live.Spec.Template.Annotations = map[string]string{}
 	}
-	if err := s.r.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	live.Spec.Template.Annotations[resources.AnnotationRestartedAt] = s.now.UTC().Format(time.RFC3339)
+	if err := s.r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("restart the Controller's pods: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Restarting the Controller's pods: they keep a replaced CA in memory")

@@ -2,12 +2,10 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,11 +80,12 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 	if !boot.fetched || live.Data[key] == boot.systemAccountJWT {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"data": map[string]string{key: boot.systemAccountJWT}})
-	if err != nil {
-		return err
+	base := live.DeepCopy()
+	if live.Data == nil {
+		live.Data = map[string]string{}
 	}
-	if err := s.r.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	live.Data[key] = boot.systemAccountJWT
+	if err := s.r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("set the system account of ConfigMap %s: %w", resources.NatsJWTBundleMapName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",

@@ -10,7 +10,7 @@ import (
 // GetCA fetches a CA with GET /certificates/ca/{name}. A missing CA is an
 // error matching ErrNotFound.
 func (c *Client) GetCA(ctx context.Context, name string) (*CAInfo, error) {
-	if err := checkCAName(name); err != nil {
+	if err := checkName("CA", name); err != nil {
 		return nil, fmt.Errorf("get CA: %w", err)
 	}
 	cl := call{method: http.MethodGet, url: c.endpoint("certificates", "ca", name), authorize: true}
@@ -45,7 +45,7 @@ func (c *Client) ImportCA(ctx context.Context, name string) error {
 // ErrNotFound. A CA the Controller has signed certificates with (an agent's
 // router or NATS certificate) is refused with an error matching ErrCAInUse.
 func (c *Client) DeleteCA(ctx context.Context, name string) error {
-	if err := checkCAName(name); err != nil {
+	if err := checkName("CA", name); err != nil {
 		return fmt.Errorf("delete CA: %w", err)
 	}
 	cl := call{method: http.MethodDelete, url: c.endpoint("certificates", "ca", name), authorize: true}
@@ -59,10 +59,10 @@ func (c *Client) DeleteCA(ctx context.Context, name string) error {
 	return nil
 }
 
-// checkCAName rejects names that cannot be one path segment.
-func checkCAName(name string) error {
+// checkName rejects a CA or certificate name that cannot be one path segment.
+func checkName(kind, name string) error {
 	if name == "" || name == "." || name == ".." {
-		return fmt.Errorf("invalid CA name %q", name)
+		return fmt.Errorf("invalid %s name %q", kind, name)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func (c *Client) ListCertificates(ctx context.Context) ([]Certificate, error) {
 // DELETE /certificates/{name}, which releases the CA that signed it. A missing certificate is an
 // error matching ErrNotFound.
 func (c *Client) DeleteCertificate(ctx context.Context, name string) error {
-	if err := checkCAName(name); err != nil {
+	if err := checkName("certificate", name); err != nil {
 		return fmt.Errorf("delete certificate: %w", err)
 	}
 	cl := call{method: http.MethodDelete, url: c.endpoint("certificates", name), authorize: true}

@@ -26,9 +26,9 @@ import (
 const (
 	routerSiteCA         = "router-site-ca"
 	defaultRouterLocalCA = "default-router-local-ca"
-	// ExecSessionCertificatePrefix starts the name of the client certificate each Controller
+	// execSessionCertificatePrefix starts the name of the client certificate each Controller
 	// process makes for its exec sessions, followed by "-" and the pod's hostname.
-	ExecSessionCertificatePrefix = "controller-exec-session-client"
+	execSessionCertificatePrefix = "controller-exec-session-client"
 	// controllerCAMonths is the validity ensureCA gives a CA it creates.
 	controllerCAMonths = 60
 )
@@ -66,7 +66,7 @@ func (s *Server) ProvisionAgent(fog string, routerModeNone bool) error {
 func (s *Server) ExecSession(podHostname string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.signLocked(ExecSessionCertificatePrefix+"-"+podHostname, defaultRouterLocalCA)
+	return s.signLocked(execSessionCertificatePrefix+"-"+podHostname, defaultRouterLocalCA)
 }
 
 // SignedBy returns the names of the certificates CA caName has signed.

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 )
 
 // Provisioning agents creates the CAs the Controller needs when they are missing, as
@@ -60,5 +58,4 @@ func TestTheControllerMakesItsOwnCAs(t *testing.T) {
 	}
 	g.Expect(do(t, srv, http.MethodDelete, "/api/v3/certificates/ca/default-router-local-ca", "", "", token).status).To(Equal(http.StatusOK))
 	g.Expect(srv.ImportedCAs()).NotTo(ContainElement("default-router-local-ca"))
-	g.Expect(fake.ExecSessionCertificatePrefix).To(Equal("controller-exec-session-client"))
 }

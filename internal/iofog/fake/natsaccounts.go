@@ -94,12 +94,20 @@ func (s *Server) AddNatsAccount(ctx context.Context, a iofog.NatsAccount) error 
 	a.ID = len(s.accounts) + 2 // 1 is the system account
 	s.accounts = append(s.accounts, a)
 	saveErr := s.saveLocked()
-	kube := s.kube
-	bundle := hubBundle(s.natsAccounts())
 	s.mu.Unlock()
 	if saveErr != nil {
 		return saveErr
 	}
+	return s.reconcileHubBundle(ctx)
+}
+
+// reconcileHubBundle is the Controller's NATS reconcile task for the hub: the current hub bundle
+// written into ConfigMap iofog-nats-jwt-bundle when a Kubernetes target is set (SetKubernetes).
+// It returns the write's error, which the real task only logs.
+func (s *Server) reconcileHubBundle(ctx context.Context) error {
+	s.mu.Lock()
+	kube, bundle := s.kube, hubBundle(s.natsAccounts())
+	s.mu.Unlock()
 	if kube == nil {
 		return nil
 	}

@@ -51,13 +51,12 @@ func (s *Server) ensureOperatorLocked() (b iofog.NatsBootstrap, created bool, er
 func (s *Server) ensureOperator(ctx context.Context) (iofog.NatsBootstrap, error) {
 	s.mu.Lock()
 	b, created, err := s.ensureOperatorLocked()
-	kube, bundle := s.kube, hubBundle(s.natsAccounts())
 	s.mu.Unlock()
-	if err != nil || !created || kube == nil {
+	if err != nil || !created {
 		return b, err
 	}
 	// The real task only logs a failed write; the operator exists either way.
-	_ = kube.patchHubBundle(ctx, bundle)
+	_ = s.reconcileHubBundle(ctx)
 	return b, nil
 }
 
@@ -96,12 +95,11 @@ func (s *Server) handleRotateOperator(w http.ResponseWriter, r *http.Request) {
 func (s *Server) RotateNatsOperator(ctx context.Context) error {
 	s.mu.Lock()
 	err := s.rotateOperatorLocked()
-	kube, bundle := s.kube, hubBundle(s.natsAccounts())
 	s.mu.Unlock()
-	if err != nil || kube == nil {
+	if err != nil {
 		return err
 	}
-	_ = kube.patchHubBundle(ctx, bundle)
+	_ = s.reconcileHubBundle(ctx)
 	return nil
 }
 
