@@ -143,4 +143,15 @@ func TestUnusableControllerCAAgentsDependOnIsAConflict(t *testing.T) {
 	g.Expect(h.secret("default-router-local-ca").Data).To(Equal(local.Data), "the Secret is not written")
 	g.Expect(h.api.RequestsTo(http.MethodDelete, "/api/v3/certificates/ca/default-router-local-ca")).To(BeEmpty())
 	g.Expect(warnings(h, datasancev3.ReasonCAConflict)).To(HaveLen(1), "one Event per cause")
+
+	// The failing pass re-registered the router before the CA step refused: the next passes
+	// must not take the router's read-back for the whole registration and end ready.
+	for range 2 {
+		h.clock.SetTime(h.clock.Now().Add(verifyWithin))
+		_, err := h.reconcile()
+		g.Expect(err).To(MatchError(reconcile.TerminalError(nil)))
+		g.Expect(h.get().Status.Controller.Reason).To(Equal(datasancev3.ReasonCAConflict))
+	}
+	g.Expect(h.secret("default-router-local-ca").Data).To(Equal(local.Data), "the Secret is not written")
+	g.Expect(warnings(h, datasancev3.ReasonCAConflict)).To(HaveLen(1), "one Event per cause")
 }

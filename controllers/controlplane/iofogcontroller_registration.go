@@ -82,16 +82,11 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	if err != nil || !res.isContinue() {
 		return res, err
 	}
-	api, rejected := cs.api, cs.loginRejected
-	if err := api.PutDefaultRouter(ctx, reg.Router); err != nil {
-		return registrationFailure(ctx, err, rejected)
-	}
-	if reg.Hub != nil {
-		if err := api.UpsertNatsHub(ctx, *reg.Hub); err != nil {
-			return registrationFailure(ctx, err, rejected)
-		}
-	}
-	if res, err := importCAs(ctx, s, reg.CAs); err != nil || !res.isContinue() {
+	if res, err := register(ctx, s, cs, reg); err != nil || !res.isContinue() {
+		// A registration that stopped part-way leaves the Controller holding some of reg: the
+		// annotation no longer claims all of it, so the next pass registers in full and meets
+		// the same failure, instead of a read-back that compares the router and hub only.
+		delete(s.cp.Annotations, resources.AnnotationRegistration)
 		return res, err
 	}
 	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {
@@ -103,6 +98,20 @@ func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string
 	s.cp.Annotations[resources.AnnotationRegistration] = hash
 	s.r.registered.record(s.cp, cs.status, s.now)
 	return proceed(), nil
+}
+
+// register tells the Controller reg: PUT /router, PUT /nats/hub (NATS only) and the CA step
+// (importCAs).
+func register(ctx context.Context, s *scope, cs *controllerSession, reg registration) (result, error) {
+	if err := cs.api.PutDefaultRouter(ctx, reg.Router); err != nil {
+		return registrationFailure(ctx, err, cs.loginRejected)
+	}
+	if reg.Hub != nil {
+		if err := cs.api.UpsertNatsHub(ctx, *reg.Hub); err != nil {
+			return registrationFailure(ctx, err, cs.loginRejected)
+		}
+	}
+	return importCAs(ctx, s, reg.CAs)
 }
 
 // readBackRegistration asks the Controller whether it still holds reg: GET /router, and

@@ -42,7 +42,8 @@ const (
 	AnnotationNatsConfigHash = "kubeopera.io/nats-config-hash"
 	// AnnotationRegistration on the ControlPlane is a hash of what the operator last registered
 	// with the Controller REST API (router, NATS hub, CAs) and where. While the ControlPlane is
-	// ready and the hash is unchanged, the Controller API is not called again.
+	// ready and the hash is unchanged, the Controller API is not called again. A registration
+	// that stops part-way removes it.
 	AnnotationRegistration = "kubeopera.io/controller-registration"
 )
 
