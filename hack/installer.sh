@@ -63,7 +63,7 @@ render() {
 
 # chart DIR: the generated parts of the chart in DIR.
 chart() {
-	go run ./hack/chartgen -root "$root" -chart "$1" -version "$VERSION"
+	go run ./hack/chartgen -root "$root" -chart "$1" -version "$VERSION" -image "$IMG"
 }
 
 generate() {

@@ -67,7 +67,7 @@ func manifestObjects(t *testing.T, rel *release.Release) []*unstructured.Unstruc
 //     manager with exactly that RBAC reconciles the samples; an upgrade changes the manager's
 //     flags and keeps the CRDs; uninstall removes the operator and keeps the CRDs, every
 //     ControlPlane and KubeOperaApp;
-//  2. watchNamespaces [team-a] with crds.install false (the CRDs kept by release 1): the
+//  2. watchNamespaces [team-a] with crds.enabled false (the CRDs kept by release 1): the
 //     namespaced rules are bound in team-a and the release namespace only, the manager reconciles
 //     the samples in team-a and never touches those in team-b, with no request refused.
 func TestChartInstallUpgradeUninstall(t *testing.T) {
@@ -136,7 +136,7 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 		cfg := helmConfig(t, kubeconfig, ns)
 		rel := helmInstall(t, cfg, name, ns, map[string]any{
 			"watchNamespaces": []any{"team-a"},
-			"crds":            map[string]any{"install": false},
+			"crds":            map[string]any{"enabled": false},
 		})
 		objs := manifestObjects(t, rel)
 		g.Expect(ofKind(objs, "CustomResourceDefinition")).To(BeEmpty())
@@ -189,11 +189,7 @@ func envValue(c corev1.Container, name string) string {
 // the values are validated against values.schema.json first.
 func renderChart(t *testing.T, name, ns string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	in.ReleaseName, in.Namespace = name, ns
-	in.DryRun, in.ClientOnly, in.Replace = true, true, true
-	in.KubeVersion = &chartutilKubeVersion
-	rel, err := in.RunWithContext(t.Context(), loadChart(t), values)
+	rel, err := renderRelease(t, name, ns, values)
 	if err != nil {
 		return nil, err
 	}

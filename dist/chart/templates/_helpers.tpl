@@ -53,3 +53,12 @@ app.kubernetes.io/component: manager
 {{- define "kubeopera-operator.rules" -}}
 {{- .Files.Get "files/manager-rules.yaml" | fromYaml | toJson }}
 {{- end }}
+
+{{/* Whether the chart installs the CRDs: crds.enabled, or the deprecated crds.install when a user
+set it (it wins, so that values written for the earlier chart keep their meaning). */}}
+{{- define "kubeopera-operator.crdsEnabled" -}}
+{{- if hasKey .Values.crds "install" }}
+{{- if .Values.crds.install }}true{{ end }}
+{{- else if .Values.crds.enabled }}true
+{{- end }}
+{{- end }}
