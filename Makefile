@@ -49,6 +49,8 @@ GOVULNCHECK_DIR = $(call tooldir,govulncheck)
 # The project's kubectl (make install, deploy, undeploy); KUBECTL=kubectl uses your own.
 KUBECTL ?= $(call tooldir,kubectl)/kubectl
 CYCLONEDX_GOMOD = $(call tooldir,cyclonedx-gomod)/cyclonedx-gomod
+ACTIONLINT = $(call tooldir,actionlint)/actionlint
+CRANE = $(call tooldir,crane)/crane
 # Container engine of docker-build and docker-push (make image needs none).
 CONTAINER_TOOL ?= docker
 # The commit stamped into the image (org.opencontainers.image.revision) and its time, which
@@ -112,7 +114,7 @@ TIMED = hack/timed.sh
 # Each tier builds the tools it needs (two at a time; nothing when they are cached).
 TEST_TOOLS = envtest-assets flux-crds cert-manager-crds
 E2E_TOOLS = envtest-assets cluster kwok flux-controllers cert-manager-crds olm opm kustomize
-CHECK_TOOLS = controller-gen golangci-lint govulncheck operator-sdk kustomize opm envtest-assets flux-crds
+CHECK_TOOLS = controller-gen golangci-lint govulncheck operator-sdk kustomize opm envtest-assets flux-crds actionlint crd-ref-docs
 
 # The packages of `make test-e2e`; `make test` runs every other package of the module.
 MODULE = github.com/kubeopera/kubeopera-operator
@@ -154,12 +156,13 @@ test-e2e: git-cli ## Run the end-to-end suites: the test bed, the sandbox, chaos
 	@$(TIMED) install env MANAGER_BIN="$(CURDIR)/$(E2E_MANAGER)" $(MAKE) --no-print-directory test-install
 
 .PHONY: check
-check: ## Run the static and packaging checks (generated files, lint, vulncheck, bundle, catalog, installer, scorecard, image, fuzz).
+check: ## Run the static and packaging checks (generated files, lint, vulncheck, bundle, catalog, installer, scorecard, workflows, API reference, chart, image, fuzz).
 	@$(TIMED) check-tools $(MAKE) --no-print-directory -j2 $(CHECK_TOOLS)
 	@$(TIMED) verify-generated $(MAKE) --no-print-directory verify-generated
 	@# golangci-lint's govet runs go vet's analyzers, so there is no separate vet stage.
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(TIMED) olm-checks $(MAKE) --no-print-directory vulncheck bundle-verify catalog-verify installer-verify scorecard
+	@$(TIMED) shipping-checks $(MAKE) --no-print-directory workflows-lint api-docs-verify chart-verify
 	@$(TIMED) image $(MAKE) --no-print-directory test-image
 	@$(TIMED) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME) FUZZTIME_APISERVER=$(TEST_FUZZTIME_APISERVER)
 
@@ -250,6 +253,29 @@ bench-check: ## Compare the last full run (docs/benchmarks.json) with the goals;
 .PHONY: bench-micro
 bench-micro: envtest-assets ## Run the Go micro-benchmarks (builders).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test -run '^$$' -bench . -benchmem ./...
+
+# The chart tests that need no API server (Helm's lint in strict mode, templates with every value
+# and with global values, the schema, the chart against the installer); make test-install runs
+# them too, with the rest of test/install.
+CHART_STATIC_TESTS = ^(TestChartStatic|TestChartMatchesInstaller|TestImageReferenceIsTheSameEverywhere)
+
+.PHONY: chart-verify
+chart-verify: ## Lint the Helm chart strictly and render it with every value (module test/install, no API server).
+	cd test/install && go test -run '$(CHART_STATIC_TESTS)' ./... -count=1 -timeout $(TEST_TIMEOUT)
+
+.PHONY: workflows-lint
+workflows-lint: actionlint ## Check the GitHub Actions workflows (.github/workflows) with actionlint.
+	@# shellcheck and pyflakes off: a run step is one make call, and the result must not depend on
+	@# what else the machine has installed.
+	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
+
+.PHONY: api-docs
+api-docs: crd-ref-docs ## Regenerate the API reference docs/api/<kind>.md from the Go types of api/ (crd-ref-docs).
+	@hack/api-docs.sh generate
+
+.PHONY: api-docs-verify
+api-docs-verify: crd-ref-docs ## Fail when the API reference in docs/api is stale.
+	@hack/api-docs.sh verify
 
 ##@ Build
 
@@ -354,7 +380,7 @@ scorecard: operator-sdk ## Run the six basic and OLM scorecard tests locally aga
 test-olm: envtest-assets olm opm ## Install and upgrade the bundle through the real OLM (test/olminstall).
 	go test ./test/olminstall/ -count=1 -v -timeout $(TEST_TIMEOUT)
 
-##@ Release
+##@ Release (docs/release.md; the release workflow runs release-artifacts, -publish, -sign, -github)
 
 .PHONY: release
 release: kustomize operator-sdk opm controller-gen cyclonedx-gomod ## Release VERSION: changelog, bundle (frozen in hack/bundles), catalog, installers, image, SBOM, checksums in bin/release/; prints what to push and sign.
@@ -368,7 +394,44 @@ release-dry-run: kustomize operator-sdk opm controller-gen cyclonedx-gomod ## ma
 	@RELEASE_DRY_RUN=1 RELEASE_PLATFORMS=$(RELEASE_DRY_RUN_PLATFORMS) VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) \
 		REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) hack/release.sh
 
+# A tag, when given (the release workflow passes the pushed tag), must name VERSION.
+RELEASE_TAG ?=
+RELEASE_ENV = VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE)
+
+.PHONY: release-artifacts
+release-artifacts: cyclonedx-gomod ## Build the artifacts of the released tree (the tag's commit) in bin/release/v$(VERSION): image, pinned bundle/catalog/installer/chart, SBOM, SHA256SUMS.
+	@[[ -z "$(RELEASE_TAG)" || "$(RELEASE_TAG)" == "v$(VERSION)" ]] || { echo "tag $(RELEASE_TAG) is not v$(VERSION) (the Makefile's VERSION)" >&2; exit 1; }
+	@$(RELEASE_ENV) RELEASE_PLATFORMS=$(PLATFORMS) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) hack/release.sh artifacts
+
+.PHONY: release-publish
+release-publish: crane ## Push the image index, the bundle and catalog images and the chart of bin/release/v$(VERSION) (needs registry credentials, docker buildx, helm).
+	@$(RELEASE_ENV) CRANE=$(CRANE) hack/publish.sh push
+
+.PHONY: release-sign
+release-sign: ## Sign what release-publish pushed with cosign (keyless) and attest the SBOM; sign SHA256SUMS.
+	@$(RELEASE_ENV) hack/publish.sh sign
+
+.PHONY: release-github
+release-github: ## Create the GitHub release v$(VERSION) with its notes (CHANGELOG.md) and files (gh).
+	@$(RELEASE_ENV) hack/publish.sh github
+
+.PHONY: release-outputs
+release-outputs: ## Print the digests release-publish recorded, as name=value lines (the workflow's step outputs).
+	@$(RELEASE_ENV) hack/publish.sh outputs
+
 ##@ Tools (built from the Go module proxy, cached in $(TOOLS_CACHE_DIR))
+
+.PHONY: actionlint
+actionlint: ## Build actionlint (make workflows-lint).
+	@hack/tool.sh actionlint >/dev/null
+
+.PHONY: crd-ref-docs
+crd-ref-docs: ## Build crd-ref-docs (make api-docs).
+	@hack/tool.sh crd-ref-docs >/dev/null
+
+.PHONY: crane
+crane: ## Build crane (make release-publish).
+	@hack/tool.sh crane >/dev/null
 
 .PHONY: kubectl
 kubectl: ## Build kubectl (from the envtest module, sharing the API server's build cache).
@@ -432,7 +495,7 @@ govulncheck: ## Build govulncheck and its vulnerability database (from the golan
 
 .PHONY: tools
 tools: ## Build every tool (two at a time; kubectl last, on the envtest build's cache).
-	@$(MAKE) --no-print-directory -j2 $(sort $(TEST_TOOLS) $(E2E_TOOLS) $(CHECK_TOOLS)) cyclonedx-gomod
+	@$(MAKE) --no-print-directory -j2 $(sort $(TEST_TOOLS) $(E2E_TOOLS) $(CHECK_TOOLS)) cyclonedx-gomod crane
 	@$(MAKE) --no-print-directory kubectl
 
 .PHONY: git-cli

@@ -8,10 +8,14 @@
 #      bundle/ is frozen as hack/bundles/vx.y.z, exactly as released;
 #   3. make catalog build-installer: the catalog with every frozen release, dist/install.yaml and
 #      the chart at x.y.z;
-#   4. the artifacts, in bin/release/vx.y.z/: the OCI image (make image: both platforms as an
-#      index, an OCI layout and its tar archive), the SBOM (CycloneDX JSON of the manager's module
-#      graph, cyclonedx-gomod), the packaged chart, install.yaml, SHA256SUMS;
-#   5. what to commit, tag, push and sign, printed with the image digest.
+#   4. the artifacts (`hack/release.sh artifacts` alone: make release-artifacts, which the release
+#      workflow runs on the tag), in bin/release/vx.y.z/: the OCI image (make image: both
+#      platforms as an index, an OCI layout and its tar archive); the published manifests with
+#      the images pinned by digest (hack/release pin: bundle/ for the bundle image, install.yaml,
+#      the packaged chart; checked to agree); the SBOM (CycloneDX JSON of the manager's module
+#      graph, cyclonedx-gomod); SHA256SUMS;
+#   5. what to commit and tag, printed with the image digest: pushing the tag runs the release
+#      workflow (.github/workflows/release.yaml), which publishes and signs.
 #
 # RELEASE_DRY_RUN=1 (make release-dry-run) does all of it in a temporary copy of the working
 # tree, so the tree is left as it is; only bin/release/ is written. A real release needs a clean
@@ -40,14 +44,86 @@ fail() {
 }
 
 [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fail "VERSION $VERSION is not x.y.z (or x.y.z-pre)"
-[[ ! -e hack/bundles/v$VERSION ]] || fail "v$VERSION is released already (hack/bundles/v$VERSION is frozen)"
+mode=${1:-release}
+if [[ $mode == release && $dry == 1 && -d hack/bundles/v$VERSION && $(sed -n 's/^VERSION ?= //p' Makefile) == "$VERSION" ]]; then
+	# A release commit (the tag's, or main right after a release): there is nothing to move or
+	# freeze, so the dry run builds and checks what the release workflow would publish from it.
+	log "v$VERSION is the tree's released version: dry run of its artifacts and publication"
+	mode=artifacts
+fi
+case $mode in
+release) [[ ! -e hack/bundles/v$VERSION ]] || fail "v$VERSION is released already (hack/bundles/v$VERSION is frozen)" ;;
+artifacts)
+	# The release commit (the tag's): make release has frozen the bundle and moved VERSION.
+	[[ -d hack/bundles/v$VERSION ]] || fail "v$VERSION is not released in this tree (no hack/bundles/v$VERSION): run make release VERSION=$VERSION first"
+	[[ $(sed -n 's/^VERSION ?= //p' Makefile) == "$VERSION" ]] || fail "the Makefile's VERSION is not $VERSION"
+	;;
+*) fail "usage: hack/release.sh [artifacts]" ;;
+esac
 previous=$(find hack/bundles -mindepth 1 -maxdepth 1 -type d -name 'v*' -printf '%f\n' | sed 's/^v//' | sort -V | tail -n1)
 if [[ -n $previous && $(printf '%s\n%s\n' "$previous" "$VERSION" | sort -V | tail -n1) != "$VERSION" ]]; then
 	fail "VERSION $VERSION is not above the last release $previous"
 fi
 old=$(sed -n 's/^VERSION ?= //p' Makefile)
 
+# artifacts TREE: the release's files in $out, built from TREE (whose VERSION is $VERSION).
+artifacts() {
+	local tree=$1
+	rm -rf "$out"
+	mkdir -p "$out"
+	step "image ($platforms)"
+	mk image PLATFORMS="$platforms" | tee "$out/image.txt" >&2
+	rm -rf "$out/image"
+	mv "$tree/bin/image" "$out/image"
+	mv "$tree/bin/kubeopera-operator-v$VERSION.oci.tar" "$out/"
+	digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
+	[[ -n $digest ]] || fail "no image digest in the output of make image"
+	echo "$img@$digest" >"$out/image.ref"
+
+	step "bundle/, install.yaml and the chart with the images pinned by digest"
+	relgo pin -root "$tree" -version "$VERSION" -image "$img" -digest "$digest" -out "$out" >&2
+
+	step "SBOM (CycloneDX, cyclonedx-gomod app: the manager's module graph)"
+	# cyclonedx-gomod takes the main module's version from Git (the tag on HEAD, else a pseudo-version
+	# of HEAD), and in a release commit that is not tagged yet it would be a pseudo-version: it reads
+	# a copy of the release tree committed once and tagged v$VERSION, as the release commit will be.
+	local cyclonedx sbom_tree
+	cyclonedx=$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod
+	sbom_tree=$(mktemp -d)
+	tar --exclude=./bin --exclude=./.git -C "$tree" -cf - . | tar -xf - -C "$sbom_tree"
+	(cd "$sbom_tree" && git init -q && git add -A && GIT_AUTHOR_DATE="@$epoch" GIT_COMMITTER_DATE="@$epoch" \
+		git -c user.name=release -c user.email=release@localhost -c commit.gpgsign=false commit -q -m "v$VERSION" &&
+		git -c tag.gpgsign=false tag "v$VERSION")
+	(cd "$sbom_tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 "$cyclonedx" app \
+		-json -licenses -std -output "$out/kubeopera-operator-v$VERSION.cdx.json" -main . 2>"$out/sbom.log") ||
+		{
+			cat "$out/sbom.log" >&2
+			rm -rf "$sbom_tree"
+			fail "cyclonedx-gomod failed"
+		}
+	rm -rf "$sbom_tree" "$out/sbom.log"
+
+	step "SHA256SUMS"
+	# The files attached to the GitHub release; bundle/ and image/ are published as images.
+	(cd "$out" && rm -f image.txt && find . -maxdepth 1 -type f ! -name SHA256SUMS ! -name image.ref -printf '%f\n' | sort | xargs sha256sum >SHA256SUMS)
+	step "done"
+}
+
 start=$SECONDS
+step() { log "$(printf '[%3ds]' $((SECONDS - start))) $*"; }
+mk() { make -C "$tree" --no-print-directory VERSION="$VERSION" REVISION="$revision" SOURCE_DATE_EPOCH="$epoch" "$@"; }
+relgo() { (cd "$tree/hack/release" && go run . "$@"); }
+
+if [[ $mode == artifacts ]]; then
+	tree=$root
+	artifacts "$tree"
+	if [[ $dry == 1 ]]; then
+		PUBLISH_DRY_RUN=1 RELEASE_OUT="$out" VERSION="$VERSION" IMAGE_TAG_BASE="$IMAGE_TAG_BASE" hack/publish.sh all
+	fi
+	echo "Release v$VERSION artifacts in ${out#"$root"/}/ (image $(cat "$out/image.ref"))"
+	exit 0
+fi
+
 if [[ $dry == 1 ]]; then
 	scratch=$(mktemp -d)
 	trap 'rm -rf "$scratch"' EXIT
@@ -64,10 +140,6 @@ else
 	fi
 	tree=$root
 fi
-
-step() { log "$(printf '[%3ds]' $((SECONDS - start))) $*"; }
-mk() { make -C "$tree" --no-print-directory VERSION="$VERSION" REVISION="$revision" SOURCE_DATE_EPOCH="$epoch" "$@"; }
-relgo() { (cd "$tree/hack/release" && go run . "$@"); }
 
 step "CHANGELOG.md, VERSION, createdAt, image references: $old -> $VERSION"
 relgo changelog -file "$tree/CHANGELOG.md" -version "$VERSION" -date "$date" -previous "$previous"
@@ -87,60 +159,26 @@ cp -R "$tree/bundle" "$tree/hack/bundles/v$VERSION"
 step "catalog, dist/install.yaml, dist/chart"
 mk catalog build-installer >/dev/null
 
-rm -rf "$out"
-mkdir -p "$out"
-step "image ($platforms)"
-mk image PLATFORMS="$platforms" | tee "$out/image.txt" >&2
-rm -rf "$out/image"
-mv "$tree/bin/image" "$out/image"
-mv "$tree/bin/kubeopera-operator-v$VERSION.oci.tar" "$out/"
-digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
-[[ -n $digest ]] || fail "no image digest in the output of make image"
+artifacts "$tree"
+if [[ $dry == 1 ]]; then
+	# What the release workflow would publish from these artifacts, every input checked.
+	step "publish plan (hack/publish.sh all, dry run)"
+	PUBLISH_DRY_RUN=1 RELEASE_OUT="$out" VERSION="$VERSION" IMAGE_TAG_BASE="$IMAGE_TAG_BASE" "$tree/hack/publish.sh" all
+fi
 
-step "SBOM (CycloneDX, cyclonedx-gomod app: the manager's module graph)"
-# cyclonedx-gomod takes the main module's version from Git (the tag on HEAD, else a pseudo-version
-# of HEAD), and the release commit does not exist yet: it reads a copy of the release tree
-# committed once and tagged v$VERSION, as the release commit will be.
-cyclonedx=$(hack/tool.sh cyclonedx-gomod)/cyclonedx-gomod
-sbom_tree=$(mktemp -d)
-tar --exclude=./bin --exclude=./.git -C "$tree" -cf - . | tar -xf - -C "$sbom_tree"
-(cd "$sbom_tree" && git init -q && git add -A && GIT_AUTHOR_DATE="@$epoch" GIT_COMMITTER_DATE="@$epoch" \
-	git -c user.name=release -c user.email=release@localhost -c commit.gpgsign=false commit -q -m "v$VERSION" &&
-	git -c tag.gpgsign=false tag "v$VERSION")
-(cd "$sbom_tree" && GOOS=linux GOARCH=amd64 CGO_ENABLED=0 "$cyclonedx" app \
-	-json -licenses -std -output "$out/kubeopera-operator-v$VERSION.cdx.json" -main . 2>"$out/sbom.log") ||
-	{
-		cat "$out/sbom.log" >&2
-		rm -rf "$sbom_tree"
-		fail "cyclonedx-gomod failed"
-	}
-rm -rf "$sbom_tree" "$out/sbom.log"
-
-step "chart package, install.yaml, SHA256SUMS"
-relgo chart -dir "$tree/dist/chart" -version "$VERSION" -out "$out" >/dev/null
-cp "$tree/dist/install.yaml" "$out/install.yaml"
-(cd "$out" && rm -f image.txt && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | sort | xargs sha256sum >SHA256SUMS)
-step "done"
-
-repo=${IMAGE_TAG_BASE%/*}
 cat <<EOF
 
 Release v$VERSION $([[ $dry == 1 ]] && echo "(dry run: the working tree is unchanged)")
   image      $img
-  digest     $img@$digest   ($platforms)
+  digest     $(cat "$out/image.ref")   ($platforms)
   artifacts  ${out#"$root"/}/: $(cd "$out" && find . -maxdepth 1 -type f -printf '%f ' | sort)
+  pinned     ${out#"$root"/}/bundle, catalog, install.yaml and the chart name the images by digest
 
-To publish:
+To publish: read the diff (prose that names a version, README and docs/, is not rewritten), then
   git add -A && git commit -m "Release v$VERSION" && git tag -s v$VERSION -m v$VERSION
   git push origin HEAD v$VERSION
-  crane push --index ${out#"$root"/}/image $img                      # or: skopeo copy --all oci:${out#"$root"/}/image docker://$img
-  docker build -f bundle.Dockerfile -t $IMAGE_TAG_BASE-bundle:v$VERSION . && docker push $IMAGE_TAG_BASE-bundle:v$VERSION
-  docker build -f catalog.Dockerfile -t $IMAGE_TAG_BASE-catalog:v$VERSION . && docker push $IMAGE_TAG_BASE-catalog:v$VERSION   # after the bundle
-  helm push ${out#"$root"/}/kubeopera-operator-$VERSION.tgz oci://$repo/charts
-To sign (keyless, cosign):
-  cosign sign --yes $img@$digest
-  cosign attest --yes --type cyclonedx --predicate ${out#"$root"/}/kubeopera-operator-v$VERSION.cdx.json $img@$digest
-  cosign sign-blob --yes --bundle ${out#"$root"/}/SHA256SUMS.sigstore.json ${out#"$root"/}/SHA256SUMS
-Attach install.yaml, the chart, the SBOM, SHA256SUMS and its signature to the GitHub release v$VERSION.
-Before committing, read the diff: prose that names a version (README, docs/) is not rewritten.
+The tag starts .github/workflows/release.yaml: make ci, make release-artifacts, make
+release-publish (image, bundle, catalog, chart), make release-sign (cosign keyless, SBOM
+attestation), the provenance attestation, make release-github. Without the workflow, the same
+targets run by hand with registry and GitHub credentials (docs/release.md).
 EOF

@@ -2,7 +2,7 @@
 # Builds one development tool from the Go module proxy into a versioned user cache directory and
 # prints that directory. A second call finds the stamp file and does nothing.
 #
-#   hack/tool.sh envtest|cluster|kwok|kubectl|flux|flux-crds|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod
+#   hack/tool.sh envtest|cluster|kwok|kubectl|flux|flux-crds|cert-manager|operator-sdk|opm|olm|controller-gen|kustomize|golangci-lint|govulncheck|cyclonedx-gomod|actionlint|crd-ref-docs|crane
 #   hack/tool.sh --dir TOOL    # only print the directory
 #
 # Nothing here downloads a prebuilt binary: every tool is compiled from its Go module, either with
@@ -35,6 +35,13 @@ GOLANGCI_LINT_VERSION=v2.15.0
 GOVULNCHECK_VERSION=v1.9.0
 # The SBOM generator of `make release` (CycloneDX, from the Go module graph).
 CYCLONEDX_GOMOD_VERSION=v1.10.0
+# The GitHub Actions workflow linter of `make check` (.github/workflows).
+ACTIONLINT_VERSION=v1.7.12
+# The API reference generator (docs/api), reading the Go types of api/.
+CRD_REF_DOCS_VERSION=v0.3.0
+# crane pushes the release's image index from its OCI layout (make release-publish); the same
+# go-containerregistry version hack/release builds the image with.
+CRANE_VERSION=v0.22.1
 # The vulnerability database, as the golang.org/x/vulndb module (its data/osv); the pseudo-version's
 # time is the database's "modified" time.
 VULNDB_VERSION=v0.0.0-20261105234957-e22db6528018
@@ -92,6 +99,9 @@ dir_for() {
 	golangci-lint) echo "$cache_root/golangci-lint/$GOLANGCI_LINT_VERSION-$arch" ;;
 	govulncheck) echo "$cache_root/govulncheck/$GOVULNCHECK_VERSION-db-${VULNDB_VERSION##*-}-$arch" ;;
 	cyclonedx-gomod) echo "$cache_root/cyclonedx-gomod/$CYCLONEDX_GOMOD_VERSION-$arch" ;;
+	actionlint) echo "$cache_root/actionlint/$ACTIONLINT_VERSION-$arch" ;;
+	crd-ref-docs) echo "$cache_root/crd-ref-docs/$CRD_REF_DOCS_VERSION-$arch" ;;
+	crane) echo "$cache_root/crane/$CRANE_VERSION-$arch" ;;
 	*)
 		log "unknown tool '$1'"
 		exit 2
@@ -199,6 +209,22 @@ build() {
 	cyclonedx-gomod)
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \
 			"github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION"
+		;;
+	actionlint)
+		# make workflows-lint runs it with its shellcheck and pyflakes integrations off: the
+		# workflows' run steps are one make call each, with no shell of their own to check.
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+			"github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+		;;
+	crd-ref-docs)
+		# Its templates are embedded in the binary; docs/api/config.yaml and hack/api-docs are
+		# the project's own templates.
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+			"github.com/elastic/crd-ref-docs@$CRD_REF_DOCS_VERSION"
+		;;
+	crane)
+		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+			"github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
 		;;
 	govulncheck)
 		GOFLAGS=-buildvcs=false GOBIN="$out" CGO_ENABLED=0 go install -trimpath \

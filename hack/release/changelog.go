@@ -7,6 +7,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // changelogCmd turns the Unreleased section of CHANGELOG.md into the release's section.
@@ -80,4 +82,142 @@ func releaseChangelog(text, version, date, previous string) (string, error) {
 		links += "[" + version + "]: " + repo + "/releases/tag/v" + version
 	}
 	return out[:m[0]] + links + out[m[1]:], nil
+}
+
+// artifactHubChange is one entry of the artifacthub.io/changes annotation.
+type artifactHubChange struct {
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+}
+
+// changeKinds maps the CHANGELOG.md subsection headings to Artifact Hub's kinds of change. An
+// upgrade action is a change a user must act on: it is listed first, as "changed", and says so.
+var changeKinds = map[string]string{
+	"Upgrade actions": "changed",
+	"Added":           "added",
+	"Changed":         "changed",
+	"Deprecated":      "deprecated",
+	"Removed":         "removed",
+	"Fixed":           "fixed",
+	"Security":        "security",
+}
+
+var subsectionHeading = regexp.MustCompile(`^### (.+)$`)
+
+// changelogChanges reads the section of version in CHANGELOG.md as Artifact Hub changes: one per
+// top-level list item (continuation lines joined), its kind from the subsection's heading.
+func changelogChanges(path, version string) ([]artifactHubChange, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a file of the repository
+	if err != nil {
+		return nil, err
+	}
+	text := string(b)
+	headings := sectionHeading.FindAllStringSubmatchIndex(text, -1)
+	var body string
+	for i, h := range headings {
+		if text[h[2]:h[3]] != version {
+			continue
+		}
+		end := len(text)
+		if i+1 < len(headings) {
+			end = headings[i+1][0]
+		}
+		body = text[h[1]:end]
+	}
+	if body == "" {
+		return nil, fmt.Errorf("%s: no section ## [%s]", path, version)
+	}
+	var out []artifactHubChange
+	kind := ""
+	for line := range strings.SplitSeq(body, "\n") {
+		switch {
+		case subsectionHeading.MatchString(line):
+			heading := subsectionHeading.FindStringSubmatch(line)[1]
+			k, ok := changeKinds[heading]
+			if !ok {
+				return nil, fmt.Errorf("%s: section %s: unknown heading %q (want one of Keep a Changelog's, or Upgrade actions)", path, version, heading)
+			}
+			kind = k
+			if heading == "Upgrade actions" {
+				kind = "upgrade"
+			}
+		case strings.HasPrefix(line, "- "):
+			if kind == "" {
+				return nil, fmt.Errorf("%s: section %s: an item before any ### heading", path, version)
+			}
+			out = append(out, artifactHubChange{Kind: kind, Description: strings.TrimPrefix(line, "- ")})
+		case strings.HasPrefix(line, "  ") && len(out) > 0 && strings.TrimSpace(line) != "":
+			out[len(out)-1].Description += " " + strings.TrimSpace(line)
+		}
+	}
+	for i, c := range out {
+		if c.Kind == "upgrade" {
+			out[i] = artifactHubChange{Kind: "changed", Description: "Upgrade action: " + c.Description}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: section %s lists no change", path, version)
+	}
+	return out, nil
+}
+
+// appendChangesAnnotation appends artifacthub.io/changes to Chart.yaml, whose annotations map is
+// its last key (hack/chartgen writes it so).
+func appendChangesAnnotation(path string, changes []artifactHubChange) error {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a file of the release
+	if err != nil {
+		return err
+	}
+	list, err := yaml.Marshal(changes)
+	if err != nil {
+		return err
+	}
+	entry, err := yaml.Marshal(map[string]string{"artifacthub.io/changes": string(list)})
+	if err != nil {
+		return err
+	}
+	var w strings.Builder
+	w.Write(b)
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(entry), "\n"), "\n") {
+		w.WriteString("  " + line + "\n")
+	}
+	return os.WriteFile(path, []byte(w.String()), 0o644) //nolint:gosec // G306: a file of the release
+}
+
+// notesCmd prints the section of -version of CHANGELOG.md, without its heading: the GitHub
+// release's notes.
+func notesCmd(args []string) error {
+	fs := flag.NewFlagSet("notes", flag.ContinueOnError)
+	file := fs.String("file", "../../CHANGELOG.md", "the changelog")
+	version := fs.String("version", "", "the version released, without v")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	text := string(b)
+	headings := sectionHeading.FindAllStringSubmatchIndex(text, -1)
+	for i, h := range headings {
+		if text[h[2]:h[3]] != *version {
+			continue
+		}
+		end := len(text)
+		if i+1 < len(headings) {
+			end = headings[i+1][0]
+		}
+		// The heading line ends with the date; the body starts on the next line.
+		body := text[h[1]:end]
+		if j := strings.Index(body, "\n"); j >= 0 {
+			body = body[j+1:]
+		}
+		// The compare links at the end of the file are not part of the last section.
+		if k := strings.Index(body, "\n[Unreleased]: "); k >= 0 {
+			body = body[:k]
+		}
+		fmt.Println(strings.TrimSpace(body))
+		return nil
+	}
+	return fmt.Errorf("%s: no section ## [%s]", *file, *version)
 }

@@ -3,14 +3,17 @@
 // scan): `make image` and `make release` run it from this directory.
 //
 //	go run . image -root ../.. -version 0.2.0 -out ../../bin/image [-archive FILE] [-platforms linux/amd64,linux/arm64]
-//	go run . chart -dir ../../dist/chart -version 0.2.0 -out ../../bin
+//	go run . pin -root ../.. -version 0.2.0 -image ghcr.io/kubeopera/kubeopera-operator:v0.2.0 -digest sha256:... -out ../../bin/release/v0.2.0
 //	go run . changelog -file ../../CHANGELOG.md -version 0.2.0 -date 2026-12-02 -previous 0.1.0
+//	go run . notes -file ../../CHANGELOG.md -version 0.2.0
 //
 // image builds the static manager binary for each platform and assembles the OCI image index
 // (package ociimage) into an OCI layout directory, optionally also as one tar archive; it prints
-// the index digest. chart packages the Helm chart as `helm package` does (name-version.tgz),
-// with the chart's version and appVersion checked against -version. changelog renames the
-// Unreleased section of CHANGELOG.md to the release (refusing an empty one) and updates its links.
+// the index digest. pin writes the release's manifests with the images referenced by digest
+// (pin.go): the OLM bundle, install.yaml and the packaged chart, and checks they agree
+// (verify.go). changelog renames the
+// Unreleased section of CHANGELOG.md to the release (refusing an empty one) and updates its links;
+// notes prints a release's section (the GitHub release's notes).
 package main
 
 import (
@@ -42,17 +45,19 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: release image|chart|changelog [flags]")
+		return errors.New("usage: release image|pin|changelog|notes [flags]")
 	}
 	switch args[0] {
 	case "image":
 		return imageCmd(ctx, args[1:])
-	case "chart":
-		return chartCmd(args[1:])
+	case "pin":
+		return pinCmd(args[1:])
 	case "changelog":
 		return changelogCmd(args[1:])
+	case "notes":
+		return notesCmd(args[1:])
 	default:
-		return fmt.Errorf("unknown command %q (image, chart, changelog)", args[0])
+		return fmt.Errorf("unknown command %q (image, pin, changelog, notes)", args[0])
 	}
 }
 
