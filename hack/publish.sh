@@ -10,8 +10,8 @@
 #   hack/publish.sh sign     cosign keyless: sign the four digests, attest the SBOM to the operator
 #                            image (CycloneDX), sign SHA256SUMS (a Sigstore bundle beside it)
 #   hack/publish.sh github   create the GitHub release v$VERSION (gh) with the CHANGELOG section as
-#                            notes and install.yaml, the chart, the SBOM, SHA256SUMS and its
-#                            signature attached
+#                            notes and install.yaml, the chart, the SBOM, the image as an OCI
+#                            archive (air-gapped installs), SHA256SUMS and its signature attached
 #   hack/publish.sh outputs  print published.env as the workflow's step outputs (name=value)
 #   hack/publish.sh all      push, sign and github
 #
@@ -137,13 +137,13 @@ sign() {
 }
 
 github() {
-	need "$out/install.yaml" "$chart" "$sbom" "$out/SHA256SUMS"
+	need "$out/install.yaml" "$chart" "$sbom" "$out/kubeopera-operator-v$VERSION.oci.tar" "$out/SHA256SUMS"
 	[[ $dry == 1 ]] || need "$out/SHA256SUMS.sigstore.json"
 	(cd hack/release && go run . notes -file ../../CHANGELOG.md -version "$VERSION") >"$out/notes.md"
 	local pre=()
 	[[ $VERSION == *-* ]] && pre=(--prerelease)
 	run "$GH" release create "v$VERSION" --verify-tag --title "v$VERSION" --notes-file "$out/notes.md" "${pre[@]}" \
-		"$out/install.yaml" "$chart" "$sbom" "$out/SHA256SUMS" "$out/SHA256SUMS.sigstore.json"
+		"$out/install.yaml" "$chart" "$sbom" "$out/kubeopera-operator-v$VERSION.oci.tar" "$out/SHA256SUMS" "$out/SHA256SUMS.sigstore.json"
 }
 
 case ${1:-} in

@@ -78,7 +78,7 @@ artifacts() {
 	mv "$tree/bin/kubeopera-operator-v$VERSION.oci.tar" "$out/"
 	digest=$(sed -n 's/^image: index \(sha256:[0-9a-f]*\),.*/\1/p' "$out/image.txt")
 	[[ -n $digest ]] || fail "no image digest in the output of make image"
-	echo "$img@$digest" >"$out/image.ref"
+	echo "${img%:*}@$digest" >"$out/image.ref"
 
 	step "bundle/, install.yaml and the chart with the images pinned by digest"
 	relgo pin -root "$tree" -version "$VERSION" -image "$img" -digest "$digest" -out "$out" >&2
@@ -150,6 +150,10 @@ kustomize=$(hack/tool.sh kustomize)/kustomize
 if [[ $old != "$VERSION" ]]; then
 	base=${IMAGE_TAG_BASE//./\\.}
 	sed -i "s#\(${base}[a-z-]*\):v${old//./\\.}\b#\1:v$VERSION#g" "$tree/README.md" "$tree/CONTRIBUTING.md" "$tree"/docs/*.md
+	# The install commands of the README: release downloads, raw files of the tag, the chart version.
+	sed -i -e "s#/releases/download/v${old//./\\.}/#/releases/download/v$VERSION/#g" \
+		-e "s#/kubeopera-operator/v${old//./\\.}/config/#/kubeopera-operator/v$VERSION/config/#g" \
+		-e "s#charts/kubeopera-operator --version ${old//./\\.}\b#charts/kubeopera-operator --version $VERSION#g" "$tree/README.md"
 fi
 
 step "bundle/ for v$VERSION, frozen as hack/bundles/v$VERSION"
