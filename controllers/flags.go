@@ -72,6 +72,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 			"so that they share one commit and one push; extended while changes keep arriving, up to five windows, "+
 			"and while changes of apps being reconciled are announced, up to 50 "+
 			"(0: no wait, only changes queued during a push are grouped).")
+	fs.DurationVar(&opts.Apps.PassTimeout, "app-pass-timeout", opts.Apps.PassTimeout,
+		"Deadline of one KubeOperaApp pass, every host, vCluster and Git wait included, so one tenant's slow API server or Git server holds a worker for at most this long per pass (0: 3m).")
 	fs.DurationVar(&opts.Apps.SyncPollInterval, "app-sync-poll-interval", opts.Apps.SyncPollInterval,
 		"Safety-net poll of an app's Flux Kustomization until it applied the pushed commit; the vCluster's Kustomizations are watched, so a change is seen at once (0: 2m).")
 	fs.DurationVar(&opts.Apps.ResyncInterval, "app-resync-interval", opts.Apps.ResyncInterval,
@@ -87,6 +89,8 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 	fs.Int64Var(&opts.Apps.MaxGitInflatedSize, "app-max-git-inflated-size", opts.Apps.MaxGitInflatedSize,
 		"Most bytes the objects of one apps repository branch may inflate to (a fetch's objects, the checked-out files), counted as they are "+
 			"inflated; more is refused with RepositoryTooLarge before it is in memory or on disk (0: 32 MiB, negative: no limit).")
+	fs.Int64Var(&opts.Apps.MaxAppFolderSize, "app-max-folder-size", opts.Apps.MaxAppFolderSize,
+		"Largest rendered folder of one KubeOperaApp, in bytes; larger ones are refused with ManifestsTooLarge before anything is written (0: 256 KiB, negative: no limit).")
 	fs.IntVar(&opts.Apps.MaxConcurrentGitOperations, "app-max-concurrent-git-operations", opts.Apps.MaxConcurrentGitOperations,
 		"Git batches (fetch, commit and push of one repository branch) running at once over all repositories; the others wait (0: 4, negative: no limit).")
 	fs.Int64Var(&opts.Apps.MaxGitCacheSize, "app-max-git-cache-size", opts.Apps.MaxGitCacheSize,

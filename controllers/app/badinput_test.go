@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,35 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "hugepages without a cpu or memory request", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.App.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")}}
 		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonInvalidSpec, message: "spec.app.resources: Forbidden: hugepages require", terminal: true},
+		// Every app of a repository shares its size limit: one app's values are bounded at
+		// admission, and its rendered folder by --app-max-folder-size.
+		{name: "env value too long", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Env = []corev1.EnvVar{{Name: "BIG", Value: strings.Repeat("v", 32769)}}
+		}), admission: "spec.app.env: a value must be at most 32768 characters"},
+		{name: "env values too long together", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			for i := range 5 {
+				a.Spec.App.Env = append(a.Spec.App.Env, corev1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("v", 32768)})
+			}
+		}), admission: "spec.app.env: the values together must be at most 131072 characters"},
+		{name: "command with too many items", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Command = slices.Repeat([]string{"x"}, 65)
+		}), admission: "spec.app.command"},
+		{name: "command items too long together", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Command = slices.Repeat([]string{strings.Repeat("c", 4096)}, 5)
+		}), admission: "spec.app.command: the items together must be at most 16384 characters"},
+		{name: "arg too long", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Args = []string{strings.Repeat("a", 4097)}
+		}), admission: "spec.app.args[0]"},
+		{name: "args too long together", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Args = slices.Repeat([]string{strings.Repeat("a", 4096)}, 17)
+		}), admission: "spec.app.args: the arguments together must be at most 65536 characters"},
+		{name: "manifests larger than one app may write", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			// Names are not bounded at admission (the pod validation sets no length); 200 names
+			// of 1.5 KiB render to more than the 256 KiB default.
+			for i := range 200 {
+				a.Spec.App.Env = append(a.Spec.App.Env, corev1.EnvVar{Name: fmt.Sprintf("V%03d_%s", i, strings.Repeat("N", 1500)), Value: "1"})
+			}
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonManifestsTooLarge, message: "--app-max-folder-size", terminal: true},
 		// spec.registry.
 		{name: "registry Secret not a DNS name", mutate: withRegistry("Pull_Secret"), admission: "spec.registry.secretRef.name"},
 		// spec.git.

@@ -4,6 +4,10 @@
 //
 // # One pass
 //
+// Every pass runs under a deadline (Options.PassTimeout, --app-pass-timeout, default 3 min) so a
+// slow vCluster or Git server holds a worker for at most that long; the status patch runs after
+// it on the request's context and records why the pass ended.
+//
 //  1. Tenant (resolve.go). With spec.tenantCRName, that Tenant in the app's namespace, whose
 //     kubeopera.io/cloudspace-id label must equal spec.cloudSpaceId (else TenantCloudSpaceMismatch,
 //     not retried: a Tenant or app change brings the app back). Without it, the Tenant of the

@@ -13,7 +13,6 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
-	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
 // errGitSecretNotFound: the Secret named by spec.git.secretRef does not exist.
@@ -27,10 +26,7 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 // it once Flux reads the new one.
 func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
-	files, err := render.Manifests(s.app)
-	if err != nil {
-		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))
-	}
+	files := s.files
 	here := r.specLocation(s.app)
 	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {

@@ -105,6 +105,8 @@ type scope struct {
 	registrySecret *corev1.Secret
 	// creds are the app's Git credentials, read once per pass (credentials.go).
 	creds gitCredentials
+	// files are the app's rendered manifests (checkInputs), committed by commitManifests.
+	files map[string][]byte
 	// namespaceExists: the app namespace exists in the vCluster (checkInputs).
 	namespaceExists bool
 	// head is the branch head that holds the app's current manifests (this pass's write).
@@ -154,20 +156,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		s.versions.Wrote(app)
 	}()
 
+	// The pass runs under a deadline; the status patch and the wait for the cache above run on
+	// the request's context, so a pass that ran out of time still records why.
+	passCtx, cancel := context.WithTimeout(ctx, r.Options.PassTimeout)
+	defer cancel()
 	if !app.DeletionTimestamp.IsZero() {
 		// A write still pending is superseded by the folder's removal (or pushed before it).
 		r.pushes.forget(s.key)
-		return r.reconcileDelete(ctx, s)
+		return r.reconcileDelete(passCtx, s)
 	}
 	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
 		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(app, kubeoperav1alpha1.Finalizer)
-		if err := r.Patch(ctx, app, patch); err != nil {
+		if err := r.Patch(passCtx, app, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		s.versions.Wrote(app)
 	}
-	return r.reconcile(ctx, s)
+	return r.reconcile(passCtx, s)
 }
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.

@@ -42,6 +42,13 @@ const (
 	DefaultTenantAPIRetry = 5 * time.Minute
 	// DefaultVClusterTimeout bounds every request to a vCluster.
 	DefaultVClusterTimeout = 15 * time.Second
+	// DefaultPassTimeout bounds one pass: every host, vCluster and Git wait of it (the status
+	// patch runs after it, on its own). A tenant whose API server answers each request just
+	// before DefaultVClusterTimeout, or a Git server that holds its batch, keeps a worker for at
+	// most this long per pass; the pass then fails like any unreachable vCluster and is
+	// retried with the backoff. Longer than one Git batch (gitops.DefaultTimeout), so a pass
+	// that waits for its own folder's removal sees the outcome.
+	DefaultPassTimeout = 3 * time.Minute
 	// DefaultVClusterQPS and DefaultVClusterBurst limit the requests to one vCluster. client-go's
 	// own defaults (5 and 10) would make a burst of apps wait on the client, not on the vCluster.
 	DefaultVClusterQPS   = 50
@@ -56,6 +63,11 @@ const (
 	// DefaultMaxConcurrentGitOperations fetches at once the worst case stays well under the
 	// manager's 512 MiB memory limit (docs/operability.md, "Git cache and memory").
 	DefaultMaxGitInflatedSize = 32 << 20
+	// DefaultMaxAppFolderSize bounds the rendered manifests of one app (its folder): a usual
+	// app renders a few KiB, and env values, command and args at their admission limits
+	// (208 KiB of characters together) still fit. With DefaultMaxGitInflatedSize a repository
+	// holds at least 128 apps of this size.
+	DefaultMaxAppFolderSize = 256 << 10
 	// DefaultMaxConcurrentGitOperations bounds the Git batches (fetch, commit, push of one branch)
 	// running at once over every repository.
 	DefaultMaxConcurrentGitOperations = 4
@@ -94,6 +106,8 @@ type Options struct {
 
 	// VClusterTimeout bounds every request to a vCluster.
 	VClusterTimeout time.Duration
+	// PassTimeout bounds one pass (see DefaultPassTimeout).
+	PassTimeout time.Duration
 	// VClusterQPS and VClusterBurst limit the requests to one vCluster.
 	VClusterQPS   float32
 	VClusterBurst int
@@ -135,6 +149,9 @@ type Options struct {
 	// MaxGitInflatedSize bounds what the objects of one repository branch inflate to, in bytes
 	// (RepositoryTooLarge beyond it); negative means no limit.
 	MaxGitInflatedSize int64
+	// MaxAppFolderSize bounds the rendered manifests of one app in bytes (ManifestsTooLarge
+	// beyond it); negative means no limit.
+	MaxAppFolderSize int64
 	// MaxConcurrentGitOperations bounds the Git batches running at once; negative means no
 	// limit.
 	MaxConcurrentGitOperations int
@@ -163,6 +180,7 @@ func (o Options) withDefaults() Options {
 	def(&o.KustomizationDeleteTimeout, DefaultKustomizationDeleteTimeout)
 	def(&o.TenantAPIRetry, DefaultTenantAPIRetry)
 	def(&o.VClusterTimeout, DefaultVClusterTimeout)
+	def(&o.PassTimeout, DefaultPassTimeout)
 	if o.VClusterQPS <= 0 {
 		o.VClusterQPS = DefaultVClusterQPS
 	}
@@ -174,6 +192,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxGitInflatedSize == 0 {
 		o.MaxGitInflatedSize = DefaultMaxGitInflatedSize
+	}
+	if o.MaxAppFolderSize == 0 {
+		o.MaxAppFolderSize = DefaultMaxAppFolderSize
 	}
 	if o.MaxConcurrentGitOperations == 0 {
 		o.MaxConcurrentGitOperations = DefaultMaxConcurrentGitOperations

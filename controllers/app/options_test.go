@@ -43,9 +43,11 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.DeletePollInterval).To(Equal(2 * time.Second))
 	g.Expect(o.TenantAPIRetry).To(Equal(5 * time.Minute))
 	g.Expect(o.VClusterTimeout).To(Equal(15 * time.Second))
+	g.Expect(o.PassTimeout).To(Equal(3*time.Minute), "longer than one Git batch (gitops.DefaultTimeout)")
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(16))
 	g.Expect(o.MaxGitRepositorySize).To(Equal(int64(256 << 20)))
 	g.Expect(o.MaxGitInflatedSize).To(Equal(int64(32 << 20)))
+	g.Expect(o.MaxAppFolderSize).To(Equal(int64(256 << 10)))
 	g.Expect(o.MaxConcurrentGitOperations).To(Equal(4))
 	g.Expect(o.MaxGitCacheSize).To(Equal(int64(1 << 30)))
 }

@@ -225,6 +225,42 @@ func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
 	g.Expect(a.Status.Tenant.Name).To(Equal("t1"))
 }
 
+// A hostile or overloaded vCluster that holds every request open (each would end only at its own
+// request timeout) keeps a worker for at most the pass deadline, and the pass still records why.
+// Fails when the pass runs on the request's context alone: the held request outlives the test's
+// bound.
+func TestSlowVClusterHoldsAWorkerForOnePassDeadlineAtMost(t *testing.T) {
+	g := NewWithT(t)
+	const held = 20 * time.Second // longer than the test waits: a request ends by the deadline or not at all
+	hold := func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("request to the vCluster: %w", ctx.Err())
+		case <-time.After(held):
+			return errors.New("the request was held to its end: no pass deadline")
+		}
+	}
+	slowVC := fake.NewClientBuilder().WithScheme(testScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, _ client.WithWatch, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return hold(ctx)
+		},
+	}).Build()
+	tr := newTestReconciler(t, slowVC, testApp(), readyTenant("t1", "cs-1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
+	tr.Options.PassTimeout = 300 * time.Millisecond
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Reconcile(context.Background(), ctrl.Request{NamespacedName: appKey})
+		done <- err
+	}()
+	var err error
+	g.Eventually(done).WithTimeout(held/2).Should(Receive(&err), "the pass outlived its deadline")
+	g.Expect(err).To(MatchError(context.DeadlineExceeded))
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "retried with the backoff")
+	g.Expect(readyReason(tr.get(t))).To(Equal(kubeoperav1alpha1.ReasonVClusterUnreachable), "the status patch ran after the deadline")
+}
+
 func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 	g := NewWithT(t)
 	// Deletion reads each object first (only the operator's own are deleted): every request fails.

@@ -55,6 +55,14 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 	if err := render.Validate(s.app); err != nil {
 		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonInvalidSpec, err)
 	}
+	files, err := render.Manifests(s.app)
+	if err != nil {
+		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))
+	}
+	if err := checkFolderSize(files, r.Options.MaxAppFolderSize); err != nil {
+		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonManifestsTooLarge, err)
+	}
+	s.files = files
 	if err := checkNamespaces(s.app); err != nil {
 		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonNamespaceReserved, err)
 	}
@@ -68,7 +76,7 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 		return err
 	}
 	ns := render.AppNamespace(s.app)
-	err := s.vc.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+	err = s.vc.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 	switch {
 	case err == nil:
 		s.namespaceExists = true
@@ -76,6 +84,22 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 		s.namespaceExists = false
 	default:
 		return vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "read app namespace", fmt.Errorf("get namespace %s: %w", ns.Name, err))
+	}
+	return nil
+}
+
+// checkFolderSize refuses rendered manifests larger together than limit bytes (no limit when it
+// is not positive). Every app of a repository shares the repository's size limit
+// (--app-max-git-inflated-size), so one app's share is bounded: a tenant's large values make
+// its own app ManifestsTooLarge, never its neighbours' RepositoryTooLarge.
+func checkFolderSize(files map[string][]byte, limit int64) error {
+	var total int64
+	for _, b := range files {
+		total += int64(len(b))
+	}
+	if limit > 0 && total > limit {
+		return fmt.Errorf("the rendered manifests are %d bytes, more than the %d bytes one app may write (--app-max-folder-size): "+
+			"shorten spec.app.env, command or args, or move large values into a ConfigMap or Secret the app references", total, limit)
 	}
 	return nil
 }

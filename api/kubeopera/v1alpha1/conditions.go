@@ -123,6 +123,9 @@ const (
 	// ReasonRepositoryTooLarge: the shallow clone of the app's repository branch is larger
 	// than the operator's limit (--app-max-git-repository-size). Nothing is pushed.
 	ReasonRepositoryTooLarge = "RepositoryTooLarge"
+	// ReasonManifestsTooLarge: the app's rendered manifests are larger than one app may write
+	// (--app-max-folder-size). Nothing is written until the spec changes.
+	ReasonManifestsTooLarge = "ManifestsTooLarge"
 	// ReasonGitHostNotAllowed: spec.git.url names a host outside the operator's Git host
 	// allow-list (--app-allowed-git-hosts). Nothing is fetched or pushed.
 	ReasonGitHostNotAllowed = "GitHostNotAllowed"

@@ -89,14 +89,25 @@ type AppSpec struct {
 	// "Rendered objects vs the API server").
 	// +kubebuilder:validation:XValidation:rule=`self.all(e, !has(e.valueFrom) || !has(e.value) || e.value == '')`,message="spec.app.env: value and valueFrom are exclusive"
 	// +kubebuilder:validation:XValidation:rule=`self.all(e, !has(e.valueFrom) || [has(e.valueFrom.configMapKeyRef), has(e.valueFrom.secretKeyRef), has(e.valueFrom.fieldRef), has(e.valueFrom.resourceFieldRef), has(e.valueFrom.fileKeyRef)].exists_one(x, x))`,message="spec.app.env: valueFrom must name exactly one source"
+	// Every app of a repository shares its size limit, so one app's values are bounded: each at
+	// most 32768 characters, all together at most 131072.
+	// +kubebuilder:validation:XValidation:rule=`self.all(e, size(e.?value.orValue('')) <= 32768)`,message="spec.app.env: a value must be at most 32768 characters"
+	// +kubebuilder:validation:XValidation:rule=`self.map(e, size(e.?value.orValue(''))).sum() <= 131072`,message="spec.app.env: the values together must be at most 131072 characters"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Command overrides the image entrypoint.
+	// Command overrides the image entrypoint: at most 64 items of at most 4096 characters, 16384
+	// together.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.map(c, size(c)).sum() <= 16384`,message="spec.app.command: the items together must be at most 16384 characters"
 	// +listType=atomic
 	// +optional
 	Command []string `json:"command,omitempty"`
 
-	// Args to the entrypoint.
+	// Args to the entrypoint: at most 256 items of at most 4096 characters, 65536 together.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.map(a, size(a)).sum() <= 65536`,message="spec.app.args: the arguments together must be at most 65536 characters"
 	// +listType=atomic
 	// +optional
 	Args []string `json:"args,omitempty"`
