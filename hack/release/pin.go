@@ -95,14 +95,14 @@ func pinnedRef(ref, digest string) string {
 	return repository(ref) + "@" + digest
 }
 
-// refChar is what may continue an image reference: a match of a reference must not be followed
-// or preceded by one (ghcr.io/x:1.0 must not match inside ghcr.io/x:1.0.1).
-const refChar = `[A-Za-z0-9._:/@-]`
+// notRefChar is what may border an image reference: a match must not be preceded or followed by
+// a character that could continue it (ghcr.io/x:1.0 must not match inside ghcr.io/x:1.0.1).
+const notRefChar = `[^A-Za-z0-9._:/@-]`
 
 // replaceRef replaces every whole occurrence of the image reference from in text by to and
 // returns the count.
 func replaceRef(text, from, to string) (string, int) {
-	re := regexp.MustCompile(`(^|[^A-Za-z0-9._:/@-])` + regexp.QuoteMeta(from) + `($|[^A-Za-z0-9._:/@-])`)
+	re := regexp.MustCompile(`(^|` + notRefChar + `)` + regexp.QuoteMeta(from) + `($|` + notRefChar + `)`)
 	n := 0
 	// The boundaries are kept; a reference never overlaps another, so one pass suffices.
 	out := re.ReplaceAllStringFunc(text, func(m string) string {
@@ -377,7 +377,7 @@ func pinCatalog(root, version, out string, p pins) error {
 	if len(entries) != 1 {
 		return fmt.Errorf("catalog/: %d entries bundle-v%s.yaml, want 1", len(entries), version)
 	}
-	b, err := os.ReadFile(entries[0]) //nolint:gosec // G304: a file of the release
+	b, err := os.ReadFile(entries[0])
 	if err != nil {
 		return err
 	}

@@ -55,8 +55,8 @@ func everyValue() map[string]any {
 		"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
 			"runAsNonRoot": true, "runAsGroup": 10001, "capabilities": map[string]any{"drop": []any{"ALL"}},
 			"seccompProfile": map[string]any{"type": "RuntimeDefault"}},
-		"livenessProbe":  map[string]any{"initialDelaySeconds": 30, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 6},
-		"readinessProbe": map[string]any{"initialDelaySeconds": 2, "periodSeconds": 5, "timeoutSeconds": 3, "successThreshold": 2},
+		"livenessProbe":       map[string]any{"initialDelaySeconds": 30, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 6},
+		"readinessProbe":      map[string]any{"initialDelaySeconds": 2, "periodSeconds": 5, "timeoutSeconds": 3, "successThreshold": 2},
 		"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": 1},
 		"topologySpreadConstraints": []any{
 			map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"},
