@@ -2,7 +2,8 @@
 # Publishes a release that `make release-artifacts` (or make release) built in bin/release/v$VERSION:
 # the steps of the release workflow (.github/workflows/release.yaml), one make target each.
 #
-#   hack/publish.sh push     push the image index (crane, from the OCI layout), build and push the
+#   hack/publish.sh push     push the image index (crane, from the OCI layout; the registry must
+#                            answer with the pinned digest), build and push the
 #                            bundle image (from the pinned bundle/) and then the catalog image (the
 #                            pinned catalog/, its new bundle entry pinned to the pushed bundle
 #                            image's digest), push the chart to oci://<registry>/<org>/charts
@@ -68,7 +69,9 @@ push() {
 	local want bundle_digest catalog_digest chart_digest
 	want=$(cat "$out/image.ref")
 	log "image index $img (${want#*@})"
-	run "$CRANE" push --index "$out/image" "$img"
+	# Without --index: crane pushes the one image index the layout names, as built (with --index it
+	# would wrap the layout's index.json in a new index, whose digest is not the pinned one).
+	run "$CRANE" push "$out/image" "$img"
 	if [[ $dry != 1 ]]; then
 		# What the registry stores must be what the release pinned (the index is pushed as built).
 		[[ $("$CRANE" digest "$img") == "${want#*@}" ]] || fail "the registry's digest of $img is not ${want#*@}"
