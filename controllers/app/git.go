@@ -27,6 +27,8 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
 	files := s.files
+	manifests := manifestsDigest(files)
+	restores := restoredCommit(s.app, manifests)
 	here := r.specLocation(s.app)
 	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {
@@ -39,6 +41,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		Owner:        owner(s.app),
 		Files:        files,
 		Message:      commitMessage(s.app, "update"),
+		Trailers:     []string{appTrailer(s.app, manifests, restores)},
 		CreateBranch: annotated(s.app, kubeoperav1alpha1.AnnotationCreateGitBranch),
 	}
 	res, err := r.submitManifests(ctx, s, repo, change)
@@ -52,15 +55,21 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	s.head = res.Commit
 	// status.commit is the commit that last changed the app's folder: a later commit of
 	// another app in the same repository does not replace it.
+	if !res.Changed {
+		restores = ""
+	}
 	if prev := s.app.Status.Commit; res.Changed || prev == "" {
 		s.app.Status.Commit = res.Commit
 		if s.app.Status.Commit != prev {
-			recordRevision(s.app, metav1.Now())
+			recordRevision(s.app, metav1.Now(), manifests, restores)
 		}
 	}
 	if res.Changed {
-		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile,
-			fmt.Sprintf("Committed %s to branch %s at %s", shortCommit(res.Commit), repo.Branch, here.path))
+		msg := fmt.Sprintf("Committed %s to branch %s at %s", shortCommit(res.Commit), repo.Branch, here.path)
+		if restores != "" {
+			msg += fmt.Sprintf(", restoring the manifests of commit %s", shortCommit(restores))
+		}
+		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile, msg)
 	}
 	r.stepSucceeded(s.app, cond, fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
 	return nil
@@ -196,6 +205,7 @@ func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, v
 	r.repoUsers.use(s.key, loc)
 	res, err := r.writer.Apply(ctx, repo, gitops.Change{
 		AppKey: s.key.String(), Path: loc.path, Owner: owner(s.app), Delete: true, Message: commitMessage(s.app, verb),
+		Trailers: []string{appTrailer(s.app, "", "")},
 	})
 	switch {
 	case errors.Is(err, gitops.ErrPathConflict):
@@ -219,10 +229,9 @@ func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, v
 	return res, nil
 }
 
-// commitMessage names the app and its generation (and UID, which tells a recreated app apart).
+// commitMessage names the app and its generation; the app's trailer (appTrailer) says the rest.
 func commitMessage(app *kubeoperav1alpha1.KubeOperaApp, verb string) string {
-	return fmt.Sprintf("kubeopera: %s %s/%s generation %d\n\nKubeOperaApp-UID: %s\n",
-		verb, app.Namespace, app.Name, app.Generation, app.UID)
+	return fmt.Sprintf("kubeopera: %s %s/%s generation %d", verb, app.Namespace, app.Name, app.Generation)
 }
 
 // gitRepo returns the repository of loc with the credentials of loc's push Secret: the spec's

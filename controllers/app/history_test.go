@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -48,7 +49,11 @@ func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
 	f.g.Eventually(func() []string { return historyOf(f.get("h")) }).Should(Equal([]string{
 		fmt.Sprintf("2 %s applied=true", c2), fmt.Sprintf("1 %s applied=true", c1)}))
 
-	// Rollback: v1's spec again. Its files are v1's, in a new commit.
+	// Rollback: v1's spec again, asked for by someone the KubeOpera API names. Its files are
+	// v1's, in a new commit whose trailer says which entry it restores and who asked.
+	f.update("h", func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationRequestedBy: "alice@example.com"}
+	})
 	c3 := f.setImage("h", v1)
 	f.g.Expect(f.files(f.path("h"))).To(Equal(files1))
 	f.fluxApplied("h", c3)
@@ -61,6 +66,26 @@ func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
 		fmt.Sprintf("2 %s applied=true", c2), fmt.Sprintf("1 %s applied=true", c1)}))
 	a = f.get("h")
 	f.g.Expect(map[string]bool{c1: true, c2: true, c3: true, c4: true}).To(HaveLen(4), "commits are distinct")
+
+	// The history and Git say the same: each commit's trailer names the app, its generation and
+	// the digest of its manifests; the rollback and the roll forward name the entry they restore.
+	h := a.Status.History
+	f.g.Expect(h[3].Manifests).To(Equal(h[1].Manifests), "v1's manifests twice")
+	f.g.Expect(h[2].Manifests).To(Equal(h[0].Manifests), "v2's manifests twice")
+	f.g.Expect(h[3].Manifests).NotTo(Equal(h[2].Manifests))
+	f.g.Expect([]string{h[0].Restores, h[1].Restores, h[2].Restores, h[3].Restores}).To(Equal([]string{c2, c1, "", ""}))
+	for i, c := range []string{c4, c3, c2, c1} {
+		want := fmt.Sprintf("\nKubeOperaApp: %s/h uid=%s generation=%d manifests=%s", f.ns, a.UID, 4-i, h[i].Manifests)
+		if h[i].Restores != "" {
+			want += " restores=" + h[i].Restores
+		}
+		if i < 2 {
+			want += ` requested-by="alice@example.com"`
+		}
+		f.g.Expect(commitMessageOf(f, c)).To(HaveSuffix(want+"\n"), "commit %d", 4-i)
+	}
+	f.waitEvent("h", corev1.EventTypeNormal, "Committed")
+	f.g.Expect(eventMessages(f, "h", "Committed")).To(ContainElement(ContainSubstring("restoring the manifests of commit " + c1[:8])))
 	f.g.Expect(a.Status.History[3].AppliedAt).To(Equal(applied1), "an appliedAt is set once")
 	for i := 1; i < len(a.Status.History); i++ {
 		newer, older := a.Status.History[i-1], a.Status.History[i]
@@ -90,4 +115,27 @@ func TestRevisionHistoryKeepsTheLastEntries(t *testing.T) {
 	}
 	f.g.Expect(historyOf(a)).To(Equal(want))
 	f.g.Expect(a.Generation).To(Equal(int64(pushes + 1)))
+}
+
+// commitMessageOf is the message of commit sha on the fixture's branch.
+func commitMessageOf(f *fixture, sha string) string {
+	f.t.Helper()
+	for _, c := range f.commits() {
+		if c.Hash.String() == sha {
+			return c.Message
+		}
+	}
+	f.t.Fatalf("commit %s is not on the branch", sha)
+	return ""
+}
+
+// eventMessages are the notes of the app's Events of reason, oldest first.
+func eventMessages(f *fixture, name, reason string) []string {
+	var out []string
+	for _, e := range f.events(name) {
+		if e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
 }

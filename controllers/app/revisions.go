@@ -7,8 +7,14 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,14 +59,16 @@ func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision 
 	return same, "", nil
 }
 
-// recordRevision adds the app's new commit (status.commit) to status.history, newest first,
-// keeping RevisionHistoryLimit entries. Called when status.commit changed, so the history is
+// recordRevision adds the app's new commit (status.commit) to status.history, newest first, with
+// the digest of its manifests and the older commit it restores (if any), keeping
+// RevisionHistoryLimit entries. Called when status.commit changed, so the history is
 // written only with a new commit.
-func recordRevision(app *kubeoperav1alpha1.KubeOperaApp, now metav1.Time) {
+func recordRevision(app *kubeoperav1alpha1.KubeOperaApp, now metav1.Time, manifests, restores string) {
 	if len(app.Status.History) > 0 && app.Status.History[0].Commit == app.Status.Commit {
 		return
 	}
-	entry := kubeoperav1alpha1.AppRevision{Generation: app.Generation, Commit: app.Status.Commit, PushedAt: now}
+	entry := kubeoperav1alpha1.AppRevision{Generation: app.Generation, Commit: app.Status.Commit, PushedAt: now,
+		Manifests: manifests, Restores: restores}
 	history := append([]kubeoperav1alpha1.AppRevision{entry}, app.Status.History...)
 	if len(history) > kubeoperav1alpha1.RevisionHistoryLimit {
 		history = history[:kubeoperav1alpha1.RevisionHistoryLimit]
@@ -82,4 +90,63 @@ func markApplied(app *kubeoperav1alpha1.KubeOperaApp, appliedCommit string, hold
 			e.AppliedAt = &now
 		}
 	}
+}
+
+// trailerKey is the Git trailer that identifies an app's change in a commit (appTrailer).
+const trailerKey = "KubeOperaApp"
+
+// maxRequestedBy bounds the requester a trailer names, in characters.
+const maxRequestedBy = 256
+
+// appTrailer is the KubeOperaApp trailer of a commit that changes app's folder, one line that
+// stays whole when the commit holds other apps' changes too:
+//
+//	KubeOperaApp: <namespace>/<name> uid=<uid> generation=<n> [manifests=<digest>] [restores=<commit>] [requested-by="<who>"]
+//
+// manifests is the digest of the files written (manifestsDigest; none for a removal), restores
+// the commit of the older history entry whose manifests this commit writes again, and who the
+// app's AnnotationRequestedBy (quoted, at most maxRequestedBy characters).
+func appTrailer(app *kubeoperav1alpha1.KubeOperaApp, manifests, restores string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s/%s uid=%s generation=%d", trailerKey, app.Namespace, app.Name, app.UID, app.Generation)
+	if manifests != "" {
+		fmt.Fprintf(&b, " manifests=%s", manifests)
+	}
+	if restores != "" {
+		fmt.Fprintf(&b, " restores=%s", restores)
+	}
+	if who := strings.TrimSpace(app.Annotations[kubeoperav1alpha1.AnnotationRequestedBy]); who != "" {
+		if r := []rune(who); len(r) > maxRequestedBy {
+			who = string(r[:maxRequestedBy])
+		}
+		fmt.Fprintf(&b, " requested-by=%s", strconv.QuoteToASCII(who))
+	}
+	return b.String()
+}
+
+// manifestsDigest identifies rendered manifests: the SHA-256 of every file's name and content in
+// name order, its first 16 bytes in hex after "sha256:".
+func manifestsDigest(files map[string][]byte) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(files[name]))
+		h.Write(files[name])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// restoredCommit is the commit of the older history entry whose manifests equal manifests (an
+// earlier spec applied again: a rollback, or a roll forward to a state the app had), or "" when
+// the newest entry already holds them (nothing is committed) or no entry does.
+func restoredCommit(app *kubeoperav1alpha1.KubeOperaApp, manifests string) string {
+	history := app.Status.History
+	if len(history) == 0 || history[0].Manifests == manifests {
+		return ""
+	}
+	for _, e := range history[1:] {
+		if e.Manifests == manifests {
+			return e.Commit
+		}
+	}
+	return ""
 }

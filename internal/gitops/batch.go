@@ -263,10 +263,22 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 }
 
 // commitMessage is the change's own message for one change, else a summary
-// line and the first line of each change's message, sorted by app.
+// line and the first line of each change's message, sorted. Every change's
+// trailers end the message, in one last paragraph (sorted in a batch).
 func commitMessage(applied []*request) string {
+	var trailers []string
+	for _, r := range applied {
+		trailers = append(trailers, r.change.Trailers...)
+	}
+	block := ""
+	if len(trailers) > 0 {
+		if len(applied) > 1 {
+			sort.Strings(trailers)
+		}
+		block = "\n" + strings.Join(trailers, "\n") + "\n"
+	}
 	if len(applied) == 1 {
-		return applied[0].change.message() + "\n"
+		return applied[0].change.message() + "\n" + block
 	}
 	lines := make([]string, 0, len(applied))
 	for _, r := range applied {
@@ -278,7 +290,7 @@ func commitMessage(applied []*request) string {
 		lines = append(lines, "- "+first)
 	}
 	sort.Strings(lines)
-	return fmt.Sprintf("kubeopera: update %d apps\n\n%s\n", len(applied), strings.Join(lines, "\n"))
+	return fmt.Sprintf("kubeopera: update %d apps\n\n%s\n", len(applied), strings.Join(lines, "\n")) + block
 }
 
 func hashString(h plumbing.Hash) string {

@@ -62,6 +62,30 @@ type Change struct {
 	// committed together with others, its first line is listed in the
 	// combined message. Empty means "kubeopera: update <AppKey>" (or delete).
 	Message string
+	// Trailers are Git trailer lines ("Key: value") that identify the change in
+	// the commit, kept whole in a batched commit too: the commit's last
+	// paragraph holds every change's trailers, so each app's line survives
+	// batching (git interpret-trailers and `git log --format=%(trailers)` read
+	// them).
+	Trailers []string
+}
+
+// maxTrailerLength bounds one trailer line.
+const maxTrailerLength = 1024
+
+// validTrailer reports whether t is one Git trailer line: a token of letters, digits and
+// hyphens, ": ", and a value without line breaks.
+func validTrailer(t string) bool {
+	key, value, ok := strings.Cut(t, ": ")
+	if !ok || key == "" || value == "" || len(t) > maxTrailerLength || strings.ContainsAny(t, "\r\n\x00") {
+		return false
+	}
+	for i, r := range key {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || (i > 0 && (r == '-' || r >= '0' && r <= '9'))) {
+			return false
+		}
+	}
+	return true
 }
 
 // Result is the outcome of Apply.
@@ -127,6 +151,11 @@ func (c Change) validate() error {
 	}
 	if _, reserved := c.Files[OwnerFile]; reserved {
 		return fmt.Errorf("%w: app %s: %s is written by the Writer", ErrInvalidChange, c.AppKey, OwnerFile)
+	}
+	for _, t := range c.Trailers {
+		if !validTrailer(t) {
+			return fmt.Errorf("%w: app %s: %q is not a Git trailer line", ErrInvalidChange, c.AppKey, t)
+		}
 	}
 	if c.Delete && len(c.Files) > 0 {
 		return fmt.Errorf("%w: app %s: Delete with %d files", ErrInvalidChange, c.AppKey, len(c.Files))

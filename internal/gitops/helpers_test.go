@@ -80,6 +80,8 @@ func appChange(name string, files map[string]string) Change {
 		Owner:   testOwner(name),
 		Files:   map[string][]byte{},
 		Message: "kubeopera: ns/" + name + " gen 1",
+		// As an app's own trailer, which a batched commit keeps whole.
+		Trailers: []string{"App: ns/" + name + " uid=uid-" + name},
 	}
 	for n, content := range files {
 		c.Files[n] = []byte(content)

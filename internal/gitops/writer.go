@@ -746,5 +746,6 @@ func (c Change) deepCopy() Change {
 		files[name] = append([]byte(nil), content...)
 	}
 	c.Files = files
+	c.Trailers = slices.Clone(c.Trailers)
 	return c
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,7 +41,7 @@ func TestApplyFirstWriteIntoEmptyRemote(t *testing.T) {
 		"apps/ns/web/service.yaml":    "kind: Service\n",
 	}))
 	g.Expect(rem.commitCount(t)).To(Equal(1))
-	g.Expect(rem.head.Message).To(Equal("kubeopera: ns/web gen 1\n"))
+	g.Expect(rem.head.Message).To(Equal("kubeopera: ns/web gen 1\n\nApp: ns/web uid=uid-web\n"))
 	g.Expect(rem.head.Author.Name).To(Equal("tester"))
 	g.Expect(rem.head.Author.Email).To(Equal("tester@example.com"))
 	g.Expect(rem.head.Author.When.Equal(testTime)).To(BeTrue(), "commit time comes from the injected clock")
@@ -184,9 +186,15 @@ func TestApplyBatchesConcurrentCallers(t *testing.T) {
 		}
 		// Two files per app: deployment.yaml and the ownership marker.
 		if n := len(stats) / 2; n == 1 {
-			g.Expect(c.Message).To(MatchRegexp(`^kubeopera: ns/app\d\d gen 1\n$`))
+			g.Expect(c.Message).To(MatchRegexp(`^kubeopera: ns/app\d\d gen 1\n\nApp: ns/app\d\d uid=uid-app\d\d\n$`))
 		} else {
-			g.Expect(c.Message).To(MatchRegexp(fmt.Sprintf(`^kubeopera: update %d apps\n\n(- kubeopera: ns/app\d\d gen 1\n){%d}$`, n, n)))
+			g.Expect(c.Message).To(MatchRegexp(fmt.Sprintf(`^kubeopera: update %d apps\n\n(- kubeopera: ns/app\d\d gen 1\n){%d}\n(App: ns/app\d\d uid=uid-app\d\d\n){%d}$`, n, n, n)))
+			// Every app of the commit has its own trailer line.
+			for _, st := range stats {
+				if app := path.Base(path.Dir(st.Name)); path.Base(st.Name) == "deployment.yaml" {
+					g.Expect(c.Message).To(ContainSubstring("\nApp: ns/%s uid=uid-%s\n", app, app))
+				}
+			}
 		}
 		return nil
 	})).To(Succeed())
@@ -572,6 +580,31 @@ func TestCommitMessage(t *testing.T) {
 		"- kubeopera: delete ns/c\n" +
 		"- kubeopera: ns/b gen 2\n" +
 		"- ns/a: bump image\n"))
+
+	// Trailers end the message; in a batch every change's are kept, in one last paragraph.
+	reqs[0].change.Trailers = []string{"App: ns/b generation=2"}
+	reqs[2].change.Trailers = []string{"App: ns/c generation=7", "Requested-By: ci"}
+	g.Expect(commitMessage(reqs[:1])).To(Equal("kubeopera: ns/b gen 2\n\ndetails\n\nApp: ns/b generation=2\n"))
+	g.Expect(commitMessage(reqs)).To(Equal("kubeopera: update 3 apps\n\n" +
+		"- kubeopera: delete ns/c\n" +
+		"- kubeopera: ns/b gen 2\n" +
+		"- ns/a: bump image\n\n" +
+		"App: ns/b generation=2\n" +
+		"App: ns/c generation=7\n" +
+		"Requested-By: ci\n"))
+}
+
+func TestTrailersMustBeTrailerLines(t *testing.T) {
+	g := NewWithT(t)
+	base := Change{AppKey: "ns/a", Path: "apps/ns/a", Owner: Owner{ID: "uid-a", Name: "ns/a"}, Files: map[string][]byte{"a.yaml": []byte("a")}}
+	for _, bad := range []string{"no separator", ": no key", "Key:", "Key: two\nlines", "Key: cr\r", "Bad Key: v", "1st: v", "Key: " + strings.Repeat("v", maxTrailerLength)} {
+		c := base
+		c.Trailers = []string{bad}
+		g.Expect(c.validate()).To(MatchError(ErrInvalidChange), "%q", bad)
+	}
+	c := base
+	c.Trailers = []string{"KubeOperaApp: ns/a uid=uid-a generation=3", "X-2: v: with colon"}
+	g.Expect(c.validate()).To(Succeed())
 }
 
 func TestReleaseFreesQueueAndClone(t *testing.T) {

@@ -34,6 +34,12 @@ const AnnotationPlacement = "kubeopera.io/placement"
 // folder is PathConflict, as is one of an app of the same name on another host cluster.
 const AnnotationAdoptFolder = "kubeopera.io/adopt-folder"
 
+// AnnotationRequestedBy on a KubeOperaApp names who asked for its current spec (a user or
+// system the KubeOpera API authenticated). The operator copies it into the KubeOperaApp trailer
+// of the commit it makes for that spec (requested-by), so Git's history says who asked. It is
+// what the annotation's writer claims: anyone who may edit the app may set it.
+const AnnotationRequestedBy = "kubeopera.io/requested-by"
+
 // Finalizer is added on the first reconcile; its removal ends the cleanup of the vCluster and Git.
 const Finalizer = "kubeopera.io/app-cleanup"
 

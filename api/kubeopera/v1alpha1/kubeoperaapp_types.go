@@ -412,6 +412,20 @@ type AppRevision struct {
 	// entry replaced by a newer one before Flux applied it never gets it.
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+
+	// Manifests is a digest of the rendered manifests the commit holds ("sha256:" and 32 hex
+	// digits): two entries with the same digest hold the same files, so re-applying an older
+	// spec is recognised as restoring that entry. The commit's KubeOperaApp trailer carries it
+	// too.
+	// +kubebuilder:validation:MaxLength=71
+	// +optional
+	Manifests string `json:"manifests,omitempty"`
+
+	// Restores is the commit of the older entry whose manifests this commit restores (a
+	// rollback: an older spec applied again), as its trailer says.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Restores string `json:"restores,omitempty"`
 }
 
 // KubeOperaApp is one tenant application. The operator renders it to a Deployment, Service and
