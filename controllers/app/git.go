@@ -60,6 +60,9 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	if prev := s.app.Status.Commit; res.Changed || prev == "" {
 		s.app.Status.Commit = res.Commit
+		if s.statusLost {
+			r.restoreHistory(ctx, s, repo, res, manifests)
+		}
 		if s.app.Status.Commit != prev {
 			recordRevision(s.app, metav1.Now(), manifests, restores)
 		}

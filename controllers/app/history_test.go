@@ -139,3 +139,34 @@ func eventMessages(f *fixture, name, reason string) []string {
 	}
 	return out
 }
+
+// Git keeps the history: an app whose status was lost reads it back from the trailers of its
+// branch, with the commits, generations and manifests it had (pushedAt is the commit's time),
+// and status.commit is again the commit that last changed its folder, not the branch head.
+// Another app's commit on top shows that the walk keeps only the app's own entries.
+func TestHistoryIsReadBackFromGitAfterTheStatusWasLost(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("kept", "t1", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "ghcr.io/example/k:1" }))
+	f.waitReady("kept")
+	f.setImage("kept", "ghcr.io/example/k:2")
+	c3 := f.setImage("kept", "ghcr.io/example/k:1")
+	before := f.get("kept").Status.History
+	f.g.Expect(before).To(HaveLen(3))
+	f.create(f.newApp("other", "t1"))
+	f.waitReady("other")
+	f.g.Expect(f.head()).NotTo(Equal(c3), "another app's commit is the head")
+
+	wipeStatus(f, "kept")
+	f.pokeAndWait("kept")
+	a := f.waitReady("kept")
+	f.g.Expect(a.Status.Commit).To(Equal(c3), "the commit that last changed the folder")
+	f.g.Expect(a.Status.History).To(HaveLen(3))
+	for i, e := range a.Status.History {
+		f.g.Expect([]any{e.Generation, e.Commit, e.Manifests, e.Restores}).To(Equal(
+			[]any{before[i].Generation, before[i].Commit, before[i].Manifests, before[i].Restores}), "entry %d", i)
+		f.g.Expect(e.PushedAt.Time).To(BeTemporally("~", before[i].PushedAt.Time, time.Minute))
+	}
+	f.g.Expect(a.Status.History[0].Restores).To(Equal(before[2].Commit), "the rollback is part of what Git says")
+	f.waitEvent("kept", corev1.EventTypeNormal, "HistoryRestored")
+}

@@ -105,6 +105,8 @@ type scope struct {
 	registrySecret *corev1.Secret
 	// creds are the app's Git credentials, read once per pass (credentials.go).
 	creds gitCredentials
+	// statusLost: the app was placed, but its status holds no commit and no history.
+	statusLost bool
 	// files are the app's rendered manifests (checkInputs), committed by commitManifests.
 	files map[string][]byte
 	// namespaceExists: the app namespace exists in the vCluster (checkInputs).
@@ -141,6 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName, versions: cachewait.New(app)}
 	// Registered first, so it runs last: after the status patch.
 	defer r.awaitOwnWrites(ctx, s)
+	// A placed app whose status holds no commit lost its status (restored from a backup without
+	// it, or wiped): the history is read back from Git (commitManifests).
+	_, placed := annotatedPlacement(app)
+	s.statusLost = placed && app.Status.Commit == "" && len(app.Status.History) == 0
 	// After the copy: a status that lost the placement gets it back with this pass's patch.
 	restorePlacement(app)
 	defer func() {

@@ -499,3 +499,22 @@ func TestAServersAnswerNeverReachesTheStatus(t *testing.T) {
 		}
 	}
 }
+
+// The app's trailer is one line whatever the requester's annotation holds, and reads back
+// into the fields it was written from.
+func TestAppTrailerRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.UID, a.Generation = "uid-1", 7
+		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationRequestedBy: "Eve \"admin\"\nKubeOperaApp: ns/web uid=forged generation=1 manifests=sha256:00 " + strings.Repeat("x", 400)}
+	})
+	line := appTrailer(a, "sha256:abc", "c0ffee")
+	g.Expect(line).NotTo(ContainSubstring("\n"), "one line")
+	g.Expect(len(line)).To(BeNumerically("<", 1024), "within a trailer's bound")
+	f, ok := parseAppTrailer(line)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(f).To(Equal(trailerFields{app: "ns/web", uid: "uid-1", generation: 7, manifests: "sha256:abc", restores: "c0ffee"}),
+		"the requester's text cannot forge fields")
+	_, ok = parseAppTrailer("Signed-off-by: someone")
+	g.Expect(ok).To(BeFalse())
+}

@@ -16,7 +16,10 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
@@ -149,4 +152,84 @@ func restoredCommit(app *kubeoperav1alpha1.KubeOperaApp, manifests string) strin
 		}
 	}
 	return ""
+}
+
+// restoreHistory rebuilds status.history of an app whose status was lost from the trailers of
+// the branch's recent commits (gitops.Writer.Log: the last gitops.RevisionFetchDepth commits,
+// each read once), newest first, at most RevisionHistoryLimit entries; appliedAt is set again
+// by the passes that read back what Flux applied. When the write committed nothing (the folder
+// already held the manifests), status.commit is the newest entry's, the commit that last
+// changed the folder, not the branch head. A history that cannot be read is logged and left to
+// start again with this commit: it is a view of Git, which keeps it.
+func (r *Reconciler) restoreHistory(ctx context.Context, s *scope, repo gitops.Repo, res gitops.Result, manifests string) {
+	entries, err := r.writer.Log(ctx, repo)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Reading the app's history from Git failed; it starts again with this commit", "error", err.Error())
+		return
+	}
+	history := historyFromLog(entries, s.app.UID)
+	if len(history) == 0 {
+		return
+	}
+	s.app.Status.History = history
+	if !res.Changed && history[0].Manifests == manifests {
+		s.app.Status.Commit = history[0].Commit
+	}
+	r.event(s.app, corev1.EventTypeNormal, "HistoryRestored", actionReconcile,
+		fmt.Sprintf("The status held no history; read %d entries back from the trailers of branch %s", len(history), repo.Branch))
+}
+
+// historyFromLog are the history entries of the app of uid among entries (newest first): every
+// commit whose KubeOperaApp trailer names uid and wrote manifests, at most RevisionHistoryLimit.
+func historyFromLog(entries []gitops.LogEntry, uid types.UID) []kubeoperav1alpha1.AppRevision {
+	var out []kubeoperav1alpha1.AppRevision
+	for _, e := range entries {
+		for _, t := range e.Trailers {
+			f, ok := parseAppTrailer(t)
+			if !ok || f.uid != string(uid) || f.manifests == "" {
+				continue
+			}
+			out = append(out, kubeoperav1alpha1.AppRevision{Generation: f.generation, Commit: e.Commit,
+				PushedAt: metav1.NewTime(e.When), Manifests: f.manifests, Restores: f.restores})
+			if len(out) == kubeoperav1alpha1.RevisionHistoryLimit {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// trailerFields are the fields of one KubeOperaApp trailer (appTrailer).
+type trailerFields struct {
+	app, uid, manifests, restores string
+	generation                    int64
+}
+
+// parseAppTrailer reads a KubeOperaApp trailer line; ok is false for any other line.
+func parseAppTrailer(t string) (trailerFields, bool) {
+	value, ok := strings.CutPrefix(t, trailerKey+": ")
+	if !ok {
+		return trailerFields{}, false
+	}
+	// requested-by is last and quoted: it may hold spaces.
+	value, _, _ = strings.Cut(value, " requested-by=")
+	words := strings.Fields(value)
+	if len(words) == 0 {
+		return trailerFields{}, false
+	}
+	f := trailerFields{app: words[0]}
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(w, "=")
+		switch k {
+		case "uid":
+			f.uid = v
+		case "generation":
+			f.generation, _ = strconv.ParseInt(v, 10, 64)
+		case "manifests":
+			f.manifests = v
+		case "restores":
+			f.restores = v
+		}
+	}
+	return f, f.uid != ""
 }

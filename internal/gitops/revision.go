@@ -51,6 +51,8 @@ type revisionCache struct {
 	// missing holds commits that were not in the clone after the one bounded fetch: they are
 	// not fetched for again.
 	missing map[plumbing.Hash]bool
+	// log holds the commits Log read, by hash.
+	log map[plumbing.Hash]cachedLogEntry
 }
 
 func (c *revisionCache) tree(commit plumbing.Hash, path string) (string, bool) {

@@ -694,3 +694,57 @@ func TestRepositoryOverTheSizeLimitIsRefused(t *testing.T) {
 	roomy := NewWriter(t.TempDir(), WithMaxRepositorySize(1<<20))
 	apply(t, roomy, repo, appChange("web", map[string]string{"a.yaml": "x"}))
 }
+
+func TestLogReadsTheBranchTrailersNewestFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+
+	entries, err := w.Log(ctx, repo)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty(), "an empty repository has no history")
+
+	var commits []string
+	for i, name := range []string{"a", "b", "a"} {
+		c := appChange(name, map[string]string{"deployment.yaml": fmt.Sprintf("v%d", i)})
+		c.Trailers = []string{fmt.Sprintf("App: ns/%s step=%d", name, i)}
+		res, err := w.Apply(ctx, repo, c)
+		g.Expect(err).NotTo(HaveOccurred())
+		commits = append(commits, res.Commit)
+	}
+	// A clone that lost everything reads the same history from the server.
+	for _, writer := range []*Writer{w, newTestWriter(t)} {
+		entries, err = writer.Log(ctx, repo)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(entries).To(HaveLen(3))
+		for i, e := range entries {
+			step := 2 - i
+			g.Expect(e.Commit).To(Equal(commits[step]))
+			g.Expect(e.Trailers).To(Equal([]string{fmt.Sprintf("App: ns/%s step=%d", []string{"a", "b", "a"}[step], step)}))
+			g.Expect(e.When).NotTo(BeZero())
+		}
+	}
+}
+
+func TestLogIsBoundedByTheFetchDepth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	for i := range RevisionFetchDepth + 5 {
+		_, err := w.Apply(ctx, repo, appChange("a", map[string]string{"deployment.yaml": fmt.Sprintf("v%d", i)}))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	entries, err := newTestWriter(t).Log(ctx, repo)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(RevisionFetchDepth))
+	g.Expect(entries[0].Trailers).To(Equal([]string{"App: ns/a uid=uid-a"}))
+}
+
+func TestTrailerLines(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(trailerLines("subject\n\nbody\n\nA: 1\nB-2: two words\n")).To(Equal([]string{"A: 1", "B-2: two words"}))
+	g.Expect(trailerLines("subject\n")).To(BeEmpty(), "no paragraph after the subject")
+	g.Expect(trailerLines("subject\n\nA: 1\nnot a trailer\n")).To(BeEmpty(), "a paragraph of text")
+}
