@@ -121,4 +121,3 @@ type cachedLogEntry struct {
 	entry  LogEntry
 	parent plumbing.Hash
 }
-
