@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -29,6 +31,10 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	files := s.files
 	manifests := manifestsDigest(files)
 	restores := restoredCommit(s.app, manifests)
+	var last kubeoperav1alpha1.AppRevision
+	if len(s.app.Status.History) > 0 {
+		last = s.app.Status.History[0]
+	}
 	here := r.specLocation(s.app)
 	repo, err := r.gitRepo(ctx, s, here)
 	if err != nil {
@@ -67,15 +73,79 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 			recordRevision(s.app, metav1.Now(), manifests, restores)
 		}
 	}
+	committed := fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path)
 	if res.Changed {
 		msg := fmt.Sprintf("Committed %s to branch %s at %s", shortCommit(res.Commit), repo.Branch, here.path)
 		if restores != "" {
 			msg += fmt.Sprintf(", restoring the manifests of commit %s", shortCommit(restores))
 		}
 		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile, msg)
+		if last.Manifests == manifests && last.Commit != "" {
+			// The app wants what its last commit wrote, yet the folder held something else:
+			// a change made outside the operator, now reverted.
+			if reverted := r.changesMadeOutside(ctx, s, repo, here.path, res.Commit, last.Commit); len(reverted) > 0 {
+				note := fmt.Sprintf("reverted changes made outside the operator to folder %s in commit %s", here.path, strings.Join(shortCommits(reverted), ", "))
+				r.event(s.app, corev1.EventTypeWarning, eventManualChangeReverted, actionReconcile, fmt.Sprintf("Commit %s %s", shortCommit(res.Commit), note))
+				committed += "; " + note
+			}
+		}
 	}
-	r.stepSucceeded(s.app, cond, fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path))
+	r.stepSucceeded(s.app, cond, committed)
 	return nil
+}
+
+// eventManualChangeReverted: the app's folder held a change made outside the operator (a person
+// or another tool pushed to it), which the pass's commit reverted.
+const eventManualChangeReverted = "ManualChangeReverted"
+
+// changesMadeOutside are the commits, newest first, between head (the pass's commit, exclusive)
+// and since (the app's last commit, exclusive) that changed folder path and carry no trailer of
+// the app: changes made outside the operator. It reads the branch's recent history
+// (gitops.Writer.Log) and compares the folder across each such commit (gitops.Writer.SameFolder);
+// commits older than that history are not looked at. A history that cannot be read is logged:
+// the revert is still reported by the caller's commit, without the commits' names.
+func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gitops.Repo, path, head, since string) []string {
+	log := ctrl.LoggerFrom(ctx)
+	entries, err := r.writer.Log(ctx, repo)
+	if err != nil {
+		log.Info("Reading the branch's history to name a change made outside the operator failed", "error", err.Error())
+		return nil
+	}
+	start := slices.IndexFunc(entries, func(e gitops.LogEntry) bool { return e.Commit == head })
+	if start < 0 {
+		return nil
+	}
+	var out []string
+	for i := start + 1; i+1 < len(entries) && entries[i].Commit != since; i++ {
+		if hasOwnTrailer(entries[i], s.app.UID) {
+			continue
+		}
+		same, err := r.writer.SameFolder(ctx, repo, path, entries[i].Commit, entries[i+1].Commit)
+		if err != nil {
+			log.Info("Comparing the app's folder across a commit failed", "commit", entries[i].Commit, "error", err.Error())
+			return out
+		}
+		if !same {
+			out = append(out, entries[i].Commit)
+		}
+	}
+	return out
+}
+
+// hasOwnTrailer reports whether commit e carries a KubeOperaApp trailer of the app of uid.
+func hasOwnTrailer(e gitops.LogEntry, uid types.UID) bool {
+	return slices.ContainsFunc(e.Trailers, func(t string) bool {
+		f, ok := parseAppTrailer(t)
+		return ok && f.uid == string(uid)
+	})
+}
+
+func shortCommits(commits []string) []string {
+	out := make([]string, len(commits))
+	for i, c := range commits {
+		out[i] = shortCommit(c)
+	}
+	return out
 }
 
 // finishMove ends a move (a changed spec.git.path, url or branch) after Flux was re-pointed at

@@ -170,3 +170,28 @@ func TestHistoryIsReadBackFromGitAfterTheStatusWasLost(t *testing.T) {
 	f.g.Expect(a.Status.History[0].Restores).To(Equal(before[2].Commit), "the rollback is part of what Git says")
 	f.waitEvent("kept", corev1.EventTypeNormal, "HistoryRestored")
 }
+
+// A change pushed by hand to an app's folder is reverted by the next pass, never silently: a
+// Warning Event and the ManifestsCommitted condition name the commit that made it. A commit
+// outside the folder (a README) is not named.
+func TestAChangeMadeOutsideTheOperatorIsRevertedAndReported(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("guarded", "t1"))
+	f.waitReady("guarded")
+	want := f.files(f.path("guarded"))
+	manual, err := gitServer.PushOutsideCommit(f.repo, "main", f.path("guarded")+"/deployment.yaml", "changed by hand\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	readme, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "about this repository\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+
+	f.pokeAndWait("guarded")
+	e := f.waitEvent("guarded", corev1.EventTypeWarning, "ManualChangeReverted")
+	f.g.Expect(e.Note).To(ContainSubstring(manual[:8]))
+	f.g.Expect(e.Note).NotTo(ContainSubstring(readme[:8]))
+	f.g.Expect(f.files(f.path("guarded"))).To(Equal(want), "the desired state is back")
+	a := f.get("guarded")
+	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(
+		ContainSubstring("reverted changes made outside the operator to folder %s in commit %s", f.path("guarded"), manual[:8]))
+	f.g.Expect(commitMessageOf(f, a.Status.Commit)).To(ContainSubstring("uid="+string(a.UID)), "the revert is the app's own commit")
+}
