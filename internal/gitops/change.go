@@ -81,7 +81,9 @@ func validTrailer(t string) bool {
 		return false
 	}
 	for i, r := range key {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || (i > 0 && (r == '-' || r >= '0' && r <= '9'))) {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		later := i > 0 && (r == '-' || r >= '0' && r <= '9')
+		if !letter && !later {
 			return false
 		}
 	}
