@@ -74,6 +74,10 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		}
 	}
 	committed := fmt.Sprintf("Commit %s on branch %s, folder %s", s.app.Status.Commit, repo.Branch, here.path)
+	if c := findCondition(s.app, cond); !res.Changed && c != nil && strings.HasPrefix(c.Message, committed+"; ") {
+		// What the commit reverted stays said while it is the app's commit.
+		committed = c.Message
+	}
 	if res.Changed {
 		msg := fmt.Sprintf("Committed %s to branch %s at %s", shortCommit(res.Commit), repo.Branch, here.path)
 		if restores != "" {
