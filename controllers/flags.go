@@ -74,6 +74,10 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 			"(0: no wait, only changes queued during a push are grouped).")
 	fs.DurationVar(&opts.Apps.PassTimeout, "app-pass-timeout", opts.Apps.PassTimeout,
 		"Deadline of one KubeOperaApp pass, every host, vCluster and Git wait included, so one tenant's slow API server or Git server holds a worker for at most this long per pass (0: 3m).")
+	fs.Float64Var(&opts.Apps.TenantEventRate, "app-tenant-event-rate", opts.Apps.TenantEventRate,
+		"Passes per second one Tenant's vCluster events may cause once its burst is spent; more wait, one per app, so one vCluster's event storm cannot occupy the workers all tenants share (0: 10).")
+	fs.IntVar(&opts.Apps.TenantEventBurst, "app-tenant-event-burst", opts.Apps.TenantEventBurst,
+		"Passes one Tenant's vCluster events may cause at once, such as Flux applying every app of a branch after a push (0: 100).")
 	fs.DurationVar(&opts.Apps.SyncPollInterval, "app-sync-poll-interval", opts.Apps.SyncPollInterval,
 		"Safety-net poll of an app's Flux Kustomization until it applied the pushed commit; the vCluster's Kustomizations are watched, so a change is seen at once (0: 2m).")
 	fs.DurationVar(&opts.Apps.ResyncInterval, "app-resync-interval", opts.Apps.ResyncInterval,

@@ -108,6 +108,10 @@ type Options struct {
 	VClusterTimeout time.Duration
 	// PassTimeout bounds one pass (see DefaultPassTimeout).
 	PassTimeout time.Duration
+	// TenantEventRate and TenantEventBurst pace, per Tenant, the passes its vCluster's events
+	// cause (tenantpacer.go): passes per second, and how many at once.
+	TenantEventRate  float64
+	TenantEventBurst int
 	// VClusterQPS and VClusterBurst limit the requests to one vCluster.
 	VClusterQPS   float32
 	VClusterBurst int
@@ -181,6 +185,12 @@ func (o Options) withDefaults() Options {
 	def(&o.TenantAPIRetry, DefaultTenantAPIRetry)
 	def(&o.VClusterTimeout, DefaultVClusterTimeout)
 	def(&o.PassTimeout, DefaultPassTimeout)
+	if o.TenantEventRate <= 0 {
+		o.TenantEventRate = DefaultTenantEventRate
+	}
+	if o.TenantEventBurst <= 0 {
+		o.TenantEventBurst = DefaultTenantEventBurst
+	}
 	if o.VClusterQPS <= 0 {
 		o.VClusterQPS = DefaultVClusterQPS
 	}

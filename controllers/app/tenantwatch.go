@@ -52,6 +52,10 @@ type vclusterWatches struct {
 	retryBase, retryMax time.Duration
 	// events carries the apps to reconcile to the controller (a channel source).
 	events chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp]
+	// pacer spreads each Tenant's events over time (tenantpacer.go) before they reach events.
+	pacer *tenantPacer
+	// stopped is closed when the manager stops: nothing is sent to events after it.
+	stopped chan struct{}
 	// kinds are the kinds watched in every vCluster.
 	kinds []watchedKind
 
@@ -78,14 +82,17 @@ func (r *Reconciler) setupVClusterWatches(mgr ctrl.Manager, b *builder.Builder) 
 		retryBase: r.Options.RetryBase,
 		retryMax:  r.Options.RetryMax,
 		events:    make(chan event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp], 1024),
+		stopped:   make(chan struct{}),
 		kinds:     r.watchedKinds(),
 		watches:   map[types.NamespacedName]*tenantWatch{},
 	}
+	w.pacer = newTenantPacer(r.Options.TenantEventRate, r.Options.TenantEventBurst, w.send)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		w.mu.Lock()
 		w.ctx = ctx
 		w.mu.Unlock()
 		<-ctx.Done()
+		close(w.stopped)
 		w.stopAll()
 		return nil
 	})); err != nil {
@@ -93,6 +100,16 @@ func (r *Reconciler) setupVClusterWatches(mgr ctrl.Manager, b *builder.Builder) 
 	}
 	r.vclusterWatches = w
 	return b.WatchesRawSource(source.TypedChannel(w.events, &handler.TypedEnqueueRequestForObject[*kubeoperav1alpha1.KubeOperaApp]{})), nil
+}
+
+// send hands app to the controller, unless the manager stopped.
+func (w *vclusterWatches) send(app types.NamespacedName) {
+	obj := &kubeoperav1alpha1.KubeOperaApp{}
+	obj.Namespace, obj.Name = app.Namespace, app.Name
+	select {
+	case w.events <- event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp]{Object: obj}:
+	case <-w.stopped:
+	}
 }
 
 // watch makes sure the vCluster of Tenant t is watched with cfg, the REST config of vc, the
@@ -130,6 +147,7 @@ func (w *vclusterWatches) forget(t types.NamespacedName) {
 		old.cancel()
 		delete(w.watches, t)
 	}
+	w.pacer.forget(t)
 }
 
 func (w *vclusterWatches) stopAll() {
@@ -138,6 +156,7 @@ func (w *vclusterWatches) stopAll() {
 	for t, old := range w.watches {
 		old.cancel()
 		delete(w.watches, t)
+		w.pacer.forget(t)
 	}
 	w.ctx = nil
 }
@@ -253,13 +272,10 @@ func (w *vclusterWatches) watchOnce(ctx context.Context, t types.NamespacedName,
 			return
 		}
 		for _, app := range k.appsOf(ctx, t, o) {
-			obj := &kubeoperav1alpha1.KubeOperaApp{}
-			obj.Namespace, obj.Name = app.Namespace, app.Name
-			select {
-			case w.events <- event.TypedGenericEvent[*kubeoperav1alpha1.KubeOperaApp]{Object: obj}:
-			case <-ctx.Done():
+			if ctx.Err() != nil {
 				return
 			}
+			w.pacer.offer(t, app, time.Now())
 		}
 	}
 	// A filter per cache: a restarted cache lists every object again, and each is worth a pass.
