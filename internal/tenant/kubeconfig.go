@@ -54,6 +54,7 @@ type ConfigOptions struct {
 
 // RESTConfig builds the REST config of a Tenant's vCluster from its exported kubeconfig. The
 // current context is used. A server whose host is "localhost" is replaced by ServiceAddress.
+// Every answer but a watch stream is bounded by MaxResponseBytes (boundResponses).
 // Errors wrap ErrKubeconfigInvalid and never contain the kubeconfig's credentials.
 func RESTConfig(kubeconfig []byte, t *tenantv1alpha1.Tenant, opts ConfigOptions) (*rest.Config, error) {
 	raw, err := clientcmd.Load(kubeconfig)
@@ -81,6 +82,7 @@ func RESTConfig(kubeconfig []byte, t *tenantv1alpha1.Tenant, opts ConfigOptions)
 		cfg.Burst = opts.Burst
 	}
 	cfg.UserAgent = "kubeopera-operator/app-controller"
+	cfg.Wrap(boundResponses(MaxResponseBytes))
 	return cfg, nil
 }
 
