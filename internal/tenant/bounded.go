@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // MaxResponseBytes bounds the body of one answer of a vCluster's API server that is not a watch
@@ -47,9 +49,7 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // CloseIdleConnections lets the vCluster client's idle connections be closed through the
 // wrapper (utilnet.CloseIdleConnectionsFor).
 func (t *boundedTransport) CloseIdleConnections() {
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
+	utilnet.CloseIdleConnectionsFor(t.next)
 }
 
 // WrappedRoundTripper names the wrapped transport for client-go's transport inspection.

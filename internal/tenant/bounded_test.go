@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -99,4 +100,29 @@ users:
 	n, err := io.Copy(io.Discard, resp.Body)
 	g.Expect(err).To(MatchError(ErrResponseTooLarge))
 	g.Expect(n).To(Equal(int64(MaxResponseBytes)))
+}
+
+// closeRecorder is a base transport that records CloseIdleConnections.
+type closeRecorder struct {
+	http.RoundTripper
+	closed int
+}
+
+func (c *closeRecorder) CloseIdleConnections() { c.closed++ }
+
+// wrapperOnly is a client-go style wrapper: it names what it wraps, and closes nothing itself.
+type wrapperOnly struct{ next http.RoundTripper }
+
+func (w wrapperOnly) RoundTrip(r *http.Request) (*http.Response, error) { return w.next.RoundTrip(r) }
+func (w wrapperOnly) WrappedRoundTripper() http.RoundTripper            { return w.next }
+
+// Closing a dropped client's idle connections reaches the base transport through the bound,
+// wherever client-go puts the bound in its chain of wrappers.
+func TestBoundedTransportClosesIdleConnectionsThroughWrappers(t *testing.T) {
+	g := NewWithT(t)
+	base := &closeRecorder{RoundTripper: http.DefaultTransport}
+	utilnet.CloseIdleConnectionsFor(boundResponses(1)(wrapperOnly{base}))
+	g.Expect(base.closed).To(Equal(1), "bound outside a wrapper")
+	utilnet.CloseIdleConnectionsFor(wrapperOnly{boundResponses(1)(base)})
+	g.Expect(base.closed).To(Equal(2), "bound inside a wrapper")
 }
