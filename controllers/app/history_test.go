@@ -191,7 +191,9 @@ func TestAChangeMadeOutsideTheOperatorIsRevertedAndReported(t *testing.T) {
 	f.g.Expect(e.Note).NotTo(ContainSubstring(readme[:8]))
 	f.g.Expect(f.files(f.path("guarded"))).To(Equal(want), "the desired state is back")
 	// The condition says it while the revert is the app's commit, later passes included.
-	f.g.Eventually(func() string { return conditionMessage(f.get("guarded"), kubeoperav1alpha1.ConditionManifestsCommitted) }).Should(
+	f.g.Eventually(func() string {
+		return conditionMessage(f.get("guarded"), kubeoperav1alpha1.ConditionManifestsCommitted)
+	}).Should(
 		ContainSubstring("reverted changes made outside the operator to folder %s in commit %s", f.path("guarded"), manual[:8]))
 	f.pokeAndWait("guarded")
 	a := f.get("guarded")

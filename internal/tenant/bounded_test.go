@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -32,7 +33,11 @@ func TestAnswersAreBounded(t *testing.T) {
 	defer srv.Close()
 	hc := &http.Client{Transport: boundResponses(limit)(http.DefaultTransport)}
 	get := func(query string) (int, error) {
-		resp, err := hc.Get(srv.URL + "/api/v1/namespaces?" + query)
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/namespaces?"+query, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			return 0, err
 		}
@@ -94,7 +99,9 @@ users:
 	g.Expect(err).NotTo(HaveOccurred())
 	hc, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp, err := hc.Get(srv.URL + "/apis/cert-manager.io/v1/certificates")
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/apis/cert-manager.io/v1/certificates", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
 	n, err := io.Copy(io.Discard, resp.Body)
