@@ -13,7 +13,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
-# kind page -> API package. The Tenant mirror (api/external) is not ours to document.
+# kind page -> API package. The Tenant mirror (api/external) copies another project's API: its
+# reference is that project's.
 readonly PAGES=(controlplane:api/datasance/v3 kubeoperaapp:api/kubeopera/v1alpha1)
 
 log() { echo "api-docs.sh: $*" >&2; }

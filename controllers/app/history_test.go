@@ -84,8 +84,9 @@ func TestRevisionHistoryRollsBackAndForth(t *testing.T) {
 		}
 		f.g.Expect(commitMessageOf(f, c)).To(HaveSuffix(want+"\n"), "commit %d", 4-i)
 	}
-	f.waitEvent("h", corev1.EventTypeNormal, "Committed")
-	f.g.Expect(eventMessages(f, "h", "Committed")).To(ContainElement(ContainSubstring("restoring the manifests of commit " + c1[:8])))
+	// Events are recorded asynchronously.
+	f.g.Eventually(func() []string { return eventMessages(f, "h", "Committed") }).Should(
+		ContainElement(ContainSubstring("restoring the manifests of commit " + c1[:8])))
 	f.g.Expect(a.Status.History[3].AppliedAt).To(Equal(applied1), "an appliedAt is set once")
 	for i := 1; i < len(a.Status.History); i++ {
 		newer, older := a.Status.History[i-1], a.Status.History[i]

@@ -145,10 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer r.awaitOwnWrites(ctx, s)
 	// A placed app whose status holds no commit lost its status (restored from a backup without
 	// it, or wiped): the history is read back from Git (commitManifests).
-	_, placed := annotatedPlacement(app)
-	s.statusLost = placed && app.Status.Commit == "" && len(app.Status.History) == 0
+	noCommit := app.Status.Commit == "" && len(app.Status.History) == 0
 	// After the copy: a status that lost the placement gets it back with this pass's patch.
-	restorePlacement(app)
+	s.statusLost = restorePlacement(app) && noCommit
 	defer func() {
 		observeApp(app)
 		if s.pushPending {

@@ -94,17 +94,18 @@ func recordedLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
 
 // restorePlacement mirrors the annotated placement into the status: a status that lost it (or
 // holds an older one: the annotation is written first) gets it back, and is written by the
-// pass's status patch.
-func restorePlacement(app *kubeoperav1alpha1.KubeOperaApp) {
+// pass's status patch. placed reports whether the app carries a placement.
+func restorePlacement(app *kubeoperav1alpha1.KubeOperaApp) (placed bool) {
 	p, ok := annotatedPlacement(app)
 	if !ok {
-		return
+		return false
 	}
 	st := &app.Status
 	st.Repository, st.Branch, st.Path = p.URL, p.Branch, p.Path
 	if st.Tenant == nil && p.Tenant != "" {
 		st.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: app.Namespace, Name: p.Tenant}
 	}
+	return true
 }
 
 // recordPlacement persists the app's placement (Tenant and Git folder) the first time it is

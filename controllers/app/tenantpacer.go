@@ -124,16 +124,6 @@ func (p *tenantPacer) forget(t types.NamespacedName) {
 	delete(p.tenants, t)
 }
 
-// pendingOf is how many apps of Tenant t wait for a token.
-func (p *tenantPacer) pendingOf(t types.NamespacedName) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if b, ok := p.tenants[t]; ok {
-		return len(b.pending)
-	}
-	return 0
-}
-
 func (p *tenantPacer) bucket(t types.NamespacedName) *tenantBucket {
 	b, ok := p.tenants[t]
 	if !ok {

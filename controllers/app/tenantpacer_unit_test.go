@@ -86,3 +86,13 @@ func TestTenantPacerDeliversAtOnceWithinTheBurst(t *testing.T) {
 	g.Expect(p.delivered).To(HaveLen(DefaultTenantEventBurst), "a shared branch's wave of Flux applies goes through at once")
 	g.Expect(p.scheduled).To(BeEmpty())
 }
+
+// pendingOf is how many apps of Tenant t wait for a token.
+func (p *pacerUnderTest) pendingOf(t types.NamespacedName) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.tenants[t]; ok {
+		return len(b.pending)
+	}
+	return 0
+}

@@ -120,8 +120,9 @@ func TestLocalCARotationWithTheControllersOwnCertificates(t *testing.T) {
 // Bad input: the Controller's copy that agents depend on is not a CA the operands can use (an
 // ECDSA key; the router needs RSA). It cannot be taken into the Secret, and the Secret's CA
 // cannot replace it: the verification that finds it ends in CAConflict, terminal, one Warning
-// Event, the Secret untouched. (The pass after it reads the registration back, finds the router
-// it re-registered and ends ready: the read-back does not compare CAs; noted on issue 40.)
+// Event, the Secret untouched. The failing pass had registered the router again before the CA
+// step refused; later passes still end in CAConflict, because a registration that stopped
+// part-way no longer claims the whole registration (the read-back compares router and hub only).
 func TestUnusableControllerCAAgentsDependOnIsAConflict(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
