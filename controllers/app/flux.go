@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -202,6 +204,10 @@ func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	revision := s.kustomization.Status.LastAppliedRevision
 	holds, why, err := r.appliedHoldsFolder(ctx, s, revision)
+	if errors.Is(err, gitops.ErrBranchBusy) {
+		// Not decided: the pass ends and asks again once the batch holding the branch is done.
+		return ctrl.Result{}, err
+	}
 	if err != nil {
 		// Rare: the applied revision is not in the Git writer's clone and fetching it failed.
 		s.app.Status.AppliedRevision = revision

@@ -26,7 +26,7 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 // the repository does not have (GitBranchNotFound, unless the app asks for it). When the folder
 // moved (path, URL or branch changed), the old folder is left in place here: finishMove removes
 // it once Flux reads the new one.
-func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
+func (r *Reconciler) commitManifests(ctx context.Context, s *scope) (retErr error) {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
 	files := s.files
 	manifests := manifestsDigest(files)
@@ -54,11 +54,29 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	if errors.Is(err, errPushPending) {
 		return err
 	}
+	// The outcome is read once; a pass that ends waiting for the branch (its history is read
+	// below while another batch holds the clone) keeps it for the next pass.
+	defer func() {
+		if !errors.Is(retErr, gitops.ErrBranchBusy) {
+			r.pushes.forget(s.key)
+		}
+	}()
 	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit, "error", err)
 	if err != nil {
 		return gitError(cond, adoptionHint(s.app, err))
 	}
 	s.head = res.Commit
+	// Read before anything is recorded, so that a pass that ends here (the branch is busy)
+	// records nothing twice. An app whose status was lost has no last commit: the history
+	// restored below and this never both read the branch in one pass.
+	var reverted []string
+	if res.Changed && last.Manifests == manifests && last.Commit != "" {
+		// The app wants what its last commit wrote, yet the folder held something else: a
+		// change made outside the operator, now reverted.
+		if reverted, err = r.changesMadeOutside(ctx, s, repo, here.path, res.Commit, last.Commit); err != nil {
+			return err
+		}
+	}
 	// status.commit is the commit that last changed the app's folder: a later commit of
 	// another app in the same repository does not replace it.
 	if !res.Changed {
@@ -67,7 +85,9 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	if prev := s.app.Status.Commit; res.Changed || prev == "" {
 		s.app.Status.Commit = res.Commit
 		if s.statusLost {
-			r.restoreHistory(ctx, s, repo, res, manifests)
+			if err := r.restoreHistory(ctx, s, repo, res, manifests); err != nil {
+				return err
+			}
 		}
 		if s.app.Status.Commit != prev {
 			recordRevision(s.app, metav1.Now(), manifests, restores)
@@ -84,14 +104,10 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 			msg += fmt.Sprintf(", restoring the manifests of commit %s", shortCommit(restores))
 		}
 		r.event(s.app, corev1.EventTypeNormal, "Committed", actionReconcile, msg)
-		if last.Manifests == manifests && last.Commit != "" {
-			// The app wants what its last commit wrote, yet the folder held something else:
-			// a change made outside the operator, now reverted.
-			if reverted := r.changesMadeOutside(ctx, s, repo, here.path, res.Commit, last.Commit); len(reverted) > 0 {
-				note := fmt.Sprintf("reverted changes made outside the operator to folder %s in commit %s", here.path, strings.Join(shortCommits(reverted), ", "))
-				r.event(s.app, corev1.EventTypeWarning, eventManualChangeReverted, actionReconcile, fmt.Sprintf("Commit %s %s", shortCommit(res.Commit), note))
-				committed += "; " + note
-			}
+		if len(reverted) > 0 {
+			note := fmt.Sprintf("reverted changes made outside the operator to folder %s in commit %s", here.path, strings.Join(shortCommits(reverted), ", "))
+			r.event(s.app, corev1.EventTypeWarning, eventManualChangeReverted, actionReconcile, fmt.Sprintf("Commit %s %s", shortCommit(res.Commit), note))
+			committed += "; " + note
 		}
 	}
 	r.stepSucceeded(s.app, cond, committed)
@@ -107,17 +123,22 @@ const eventManualChangeReverted = "ManualChangeReverted"
 // the app: changes made outside the operator. It reads the branch's recent history
 // (gitops.Writer.Log) and compares the folder across each such commit (gitops.Writer.SameFolder);
 // commits older than that history are not looked at. A history that cannot be read is logged:
-// the revert is still reported by the caller's commit, without the commits' names.
-func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gitops.Repo, path, head, since string) []string {
+// the revert is still reported by the caller's commit, without the commits' names. The error is
+// a *gitops.BusyError only: another batch of the branch holds its clone, and the pass ends to
+// ask again once it is free.
+func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gitops.Repo, path, head, since string) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
 	entries, err := r.writer.Log(ctx, repo)
+	if errors.Is(err, gitops.ErrBranchBusy) {
+		return nil, err
+	}
 	if err != nil {
 		log.Info("Reading the branch's history to name a change made outside the operator failed", "error", err.Error())
-		return nil
+		return nil, nil
 	}
 	start := slices.IndexFunc(entries, func(e gitops.LogEntry) bool { return e.Commit == head })
 	if start < 0 {
-		return nil
+		return nil, nil
 	}
 	var out []string
 	for i := start + 1; i+1 < len(entries) && entries[i].Commit != since; i++ {
@@ -125,15 +146,18 @@ func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gito
 			continue
 		}
 		same, err := r.writer.SameFolder(ctx, repo, path, entries[i].Commit, entries[i+1].Commit)
+		if errors.Is(err, gitops.ErrBranchBusy) {
+			return nil, err
+		}
 		if err != nil {
 			log.Info("Comparing the app's folder across a commit failed", "commit", entries[i].Commit, "error", err.Error())
-			return out
+			return out, nil
 		}
 		if !same {
 			out = append(out, entries[i].Commit)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // hasOwnTrailer reports whether commit e carries a KubeOperaApp trailer of the app of uid.
@@ -225,8 +249,8 @@ func skipHint(app *kubeoperav1alpha1.KubeOperaApp) string {
 
 // submitManifests submits the app's folder to the Git writer unless the same content is
 // already submitted, and returns the outcome once it is known, errPushPending until then (see
-// pushes.go). The outcome is read once: the next pass submits again, which re-verifies the
-// folder (no commit when the branch already holds it).
+// pushes.go). The caller forgets the outcome once it has read it: the next pass submits again,
+// which re-verifies the folder (no commit when the branch already holds it).
 func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.Repo, change gitops.Change) (gitops.Result, error) {
 	fp := fingerprint(repo, change)
 	pending := r.pushes.submitted(s.key, fp)
@@ -243,7 +267,6 @@ func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.
 	if errors.Is(err, gitops.ErrPending) {
 		return gitops.Result{}, errPushPending
 	}
-	r.pushes.forget(s.key)
 	return res, err
 }
 

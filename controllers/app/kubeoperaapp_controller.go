@@ -117,8 +117,9 @@ type scope struct {
 	kustomization *kustomizev1.Kustomization
 	// gitRepository is the applied GitRepository, with the status the vCluster returned.
 	gitRepository *sourcev1.GitRepository
-	// pushPending: the pass ended waiting for its push; it writes no status.
-	pushPending bool
+	// waitingForGit: the pass ended waiting for its push, or for a branch another batch holds
+	// (waitForGit); it writes no status.
+	waitingForGit bool
 	// versions are the app's resourceVersions this pass read and wrote (awaitOwnWrites).
 	versions *cachewait.Versions
 }
@@ -150,8 +151,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s.statusLost = restorePlacement(app) && noCommit
 	defer func() {
 		observeApp(app)
-		if s.pushPending {
-			// Nothing is decided yet: the pass that reads the push's outcome writes the status.
+		if s.waitingForGit {
+			// Nothing is decided yet: the pass that reads the outcome writes the status.
 			return
 		}
 		summarize(app, retErr)
@@ -201,14 +202,35 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	for _, step := range steps {
 		err := step(ctx, s)
 		switch {
-		case errors.Is(err, errPushPending):
-			s.pushPending = true
-			ctrl.LoggerFrom(ctx).V(1).Info("Git push pending; the app is requeued when it is done")
+		case r.waitForGit(ctx, s, err):
 			return ctrl.Result{}, nil
 		case err != nil:
 			return r.failed(ctx, s, err)
 		}
 	}
 	r.setReady(s)
-	return r.observeSync(ctx, s)
+	res, err := r.observeSync(ctx, s)
+	if r.waitForGit(ctx, s, err) {
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+// waitForGit reports whether err ends the pass to wait for Git: its push is pending
+// (errPushPending), or a read of its branch found the clone held by another batch
+// (gitops.ErrBranchBusy; the pass never waits for another batch's network I/O). Such a pass
+// writes no status and is requeued when the push or the batch is done.
+func (r *Reconciler) waitForGit(ctx context.Context, s *scope, err error) bool {
+	var busy *gitops.BusyError
+	switch {
+	case errors.Is(err, errPushPending):
+		ctrl.LoggerFrom(ctx).V(1).Info("Git push pending; the app is requeued when it is done")
+	case errors.As(err, &busy):
+		ctrl.LoggerFrom(ctx).V(1).Info("The app's branch is being written by another batch; the app is requeued when it is done", "branch", busy.Branch)
+		r.pushes.whenFreed(s.key, busy.Freed)
+	default:
+		return false
+	}
+	s.waitingForGit = true
+	return true
 }

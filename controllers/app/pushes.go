@@ -98,6 +98,16 @@ func (p *pushes) done(app types.NamespacedName) {
 	}
 }
 
+// whenFreed adds the app to the workqueue once freed is closed: a branch another batch held when
+// the app's pass needed it is free again. The goroutine ends with the batch (bounded by the Git
+// writer's timeout).
+func (p *pushes) whenFreed(app types.NamespacedName, freed <-chan struct{}) {
+	go func() {
+		<-freed
+		p.done(app)
+	}()
+}
+
 // fingerprint identifies the content of a write: repository, branch, folder, owner and files.
 // A pass that renders the same fingerprint as the pending write submits nothing new.
 func fingerprint(repo gitops.Repo, c gitops.Change) string {

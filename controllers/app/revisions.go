@@ -160,16 +160,21 @@ func restoredCommit(app *kubeoperav1alpha1.KubeOperaApp, manifests string) strin
 // by the passes that read back what Flux applied. When the write committed nothing (the folder
 // already held the manifests), status.commit is the newest entry's, the commit that last
 // changed the folder, not the branch head. A history that cannot be read is logged and left to
-// start again with this commit: it is a view of Git, which keeps it.
-func (r *Reconciler) restoreHistory(ctx context.Context, s *scope, repo gitops.Repo, res gitops.Result, manifests string) {
+// start again with this commit: it is a view of Git, which keeps it. The error is a
+// *gitops.BusyError only: another batch of the branch holds its clone, and the pass ends to read
+// the history once it is free.
+func (r *Reconciler) restoreHistory(ctx context.Context, s *scope, repo gitops.Repo, res gitops.Result, manifests string) error {
 	entries, err := r.writer.Log(ctx, repo)
+	if errors.Is(err, gitops.ErrBranchBusy) {
+		return err
+	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Reading the app's history from Git failed; it starts again with this commit", "error", err.Error())
-		return
+		return nil
 	}
 	history := historyFromLog(entries, s.app.UID)
 	if len(history) == 0 {
-		return
+		return nil
 	}
 	s.app.Status.History = history
 	if !res.Changed && history[0].Manifests == manifests {
@@ -177,6 +182,7 @@ func (r *Reconciler) restoreHistory(ctx context.Context, s *scope, repo gitops.R
 	}
 	r.event(s.app, corev1.EventTypeNormal, "HistoryRestored", actionReconcile,
 		fmt.Sprintf("The status held no history; read %d entries back from the trailers of branch %s", len(history), repo.Branch))
+	return nil
 }
 
 // historyFromLog are the history entries of the app of uid among entries (newest first): every

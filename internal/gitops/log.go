@@ -29,15 +29,18 @@ const maxLogEntries = 4096
 // fetches the branch's recent history once per call (within WithMaxRepositorySize; no more than
 // a negotiation when the clone has it) and reads each commit's message once: the entries are
 // cached per commit. The walk ends at the shallow boundary, at a root commit or after
-// RevisionFetchDepth commits. A branch that does not exist has no entries. It waits for a batch
-// of the branch that is running.
+// RevisionFetchDepth commits. A branch that does not exist has no entries. While a batch (or
+// another lookup) of the branch holds its clone it does not wait: it fails with a *BusyError
+// (ErrBranchBusy).
 func (w *Writer) Log(ctx context.Context, repo Repo) ([]LogEntry, error) {
 	if err := repo.validate(); err != nil {
 		return nil, err
 	}
 	st := w.state(repo)
 	defer w.unref(st)
-	st.work.Lock()
+	if err := st.lookupLock(); err != nil {
+		return nil, err
+	}
 	defer st.work.Unlock()
 	clone, err := w.open(st)
 	if err != nil {

@@ -95,8 +95,9 @@ func (c *revisionCache) putMissing(commit plumbing.Hash) {
 // that is not in the clone (pushed by another writer since the last fetch, or older than the
 // shallow clone holds) is fetched for once: the branch's last RevisionFetchDepth commits,
 // within WithMaxRepositorySize. A commit still missing then fails with ErrRevisionNotFound and
-// is never fetched for again. A lookup that needs the clone waits for a batch of the branch
-// that is running.
+// is never fetched for again. A lookup that needs the clone while a batch (or another lookup) of
+// the branch holds it does not wait: it fails with a *BusyError (ErrBranchBusy) whose Freed
+// channel says when to ask again.
 func (w *Writer) SameFolder(ctx context.Context, repo Repo, path, a, b string) (bool, error) {
 	if err := repo.validate(); err != nil {
 		return false, err
@@ -146,7 +147,9 @@ func (w *Writer) folderTrees(ctx context.Context, st *repoState, auth Auth, path
 		}
 	}
 
-	st.work.Lock()
+	if err := st.lookupLock(); err != nil {
+		return "", "", err
+	}
 	defer st.work.Unlock()
 	repo, err := w.open(st)
 	if err != nil {

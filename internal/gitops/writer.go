@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
@@ -75,6 +77,8 @@ type options struct {
 	maxInflatedSize int64
 	// maxOperations bounds the batches written at once over all branches (0: no limit).
 	maxOperations int
+	// maxPerHost bounds the batches of one Git server written at once (0: no limit).
+	maxPerHost int
 	// maxCacheSize bounds the clones kept on disk; idle ones are evicted beyond it (0: no limit).
 	maxCacheSize int64
 	// onQueued runs after a request joined its repository's queue (tests).
@@ -150,6 +154,15 @@ func WithMaxConcurrentOperations(n int) Option {
 	return func(o *options) { o.maxOperations = n }
 }
 
+// WithMaxOperationsPerHost bounds how many of the WithMaxConcurrentOperations slots the
+// batches of one Git server (host and port of the repository URL) hold at once. A server that
+// answers slowly, or holds every request until the batch's timeout, then keeps at most n slots
+// busy, and the branches of other servers still find one: set n below the total. Its batches
+// beyond n wait without holding a slot of the total. 0 means no limit of its own.
+func WithMaxOperationsPerHost(n int) Option {
+	return func(o *options) { o.maxPerHost = n }
+}
+
 // WithMaxCacheSize bounds, in bytes, the clones the Writer keeps in its cache directory: after
 // every batch, while the clones together are larger, the clone of the branch used least recently
 // that is idle (nothing queued, no batch running, no caller waiting) is deleted, and clone
@@ -198,6 +211,10 @@ type Writer struct {
 
 	// slots holds a token per running batch when WithMaxConcurrentOperations is set.
 	slots chan struct{}
+	// hostSlots hold a token per running batch of each Git server when
+	// WithMaxOperationsPerHost is set, by hostKey (guarded by hostMu).
+	hostMu    sync.Mutex
+	hostSlots map[string]chan struct{}
 	// waiting counts the queues waiting for a slot (tests).
 	waiting atomic.Int32
 
@@ -239,7 +256,9 @@ func NewWriter(cacheDir string, opts ...Option) *Writer {
 
 // repoState is the queue and the clone of one (URL, branch).
 type repoState struct {
-	url    string
+	url string
+	// host is the repository's Git server (hostKey).
+	host   string
 	branch string
 	dir    string
 
@@ -261,9 +280,9 @@ type repoState struct {
 	// holds a full batch (capacity 1, never blocks the sender).
 	full chan struct{}
 
-	// work is held while the clone is in use, so Forget never deletes it
+	// work is held while the clone is in use (clonelock.go), so Forget never deletes it
 	// under a running batch. It also guards owners.
-	work sync.Mutex
+	work cloneLock
 	// branchMissing: the last sync found branches on the remote, but not this
 	// one (guarded by work). A change creates it only with CreateBranch.
 	branchMissing bool
@@ -434,7 +453,7 @@ func (w *Writer) state(repo Repo) *repoState {
 	defer w.mu.Unlock()
 	st, ok := w.repos[name]
 	if !ok {
-		st = &repoState{url: repo.URL, branch: repo.branch(), dir: filepath.Join(w.cacheDir, name), full: make(chan struct{}, 1)}
+		st = &repoState{url: repo.URL, host: hostKey(repo.URL), branch: repo.branch(), dir: filepath.Join(w.cacheDir, name), full: make(chan struct{}, 1)}
 		w.repos[name] = st
 		if size, ok := w.orphans[name]; ok {
 			// A clone an earlier process left: this state uses it from now on.
@@ -455,20 +474,21 @@ func (w *Writer) unref(st *repoState) {
 	// A batch may still be running: then the drain goroutine's exit drops it
 	// (waiting for the batch here would hold w.mu, and every other branch, as
 	// long as the push takes). A clone it fails to delete: see dropReleasedWhenIdle.
-	_ = w.dropIfReleased(st, false)
+	_ = w.dropIfReleased(st)
 }
 
 // Release frees what the Writer keeps for the branch of a repository no
-// application uses any more: its queue and its local clone. It waits for a
-// batch still running whose callers are all done or gone. While a write to
-// the branch is queued or a caller waits, the release is recorded and carried
-// out once the queue is idle (the last queued write done, no caller left),
-// unless another change for the branch arrives first. The next Apply after a
-// release starts afresh.
+// application uses any more: its queue and its local clone. It never waits:
+// while a batch of the branch runs, a write is queued or a caller holds the
+// branch, the release is recorded and carried out once the branch is idle
+// (the batch's goroutine ends, or the last caller lets go), unless another
+// change for the branch arrives first. The next Apply after a release starts
+// afresh.
 func (w *Writer) Release(repo Repo) error {
 	name := cloneDirName(repo.URL, repo.branch())
 	// Holding w.mu keeps new callers from finding or recreating the state
-	// (and its directory) until the clone is gone.
+	// (and its directory) until the clone is gone. It is never held across
+	// a wait for a batch: every branch's callers need it.
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st, ok := w.repos[name]
@@ -476,26 +496,25 @@ func (w *Writer) Release(repo Repo) error {
 		return w.removeClone(name, repo.URL)
 	}
 	st.released = true
-	return w.dropIfReleased(st, true)
+	return w.dropIfReleased(st)
 }
 
 // dropIfReleased drops a released state that is idle (nothing queued, no
-// caller holding it) and deletes its clone. A batch whose callers are all done
-// or gone may still be running: with waitForBatch it waits for it (the drain
-// goroutine then finds the queue empty and ends), otherwise a running batch
-// counts as busy. A busy state is left as it is. The caller holds w.mu.
-func (w *Writer) dropIfReleased(st *repoState, waitForBatch bool) error {
+// batch running, no caller holding it) and deletes its clone. A busy state is
+// left as it is: the batch's goroutine or the last caller drops it when it is
+// done. The caller holds w.mu.
+func (w *Writer) dropIfReleased(st *repoState) error {
 	name := filepath.Base(st.dir)
 	if !st.released || st.refs > 0 || w.repos[name] != st {
 		return nil
 	}
 	st.mu.Lock()
-	busy := len(st.pending) > 0 || (st.running && !waitForBatch)
+	busy := len(st.pending) > 0 || st.running
 	st.mu.Unlock()
-	if busy {
+	// Idle and without callers, nothing holds the clone; TryLock only makes sure.
+	if busy || !st.work.TryLock() {
 		return nil
 	}
-	st.work.Lock()
 	defer st.work.Unlock()
 	delete(w.repos, name)
 	metrics.SetGitClones(len(w.repos))
@@ -557,26 +576,31 @@ func (w *Writer) drain(st *repoState) {
 	for {
 		w.awaitWindow(st)
 		// The batch is taken once a slot is free: changes queued while it waits join it.
-		w.acquireSlot()
+		w.acquireSlot(st.host)
 		st.mu.Lock()
 		batch := st.takeBatch(w.opts.maxBatch)
 		if len(batch) == 0 {
 			st.running = false
 			st.mu.Unlock()
-			w.releaseSlot()
+			w.releaseSlot(st.host)
 			w.dropReleasedWhenIdle(st)
 			return
 		}
 		st.mu.Unlock()
 		w.process(st, batch)
 		st.lastUsed.Store(time.Now().UnixNano())
-		w.releaseSlot()
+		w.releaseSlot(st.host)
 		w.evictIdleClones(batch[0].ctx)
 	}
 }
 
-// acquireSlot waits for one of the WithMaxConcurrentOperations slots.
-func (w *Writer) acquireSlot() {
+// acquireSlot waits for a slot of the Git server host (WithMaxOperationsPerHost), then for one
+// of the WithMaxConcurrentOperations slots: a batch waiting for its server holds none of the
+// total.
+func (w *Writer) acquireSlot(host string) {
+	if hs := w.hostSlot(host); hs != nil {
+		hs <- struct{}{}
+	}
 	if w.slots == nil {
 		return
 	}
@@ -585,11 +609,51 @@ func (w *Writer) acquireSlot() {
 	w.waiting.Add(-1)
 }
 
-func (w *Writer) releaseSlot() {
+func (w *Writer) releaseSlot(host string) {
 	if w.slots != nil {
 		<-w.slots
 	}
+	if hs := w.hostSlot(host); hs != nil {
+		<-hs
+	}
 }
+
+// hostSlot is the slot channel of Git server host, nil without WithMaxOperationsPerHost. The
+// channels of servers no branch uses any more are kept: one per server ever written to.
+func (w *Writer) hostSlot(host string) chan struct{} {
+	if w.opts.maxPerHost <= 0 {
+		return nil
+	}
+	w.hostMu.Lock()
+	defer w.hostMu.Unlock()
+	hs, ok := w.hostSlots[host]
+	if !ok {
+		if w.hostSlots == nil {
+			w.hostSlots = map[string]chan struct{}{}
+		}
+		hs = make(chan struct{}, w.opts.maxPerHost)
+		w.hostSlots[host] = hs
+	}
+	return hs
+}
+
+// hostKey names the Git server of a repository URL for WithMaxOperationsPerHost: its host in
+// lower case and its port (the scheme's default when the URL names none). A URL that does not
+// parse is its own server.
+func hostKey(rawURL string) string {
+	ep, err := transport.NewEndpoint(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	port := ep.Port
+	if port == 0 {
+		port = defaultPorts[ep.Protocol]
+	}
+	return fmt.Sprintf("%s:%d", strings.ToLower(ep.Host), port)
+}
+
+// defaultPorts are the ports of the Git transports' schemes.
+var defaultPorts = map[string]int{"http": 80, "https": 443, "ssh": 22, "git": 9418}
 
 // dropReleasedWhenIdle carries out a Release that found st busy, now that its
 // queue ran empty. A clone it fails to delete stays on disk until the next
@@ -598,7 +662,7 @@ func (w *Writer) releaseSlot() {
 func (w *Writer) dropReleasedWhenIdle(st *repoState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_ = w.dropIfReleased(st, false)
+	_ = w.dropIfReleased(st)
 }
 
 // maxWindowsPerBatch bounds how often a batch's window is extended: a batch waits at most this
