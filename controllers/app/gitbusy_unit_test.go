@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	gittestserver "github.com/fluxcd/pkg/gittestserver"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	gittestserver "github.com/fluxcd/pkg/gittestserver"
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,4 +106,3 @@ func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Reason).To(Equal(kubeoperav1alpha1.ReasonRevisionNotApplied), "the applied revision holds the app's older folder")
 }
-
