@@ -6,6 +6,8 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 )
 
 // The passes a vCluster's own events cause are paced per Tenant. Every Tenant's watches
@@ -66,13 +68,16 @@ func (p *tenantPacer) offer(t, app types.NamespacedName, now time.Time) {
 	b := p.bucket(t)
 	if b.waiting[app] {
 		p.mu.Unlock()
+		metrics.CountVClusterEvent(metrics.VClusterEventCoalesced)
 		return
 	}
 	if len(b.pending) == 0 && b.lim.AllowN(now, 1) {
 		p.mu.Unlock()
+		metrics.CountVClusterEvent(metrics.VClusterEventEnqueued)
 		p.deliver(app)
 		return
 	}
+	metrics.CountVClusterEvent(metrics.VClusterEventDeferred)
 	b.waiting[app] = true
 	b.pending = append(b.pending, app)
 	p.scheduleLocked(t, b, now)
@@ -99,6 +104,7 @@ func (p *tenantPacer) release(t types.NamespacedName, now time.Time) {
 	p.scheduleLocked(t, b, now)
 	p.mu.Unlock()
 	for _, app := range ready {
+		metrics.CountVClusterEvent(metrics.VClusterEventReleased)
 		p.deliver(app)
 	}
 }

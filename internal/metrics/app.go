@@ -120,3 +120,17 @@ func (t *appTracker) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(t.desc, prometheus.GaugeValue, float64(n), reason)
 	}
 }
+
+// Outcomes of a vCluster event that concerns an app, under the per-Tenant pacing of the App
+// Controller: the app is enqueued at once (a token was free), deferred (it waits for a token),
+// coalesced (it already waits: the event adds nothing), or released (a waiting app enqueued as a
+// token came back). Passes started by vCluster events are enqueued plus released.
+const (
+	VClusterEventEnqueued  = "enqueued"
+	VClusterEventDeferred  = "deferred"
+	VClusterEventCoalesced = "coalesced"
+	VClusterEventReleased  = "released"
+)
+
+// CountVClusterEvent counts one vCluster event's outcome (a VClusterEvent constant).
+func CountVClusterEvent(outcome string) { std.appEvents.WithLabelValues(outcome).Inc() }

@@ -27,6 +27,7 @@ const (
 	GitPushRetriesTotal          = "kubeopera_git_push_retries_total"
 	GitClones                    = "kubeopera_git_clones"
 	TenantClients                = "kubeopera_tenant_clients"
+	AppVClusterEventsTotal       = "kubeopera_app_vcluster_events_total"
 	controlPlaneNamespaceLabel   = "controlplane_namespace"
 	controlPlaneNameLabel        = "controlplane"
 	componentLabel               = "component"
@@ -45,7 +46,7 @@ func Names() []string {
 		ControllerAPIRequestsTotal, ControllerAPIRequestDuration,
 		AppPlacementsTotal, AppsNotSynced, AppSyncLag,
 		GitPushesTotal, GitPushDuration, GitPushBatchSize, GitPushRetriesTotal,
-		GitClones, TenantClients,
+		GitClones, TenantClients, AppVClusterEventsTotal,
 	}
 }
 
@@ -70,6 +71,7 @@ type set struct {
 	gitRetries  prometheus.Counter
 	gitClones   prometheus.Gauge
 	tenantCache prometheus.Gauge
+	appEvents   *prometheus.CounterVec
 
 	// mu guards reasons: the current reason series of each ControlPlane component, so that a
 	// changed reason leaves no stale series behind.
@@ -86,7 +88,7 @@ type componentKey struct {
 
 func newSet(now func() time.Time) *set {
 	cp := []string{controlPlaneNamespaceLabel, controlPlaneNameLabel}
-	return &set{
+	s := &set{
 		componentPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ComponentPassesTotal,
 			Help: "ControlPlane component passes (router, nats, controller) by outcome: continue, requeue or error.",
@@ -148,8 +150,17 @@ func newSet(now func() time.Time) *set {
 			Name: TenantClients,
 			Help: "vCluster clients in the tenant client cache.",
 		}),
+		appEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: AppVClusterEventsTotal,
+			Help: "vCluster events that concern an app, by what the per-Tenant pacing did: enqueued, deferred, coalesced, released.",
+		}, []string{outcomeLabel}),
 		reasons: map[componentKey]string{},
 	}
+	// Every outcome exported from the start, at 0, so that rate() sees the first event.
+	for _, o := range []string{VClusterEventEnqueued, VClusterEventDeferred, VClusterEventCoalesced, VClusterEventReleased} {
+		s.appEvents.WithLabelValues(o)
+	}
+	return s
 }
 
 func (s *set) collectors() []prometheus.Collector {
@@ -158,6 +169,7 @@ func (s *set) collectors() []prometheus.Collector {
 		s.apiRequests, s.apiDuration,
 		s.appPlacements, s.appSyncLag, s.apps,
 		s.gitPushes, s.gitDuration, s.gitBatch, s.gitRetries, s.gitClones, s.tenantCache,
+		s.appEvents,
 	}
 }
 
