@@ -61,6 +61,8 @@ type Auth struct {
 	// id is a digest of the credentials. Changes are only batched together
 	// when they carry the same credentials, because one push carries them all.
 	id string
+	// ssh: the credentials are for an SSH repository (sshdeadline.go).
+	ssh bool
 }
 
 // AuthFromSecretData builds the auth for repoURL from the data of a
@@ -204,6 +206,7 @@ func sshAuth(ep *transport.Endpoint, data map[string][]byte) (Auth, error) {
 		method:  sshKeysWithTimeout{keys},
 		secrets: secrets,
 		id:      digest("ssh", user, string(identity), passphrase, string(knownHosts)),
+		ssh:     true,
 	}, nil
 }
 

@@ -80,10 +80,11 @@ func (w *Writer) write(ctx context.Context, st *repoState, auth Auth, batch []*r
 func push(ctx context.Context, repo *git.Repository, auth Auth, branch string) error {
 	ref := plumbing.NewBranchReferenceName(branch)
 	err := repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
-		Auth:       auth.method,
-		CABundle:   auth.caBundle,
+		RemoteName:   remoteName,
+		RefSpecs:     []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:         auth.method,
+		CABundle:     auth.caBundle,
+		ProxyOptions: auth.proxyOptions(ctx),
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
@@ -122,7 +123,7 @@ func remoteHead(ctx context.Context, repo *git.Repository, auth Auth, branch str
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("list remote: %w", err)
 	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth.method, CABundle: auth.caBundle})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth.method, CABundle: auth.caBundle, ProxyOptions: auth.proxyOptions(ctx)})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return plumbing.ZeroHash, nil
 	}

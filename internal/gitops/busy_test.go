@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // pushGate lets pushes through until it is armed; from then on it holds every push until
@@ -193,4 +195,72 @@ func TestHostKey(t *testing.T) {
 	g.Expect(hostKey("https://git.example.com:8443/a.git")).NotTo(Equal(hostKey("https://git.example.com/a.git")))
 	g.Expect(hostKey("git@git.example.com:org/a.git")).To(Equal(hostKey("ssh://git@git.example.com/org/b.git")))
 	g.Expect(hostKey("https://a.example.com/a.git")).NotTo(Equal(hostKey("https://b.example.com/a.git")))
+}
+
+// silentServer accepts connections and never answers: a Git server (or anything on its
+// address) that hangs. It counts the connections.
+func silentServer(t *testing.T, respondHeaders bool) (addr string, conns *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = &atomic.Int32{}
+	var open sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			open.Go(func() {
+				if respondHeaders {
+					// Headers of a smart-HTTP ref advertisement, then nothing more.
+					_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-advertisement\r\nContent-Length: 100000\r\n\r\n001e# service=git-upload-pack\n"))
+				}
+				<-done
+				_ = c.Close()
+			})
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); close(done); open.Wait() })
+	return ln.Addr().String(), conns
+}
+
+// Every transport ends at the batch's timeout against a server that never answers: HTTP before
+// the response headers and in the middle of the body, SSH before the server's banner.
+func TestAServerThatNeverAnswersEndsTheBatchAtItsTimeout(t *testing.T) {
+	identity, _ := newSSHKey(t)
+	for _, tc := range []struct {
+		name    string
+		headers bool
+		repo    func(addr string) Repo
+	}{
+		{name: "http, no answer", repo: func(addr string) Repo { return Repo{URL: "http://" + addr + "/org/apps.git", Branch: testBranch} }},
+		{name: "http, answer stalls", headers: true, repo: func(addr string) Repo { return Repo{URL: "http://" + addr + "/org/apps.git", Branch: testBranch} }},
+		{name: "ssh, no banner", repo: func(addr string) Repo {
+			url := "ssh://git@" + addr + "/org/apps.git"
+			host, port, _ := net.SplitHostPort(addr)
+			auth, err := AuthFromSecretData(url, map[string][]byte{"identity": identity,
+				"known_hosts": []byte(knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, otherRSAKey(t)))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return Repo{URL: url, Branch: testBranch, Auth: auth}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			addr, conns := silentServer(t, tc.headers)
+			w := newTestWriter(t, WithTimeout(time.Second), WithBackoff(Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1}))
+			p, err := w.Submit(context.Background(), tc.repo(addr), appChange("web", map[string]string{"a.yaml": "x"}), nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Eventually(p.Done(), 20*time.Second).Should(BeClosed(), "the batch outlived its timeout")
+			_, err = p.Result()
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(conns.Load()).To(BeNumerically(">=", 1), "the server was never contacted")
+		})
+	}
 }

@@ -280,13 +280,14 @@ func syncBranch(ctx context.Context, repo *git.Repository, auth Auth, branch str
 		return plumbing.ZeroHash, false, err
 	}
 	err = fetcher.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{fetchRefSpec(branch)},
-		Auth:       auth.method,
-		CABundle:   auth.caBundle,
-		Tags:       git.NoTags,
-		Force:      true,
-		Depth:      1,
+		RemoteName:   remoteName,
+		RefSpecs:     []config.RefSpec{fetchRefSpec(branch)},
+		Auth:         auth.method,
+		CABundle:     auth.caBundle,
+		ProxyOptions: auth.proxyOptions(ctx),
+		Tags:         git.NoTags,
+		Force:        true,
+		Depth:        1,
 	})
 	tracking := plumbing.NewRemoteReferenceName(remoteName, branch)
 	switch {

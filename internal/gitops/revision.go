@@ -238,13 +238,14 @@ func (w *Writer) fetchHistory(ctx context.Context, st *repoState, repo *git.Repo
 		return err
 	}
 	err = fetcher.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{fetchRefSpec(st.branch)},
-		Auth:       auth.method,
-		CABundle:   auth.caBundle,
-		Tags:       git.NoTags,
-		Force:      true,
-		Depth:      RevisionFetchDepth,
+		RemoteName:   remoteName,
+		RefSpecs:     []config.RefSpec{fetchRefSpec(st.branch)},
+		Auth:         auth.method,
+		CABundle:     auth.caBundle,
+		ProxyOptions: auth.proxyOptions(ctx),
+		Tags:         git.NoTags,
+		Force:        true,
+		Depth:        RevisionFetchDepth,
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
