@@ -108,9 +108,15 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 	fs.BoolVar(&opts.Apps.AllowInsecureGitHTTP, "app-allow-insecure-git-http", opts.Apps.AllowInsecureGitHTTP,
 		"Send Git credentials over plain http:// repository URLs (development only; refused with GitInsecureTransport otherwise).")
 	fs.Var((*hostList)(&opts.Apps.AllowedGitHosts), "app-allowed-git-hosts",
-		`Comma-separated Git hosts spec.git.url may name: "host", "host:port" or "*.domain" (default: any host but cloud metadata endpoints, which only an exact entry allows).`)
+		`Comma-separated Git hosts spec.git.url may name, and only these: "host", "host:port" or "*.domain" `+
+			`(empty: any public host; a cluster-internal or private one, such as gitea, git.ns.svc or 10.0.0.5, only with --app-allow-internal-git-hosts; `+
+			`a cloud metadata endpoint only when an entry names it exactly; refused with GitHostNotAllowed).`)
+	fs.BoolVar(&opts.Apps.AllowInternalGitHosts, "app-allow-internal-git-hosts", opts.Apps.AllowInternalGitHosts,
+		"With an empty --app-allowed-git-hosts, let spec.git.url name cluster-internal and private hosts too "+
+			"(single-label names, names under .svc, .cluster.local, .local, .internal or .localhost, loopback, private, CGNAT and link-local addresses): any host but a cloud metadata endpoint.")
 	fs.Var((*hostList)(&opts.Apps.AllowedVClusterServers), "app-allowed-vcluster-servers",
-		`Comma-separated API server hosts a Tenant's kubeconfig may name, same format, e.g. "*.svc" (default: any server but cloud metadata endpoints).`)
+		`Comma-separated API server hosts a Tenant's kubeconfig may name (after its localhost server is replaced by the vcluster Service), and only these, same format; `+
+			`a value replaces the default, the in-cluster Services (empty: the default; refused with VClusterServerNotAllowed).`)
 	fs.Var((*hostList)(&opts.Apps.AllowedIngressHosts), "app-allowed-ingress-hosts",
 		`Comma-separated hosts spec.ingress.host may claim: exact names or "*.domain" (every name below domain, wildcard hosts included); `+
 			`"{namespace}" stands for the app's namespace, e.g. "*.{namespace}.apps.example.com" (default: any host; refused with IngressHostNotAllowed).`)

@@ -45,6 +45,29 @@ func TestFlagsIngressAllowLists(t *testing.T) {
 	g.Expect(opts.Apps.AllowedClusterIssuers).To(Equal([]string{"letsencrypt-prod", "internal-ca"}))
 }
 
+// The connection allow-lists: the vCluster server list defaults to the cluster's Services and a
+// value replaces it (an empty value keeps the default); the Git host list is empty (any public
+// host) and cluster-internal Git hosts are refused unless --app-allow-internal-git-hosts is given.
+func TestFlagsConnectionAllowLists(t *testing.T) {
+	g := NewWithT(t)
+	opts := parseFlags(g)
+	g.Expect(opts.Apps.AllowedVClusterServers).To(Equal([]string{"*.svc", "*.svc.cluster.local"}))
+	g.Expect(opts.Apps.AllowedGitHosts).To(BeEmpty())
+	g.Expect(opts.Apps.AllowInternalGitHosts).To(BeFalse())
+
+	opts = parseFlags(g,
+		"--app-allowed-vcluster-servers=127.0.0.1, *.vclusters.example.com", "--app-allowed-git-hosts=gitea.git.svc:3000",
+		"--app-allow-internal-git-hosts",
+	)
+	g.Expect(opts.Apps.AllowedVClusterServers).To(Equal([]string{"127.0.0.1", "*.vclusters.example.com"}), "replaced, not added to")
+	g.Expect(opts.Apps.AllowedGitHosts).To(Equal([]string{"gitea.git.svc:3000"}))
+	g.Expect(opts.Apps.AllowInternalGitHosts).To(BeTrue())
+
+	opts = parseFlags(g, "--app-allowed-vcluster-servers=", "--app-allow-internal-git-hosts=false")
+	g.Expect(opts.Apps.AllowedVClusterServers).To(BeEmpty(), "the reconciler reads an empty list as the default")
+	g.Expect(opts.Apps.AllowInternalGitHosts).To(BeFalse())
+}
+
 // The Git bounds reach the App Controller's options; 0 keeps the defaults (set by the reconciler).
 func TestFlagsSetTheGitBounds(t *testing.T) {
 	g := NewWithT(t)

@@ -118,6 +118,8 @@ func DefaultOptions() Options {
 		GitBatchWindow:         gitops.DefaultBatchWindow,
 		Apps: app.Options{
 			GitCacheDir: filepath.Join(os.TempDir(), Name, "git"),
+			// The flag shows it as its default; an empty list means it too (app.Options).
+			AllowedVClusterServers: app.DefaultAllowedVClusterServers(),
 		},
 	}
 }

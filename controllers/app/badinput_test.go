@@ -309,6 +309,12 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "kubeconfig server that does not answer", setup: func(f *fixture, app string) string {
 			return tenantWithKubeconfig(string(kubeconfigWithServer(f, "https://127.0.0.1:1")))(f, app)
 		}, condition: tenantCond, reason: kubeoperav1alpha1.ReasonVClusterUnreachable},
+		// A kubeconfig's server outside --app-allowed-vcluster-servers (the suite's list, and the
+		// default of in-cluster Services): the host's own API server at its ClusterIP is never
+		// contacted with the kubeconfig's credentials.
+		{name: "kubeconfig server outside the allow-list", setup: func(f *fixture, app string) string {
+			return tenantWithKubeconfig(string(kubeconfigWithServer(f, "https://10.96.0.1:443")))(f, app)
+		}, condition: tenantCond, reason: kubeoperav1alpha1.ReasonVClusterServerNotAllowed, message: `"10.96.0.1" is not in --app-allowed-vcluster-servers`, terminal: true},
 		// spec.registry.secretRef: the object it names.
 		{name: "registry Secret missing", mutate: withRegistry("no-such-pull-secret"),
 			condition: readyCond, reason: kubeoperav1alpha1.ReasonRegistrySecretNotFound, message: "no-such-pull-secret"},
@@ -316,6 +322,12 @@ func TestBadInputMatrix(t *testing.T) {
 			mutate:    withRegistry("vc-sibling"),
 			condition: readyCond, reason: kubeoperav1alpha1.ReasonRegistrySecretInvalid, message: `type "Opaque"`, terminal: true},
 		// spec.git.url and spec.git.secretRef: the repository and the credentials.
+		{name: "git url on a cluster-internal host outside the allow-list", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.URL = "http://gitea.git.svc.cluster.local:3000/org/apps.git"
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonGitHostNotAllowed, message: `"gitea.git.svc.cluster.local" is not in --app-allowed-git-hosts`, terminal: true},
+		{name: "git url on a cloud metadata endpoint", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.Git.URL = "http://169.254.169.254/latest/meta-data.git"
+		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonGitHostNotAllowed, message: "a cloud metadata endpoint", terminal: true},
 		{name: "git url with a password", mutate: spec(func(a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.URL = strings.Replace(a.Spec.Git.URL, "http://", "http://git:"+gitServer.Password+"@", 1)
 		}), condition: gitCond, reason: kubeoperav1alpha1.ReasonGitFailed, message: "embeds a password", terminal: true},

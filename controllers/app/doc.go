@@ -18,7 +18,9 @@
 //     else vc-<tenant>/config). vcluster exports https://localhost:8443 (for port-forwarding):
 //     a server whose host is literally "localhost" is replaced by the vcluster Service,
 //     https://<tenant>.<tenant namespace>.svc:443; any other server, IPs included, is used as
-//     written. Credentials must be inline (exec plugins, auth providers and file references are
+//     written. The server must be in --app-allowed-vcluster-servers (default *.svc and
+//     *.svc.cluster.local; VClusterServerNotAllowed, terminal, never contacted: allowlist.go).
+//     Credentials must be inline (exec plugins, auth providers and file references are
 //     refused: KubeconfigInvalid). Clients are cached per Tenant, keyed by the Secret's UID,
 //     resourceVersion and key: a pass reuses the client, a rotated kubeconfig replaces it.
 //  3. Inputs (checkInputs, vcluster.go), read before anything is written: the app namespace

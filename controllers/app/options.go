@@ -121,11 +121,17 @@ type Options struct {
 	// scheme.
 	NewVClusterClient tenant.NewClientFunc
 
-	// AllowedGitHosts restricts the hosts of spec.git.url ("host", "host:port", "*.domain");
-	// empty allows any (see allowlist.go).
+	// AllowedGitHosts restricts the hosts of spec.git.url ("host", "host:port", "*.domain"):
+	// only these when set; empty allows any host but a cluster-internal or private one
+	// (allowlist.go). A cloud metadata endpoint is allowed only when an entry names it exactly.
 	AllowedGitHosts []string
+	// AllowInternalGitHosts lets an empty AllowedGitHosts allow cluster-internal and private
+	// hosts too (--app-allow-internal-git-hosts): any host but a cloud metadata endpoint. With
+	// entries in AllowedGitHosts, the entries alone decide.
+	AllowInternalGitHosts bool
 	// AllowedVClusterServers restricts the API servers of Tenants' kubeconfigs, after the
-	// localhost replacement, in the same format; empty allows any.
+	// localhost replacement, in the same format: only these; empty means
+	// DefaultAllowedVClusterServers (the cluster's Services).
 	AllowedVClusterServers []string
 	// AllowedIngressHosts restricts spec.ingress.host ("name" exactly, "*.domain" any name below
 	// domain); empty allows any (see allowlist.go).
@@ -217,6 +223,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if len(o.AllowedVClusterServers) == 0 {
+		o.AllowedVClusterServers = DefaultAllowedVClusterServers()
 	}
 	return o
 }

@@ -50,39 +50,10 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.MaxAppFolderSize).To(Equal(int64(256 << 10)))
 	g.Expect(o.MaxConcurrentGitOperations).To(Equal(4))
 	g.Expect(o.MaxGitCacheSize).To(Equal(int64(1 << 30)))
-}
-
-func TestHostAllowed(t *testing.T) {
-	g := NewWithT(t)
-	for _, tc := range []struct {
-		allowed []string
-		url     string
-		want    bool
-	}{
-		{nil, "https://anything.example.org/x.git", true},
-		{[]string{"git.example.com"}, "https://git.example.com/x.git", true},
-		{[]string{"git.example.com"}, "ssh://git@GIT.example.com:2222/x.git", true},
-		{[]string{"git.example.com"}, "https://git.example.com.evil.io/x.git", false},
-		{[]string{"git.example.com"}, "http://169.254.169.254/latest", false},
-		{[]string{"git.example.com:443"}, "https://git.example.com:8443/x.git", false},
-		{[]string{"git.example.com:443"}, "https://git.example.com:443/x.git", true},
-		{[]string{"*.svc"}, "https://t1.cs-1.svc:443", true},
-		{[]string{"*.svc"}, "https://svc", false},
-		{[]string{"*.svc"}, "https://10.0.0.1:6443", false},
-		{[]string{"a.example.com", "*.svc"}, "https://t1.ns.svc", true},
-		{[]string{"a.example.com"}, "::not a url", false},
-		// Cloud metadata endpoints: refused with an empty list and by wildcards, reached only
-		// when named.
-		{nil, "http://169.254.169.254/computeMetadata/v1", false},
-		{nil, "http://metadata.google.internal/computeMetadata/v1", false},
-		{nil, "http://METADATA.google.internal./x", false},
-		{nil, "http://[fd00:ec2::254]/latest", false},
-		{nil, "https://[fe80::1]:443/x.git", false},
-		{[]string{"*.internal"}, "http://metadata.google.internal/x", false},
-		{[]string{"169.254.169.254"}, "http://169.254.169.254/latest", true},
-		{nil, "https://10.0.0.1:6443", true},
-	} {
-		ok, _ := hostAllowed(tc.allowed, tc.url)
-		g.Expect(ok).To(Equal(tc.want), "%v %s", tc.allowed, tc.url)
-	}
+	// Secure by default: a vCluster server is a Service of the cluster, a Git host is public.
+	g.Expect(o.AllowedVClusterServers).To(Equal([]string{"*.svc", "*.svc.cluster.local"}))
+	g.Expect(o.AllowedGitHosts).To(BeEmpty())
+	g.Expect(o.AllowInternalGitHosts).To(BeFalse())
+	// A list replaces the default.
+	g.Expect(Options{AllowedVClusterServers: []string{"127.0.0.1"}}.withDefaults().AllowedVClusterServers).To(Equal([]string{"127.0.0.1"}))
 }

@@ -78,6 +78,11 @@ var suiteOptions = app.Options{
 	// The test Git server is plain HTTP on loopback (TestCredentialsOverPlainHTTPAreRefused
 	// checks the default).
 	AllowInsecureGitHTTP: true,
+	// The Git servers and the vCluster's API server listen on loopback, which the default
+	// allow-lists refuse (TestAllowListsRefuseInternalHostsByDefault): the suite names it, as a
+	// platform names its own hosts.
+	AllowedGitHosts:        []string{"127.0.0.1"},
+	AllowedVClusterServers: []string{"127.0.0.1"},
 	// The Ingress allow-lists a platform sets (ingress_test.go); every other test's hosts and
 	// issuers are in them.
 	AllowedIngressHosts:   []string{"*.example.com", "*.{namespace}.tenants.test"},

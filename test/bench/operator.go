@@ -51,8 +51,10 @@ func startOperatorWith(ctx context.Context, bin, kubeconfig, workDir, proxy stri
 	args := []string{
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
 		"--git-cache-dir=" + filepath.Join(workDir, "git"),
-		// The test Git server is plain HTTP on loopback.
+		// The test Git server is plain HTTP on loopback, and it and the vClusters' API servers
+		// listen on loopback, which the default allow-lists refuse.
 		"--app-allow-insecure-git-http",
+		"--app-allowed-git-hosts=127.0.0.1", "--app-allowed-vcluster-servers=127.0.0.1",
 	}
 	var pprofAddr string
 	if heapProfileDir != "" {

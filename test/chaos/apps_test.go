@@ -36,8 +36,10 @@ func appArgs(gitCache string) []string {
 	return []string{
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-controlplane-controller=false",
 		"--git-cache-dir=" + gitCache, "--app-sync-poll-interval=500ms",
-		// The test Git server is plain HTTP on loopback.
+		// The test Git server is plain HTTP on loopback, and it and the vCluster's API server
+		// listen on loopback, which the default allow-lists refuse.
 		"--app-allow-insecure-git-http",
+		"--app-allowed-git-hosts=127.0.0.1", "--app-allowed-vcluster-servers=127.0.0.1",
 	}
 }
 

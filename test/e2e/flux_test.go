@@ -211,8 +211,11 @@ func runOperator(ctx context.Context, t *testing.T, host *apptest.Cluster, opts 
 		DeletePollInterval: 500 * time.Millisecond,
 		RetryBase:          time.Second,
 		RetryMax:           5 * time.Second,
-		// The test Git server is plain HTTP on loopback.
-		AllowInsecureGitHTTP: true,
+		// The test Git server is plain HTTP on loopback, and it and the vCluster's API server
+		// listen on loopback, which the default allow-lists refuse.
+		AllowInsecureGitHTTP:   true,
+		AllowedGitHosts:        []string{"127.0.0.1"},
+		AllowedVClusterServers: []string{"127.0.0.1"},
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -239,8 +239,12 @@ func (s *Sandbox) managerOptions(opts Options) (controllers.Options, error) {
 	}
 	o.ControlPlane.ControllerEndpointTemplate = u.Host
 	o.Apps.GitCacheDir = filepath.Join(opts.Dir, "git")
-	// The sandbox Git server is plain HTTP on loopback.
+	// The sandbox Git server is plain HTTP on loopback. It and the tenant cluster's API server
+	// listen on loopback, which the default allow-lists refuse: the sandbox names it, as a
+	// platform names its own hosts.
 	o.Apps.AllowInsecureGitHTTP = true
+	o.Apps.AllowedGitHosts = []string{"127.0.0.1"}
+	o.Apps.AllowedVClusterServers = []string{"127.0.0.1"}
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.LeaderElect = false
 	if o.Apps.SyncPollInterval == 0 {

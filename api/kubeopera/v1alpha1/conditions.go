@@ -132,11 +132,13 @@ const (
 	// ReasonManifestsTooLarge: the app's rendered manifests are larger than one app may write
 	// (--app-max-folder-size). Nothing is written until the spec changes.
 	ReasonManifestsTooLarge = "ManifestsTooLarge"
-	// ReasonGitHostNotAllowed: spec.git.url names a host outside the operator's Git host
-	// allow-list (--app-allowed-git-hosts). Nothing is fetched or pushed.
+	// ReasonGitHostNotAllowed: spec.git.url names a host the operator may not connect to: one
+	// outside --app-allowed-git-hosts, or, while that list is empty, a cluster-internal or
+	// private host (unless --app-allow-internal-git-hosts). Nothing is fetched or pushed.
 	ReasonGitHostNotAllowed = "GitHostNotAllowed"
 	// ReasonVClusterServerNotAllowed: the Tenant's kubeconfig names an API server outside the
-	// operator's allow-list (--app-allowed-vcluster-servers). It is never contacted.
+	// operator's allow-list (--app-allowed-vcluster-servers, by default the in-cluster Services).
+	// It is never contacted.
 	ReasonVClusterServerNotAllowed = "VClusterServerNotAllowed"
 	// ReasonInvalidSpec: the spec was admitted, but the API server would refuse the Deployment
 	// rendered from it (an env var name or fieldRef, a resource quantity the pod validation
