@@ -52,3 +52,27 @@ func TestARepositoryOverTheInflatedLimitFailsOnlyItsApp(t *testing.T) {
 	})
 	big.waitGone("web")
 }
+
+// A repository that grew past the inflated limit after its app was placed (a large file pushed
+// beside it, within twice the limit): the app's next change is RepositoryTooLarge, but deleting
+// the app still removes its folder, with no annotation: removing folders is how the repository
+// gets smaller, so deletions and namespace offboarding are never held by its size.
+func TestDeletionGoesThroughARepositoryOverTheInflatedLimit(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("web", "t1"))
+	f.waitReady("web")
+	f.g.Expect(f.files(f.path("web"))).NotTo(BeEmpty())
+
+	// Over the limit (suiteOptions), under twice it.
+	size := int(suiteOptions.MaxGitInflatedSize) + int(suiteOptions.MaxGitInflatedSize)/2
+	_, err := gitServer.PushOutsideCommit(f.repo, "main", "assets/large.bin", strings.Repeat("l", size))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.update("web", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "nginx:1.28" })
+	f.waitCondition("web", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRepositoryTooLarge)
+
+	f.deleteApp("web")
+	f.waitGone("web")
+	f.g.Expect(f.files(f.path("web"))).To(BeEmpty(), "the app's folder was removed")
+	f.g.Expect(f.allFiles("assets")).To(HaveKey("large.bin"), "the large file stays")
+}

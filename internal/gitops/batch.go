@@ -186,6 +186,10 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 			r.err = fmt.Errorf("app %s: %w: the repository has no branch %q", c.AppKey, ErrBranchNotFound, st.branch)
 			continue
 		}
+		if !c.Delete && st.treeTooLarge != nil {
+			r.err = fmt.Errorf("app %s: %w", c.AppKey, st.treeTooLarge)
+			continue
+		}
 		if c.Delete {
 			if !marked {
 				// No marker of this owner: nothing there was written by it (the conflict check

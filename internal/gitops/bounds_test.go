@@ -276,3 +276,47 @@ func TestIdleClonesAreEvictedOverTheCacheLimit(t *testing.T) {
 	g.Expect(cloned(2)).To(BeFalse())
 	g.Expect(w.Repositories()).To(Equal(2), "eviction keeps the branches' queues")
 }
+
+// A branch whose files grew past the inflated limit refuses every change that writes files, but
+// lets the folders of deleted apps go, in a batch of their own (which may fetch twice the limit)
+// or beside refused changes: removing them is how the branch gets smaller.
+func TestDeletionsGoThroughABranchOverItsContentLimit(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	const limit = 64 << 10
+	seed := newTestWriter(t)
+	apply(t, seed, repo, appChange("web", map[string]string{"a.yaml": "web"}))
+	apply(t, seed, repo, appChange("api", map[string]string{"a.yaml": "api"}))
+	apply(t, seed, repo, appChange("big1", map[string]string{"a.bin": strings.Repeat("1", 40<<10)}))
+
+	// A writer that knows the branch while it is under the limit: the next fetches are small.
+	w := newTestWriter(t, WithMaxInflatedSize(limit), WithBatchWindow(300*time.Millisecond))
+	apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "web 2"}))
+	apply(t, seed, repo, appChange("big2", map[string]string{"a.bin": strings.Repeat("2", 40<<10)}))
+
+	// One batch: api's update is refused, web's folder is removed.
+	update, err := w.Submit(context.Background(), repo, appChange("api", map[string]string{"a.yaml": "api 2"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	remove, err := w.Submit(context.Background(), repo, deleteChange("web"), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	<-update.Done()
+	<-remove.Done()
+	_, err = update.Result()
+	g.Expect(err).To(MatchError(ErrRepositoryTooLarge))
+	res, err := remove.Result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changed).To(BeTrue())
+	files := readRemote(t, repo, nil).files(t)
+	g.Expect(files).NotTo(HaveKey("apps/ns/web/a.yaml"))
+	g.Expect(files).To(HaveKeyWithValue("apps/ns/api/a.yaml", "api"))
+
+	// A writer with no clone fetches the whole branch (over the limit): a batch of deletions
+	// alone may.
+	fresh := newTestWriter(t, WithMaxInflatedSize(limit))
+	_, err = fresh.Apply(context.Background(), repo, appChange("api", map[string]string{"a.yaml": "api 3"}))
+	g.Expect(err).To(MatchError(ErrRepositoryTooLarge))
+	res, err = fresh.Apply(context.Background(), repo, deleteChange("api"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changed).To(BeTrue())
+	g.Expect(readRemote(t, repo, nil).files(t)).NotTo(HaveKey("apps/ns/api/a.yaml"))
+}

@@ -201,7 +201,7 @@ func TestHostKey(t *testing.T) {
 // address) that hangs. It counts the connections.
 func silentServer(t *testing.T, respondHeaders bool) (addr string, conns *atomic.Int32) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

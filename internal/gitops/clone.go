@@ -68,10 +68,17 @@ func (w *Writer) sync(ctx context.Context, st *repoState, repo *git.Repository, 
 	inflated := int64(-1)
 	if w.opts.maxInflatedSize > 0 {
 		inflated = w.opts.maxInflatedSize
+		if st.deletionsOnly {
+			inflated *= deletionFetchFactor
+		}
 	}
 	head, missing, err := syncBranch(ctx, repo, auth, st.branch, fetchLimits{pack: budget, inflated: inflated},
 		func(head plumbing.Hash) error { return w.checkTreeSize(st, repo, head) })
 	st.branchMissing = missing
+	if err == nil && head.IsZero() {
+		// No branch (yet): no files.
+		st.treeBase, st.treeTooLarge = plumbing.ZeroHash, nil
+	}
 	if errors.Is(err, ErrRepositoryTooLarge) {
 		if rmErr := os.RemoveAll(st.dir); rmErr != nil {
 			return plumbing.ZeroHash, fmt.Errorf("remove oversized clone: %w", rmErr)
@@ -113,16 +120,34 @@ func (w *Writer) limitsText() string {
 	return fmt.Sprintf("repository %s, inflated %s", text(w.opts.maxRepoSize), text(w.opts.maxInflatedSize))
 }
 
-// checkTreeSize refuses, before the writer reads it, a tree whose files are larger together than
-// WithMaxInflatedSize. The sizes come from the objects' headers (no object is inflated for it),
-// and the check is remembered per commit: a branch head changes far less often than batches run.
+// deletionFetchFactor is how many times WithMaxInflatedSize a batch that only removes folders
+// may fetch. A branch whose files grew past the limit (an app's neighbours, a large file someone
+// pushed) refuses every change that writes files (ErrRepositoryTooLarge, checkTreeSize), but the
+// folders of deleted apps and offboarded namespaces must still go: that is how the branch gets
+// smaller. A deletion needs the head's trees, which go-git fetches only with the files, so such
+// a batch may fetch up to this factor more; a mixed batch keeps the limit (its deletions are
+// retried with their apps' passes, and a batch of deletions alone is the common case then).
+const deletionFetchFactor = 2
+
+// checkTreeSize measures, before the writer reads it, whether the head's files are larger
+// together than WithMaxInflatedSize, and records the answer in st.treeTooLarge: commit then
+// refuses every change that writes files with it, and lets deletions through. The sizes come
+// from the objects' headers (no object is inflated for it), and the answer is remembered per
+// commit: a branch head changes far less often than batches run. Other errors are returned.
 func (w *Writer) checkTreeSize(st *repoState, repo *git.Repository, head plumbing.Hash) error {
-	if st.treeBase != head {
-		if _, err := treeFilesSize(repo, head, w.opts.maxInflatedSize); err != nil {
-			return err
-		}
-		st.treeBase = head
+	if st.treeBase == head {
+		return nil
 	}
+	_, err := treeFilesSize(repo, head, w.opts.maxInflatedSize)
+	switch {
+	case errors.Is(err, ErrRepositoryTooLarge):
+		st.treeTooLarge = fmt.Errorf("branch %s of %s, limits %s: %w", st.branch, redactURL(st.url), w.limitsText(), err)
+	case err != nil:
+		return err
+	default:
+		st.treeTooLarge = nil
+	}
+	st.treeBase = head
 	return nil
 }
 

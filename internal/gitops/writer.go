@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -290,8 +291,14 @@ type repoState struct {
 	// changes far less often than batches run).
 	owners     owners
 	ownersBase plumbing.Hash
-	// treeBase is the last commit whose tree passed checkTreeSize (guarded by work).
-	treeBase plumbing.Hash
+	// treeBase is the last commit checkTreeSize measured, and treeTooLarge what it found: an
+	// ErrRepositoryTooLarge when the commit's files are larger together than
+	// WithMaxInflatedSize, nil otherwise (both guarded by work).
+	treeBase     plumbing.Hash
+	treeTooLarge error
+	// deletionsOnly: the running batch only removes folders, and may fetch more (guarded by
+	// work; see deletionFetchFactor).
+	deletionsOnly bool
 
 	// diskBytes is what the clone holds on disk, as measured by its last sync; lastUsed is when
 	// its last batch ended (Unix nanoseconds). Both are read by evictIdleClones.
@@ -775,7 +782,21 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	defer cancel()
 
 	auth := batch[0].auth
+	deletions := slices.DeleteFunc(slices.Clone(batch), func(r *request) bool { return !r.change.Delete })
+	st.deletionsOnly = len(deletions) == len(batch)
 	commit, err := w.timedWrite(ctx, st, auth, batch)
+	if errors.Is(err, ErrRepositoryTooLarge) && !st.deletionsOnly && len(deletions) > 0 {
+		// The branch is over a size limit: the changes that write files fail, and the
+		// deletions, which make it smaller, are written alone (deletionFetchFactor).
+		for _, r := range batch {
+			if !r.change.Delete && r.err == nil {
+				r.err = err
+			}
+		}
+		st.deletionsOnly = true
+		commit, err = w.timedWrite(ctx, st, auth, deletions)
+	}
+	st.deletionsOnly = false
 	err = auth.redact(err)
 	w.recordDiskUsage(st)
 	for _, r := range batch {
