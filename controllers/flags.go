@@ -97,6 +97,9 @@ func BindFlags(fs *flag.FlagSet, opts *Options) {
 		"Largest rendered folder of one KubeOperaApp, in bytes; larger ones are refused with ManifestsTooLarge before anything is written (0: 256 KiB, negative: no limit).")
 	fs.IntVar(&opts.Apps.MaxConcurrentGitOperations, "app-max-concurrent-git-operations", opts.Apps.MaxConcurrentGitOperations,
 		"Git batches (fetch, commit and push of one repository branch) running at once over all repositories; the others wait (0: 4, negative: no limit).")
+	fs.IntVar(&opts.Apps.MaxConcurrentGitOperationsPerHost, "app-max-concurrent-git-operations-per-host", opts.Apps.MaxConcurrentGitOperationsPerHost,
+		"Git batches of one Git server (host and port) running at once; keep it below --app-max-concurrent-git-operations so that a slow server "+
+			"leaves the other servers a slot (0: 3, negative: no limit of its own).")
 	fs.Int64Var(&opts.Apps.MaxGitCacheSize, "app-max-git-cache-size", opts.Apps.MaxGitCacheSize,
 		"Most bytes the local Git clones may hold together; beyond it the least recently used idle clones are deleted "+
 			"(0: 1 GiB, negative: no limit). Keep the --git-cache-dir volume larger (config/manager: 3Gi).")

@@ -73,7 +73,9 @@ func TestFlagsSetTheGitBounds(t *testing.T) {
 	g := NewWithT(t)
 	opts := parseFlags(g,
 		"--app-max-git-inflated-size=1048576", "--app-max-concurrent-git-operations=2", "--app-max-git-cache-size=-1",
+		"--app-max-concurrent-git-operations-per-host=1",
 	)
+	g.Expect(opts.Apps.MaxConcurrentGitOperationsPerHost).To(Equal(1))
 	g.Expect(opts.Apps.MaxGitInflatedSize).To(Equal(int64(1 << 20)))
 	g.Expect(opts.Apps.MaxConcurrentGitOperations).To(Equal(2))
 	g.Expect(opts.Apps.MaxGitCacheSize).To(Equal(int64(-1)))
@@ -81,6 +83,7 @@ func TestFlagsSetTheGitBounds(t *testing.T) {
 	defaults := DefaultOptions()
 	g.Expect(defaults.Apps.MaxGitInflatedSize).To(BeZero())
 	g.Expect(defaults.Apps.MaxConcurrentGitOperations).To(BeZero())
+	g.Expect(defaults.Apps.MaxConcurrentGitOperationsPerHost).To(BeZero())
 	g.Expect(defaults.Apps.MaxGitCacheSize).To(BeZero())
 }
 

@@ -70,6 +70,9 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	if opts.MaxConcurrentGitOperations > 0 {
 		gitOpts = append(gitOpts, gitops.WithMaxConcurrentOperations(opts.MaxConcurrentGitOperations))
 	}
+	if opts.MaxConcurrentGitOperationsPerHost > 0 {
+		gitOpts = append(gitOpts, gitops.WithMaxOperationsPerHost(opts.MaxConcurrentGitOperationsPerHost))
+	}
 	if opts.MaxGitCacheSize > 0 {
 		gitOpts = append(gitOpts, gitops.WithMaxCacheSize(opts.MaxGitCacheSize))
 	}

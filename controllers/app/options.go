@@ -71,6 +71,10 @@ const (
 	// DefaultMaxConcurrentGitOperations bounds the Git batches (fetch, commit, push of one branch)
 	// running at once over every repository.
 	DefaultMaxConcurrentGitOperations = 4
+	// DefaultMaxConcurrentGitOperationsPerHost bounds the batches of one Git server among them:
+	// a server that answers slowly (or not until the batch's timeout) holds at most three of the
+	// four slots, and the repositories of every other server still find one.
+	DefaultMaxConcurrentGitOperationsPerHost = 3
 	// DefaultMaxGitCacheSize bounds the clones kept on disk; idle ones are evicted beyond it.
 	// config/manager gives the cache volume room for it plus the running batches.
 	DefaultMaxGitCacheSize = 1 << 30
@@ -165,6 +169,9 @@ type Options struct {
 	// MaxConcurrentGitOperations bounds the Git batches running at once; negative means no
 	// limit.
 	MaxConcurrentGitOperations int
+	// MaxConcurrentGitOperationsPerHost bounds the Git batches of one Git server (host and port)
+	// running at once; negative means no limit of its own.
+	MaxConcurrentGitOperationsPerHost int
 	// MaxGitCacheSize bounds the clones kept on disk, in bytes; negative means no limit.
 	MaxGitCacheSize int64
 
@@ -214,6 +221,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrentGitOperations == 0 {
 		o.MaxConcurrentGitOperations = DefaultMaxConcurrentGitOperations
+	}
+	if o.MaxConcurrentGitOperationsPerHost == 0 {
+		o.MaxConcurrentGitOperationsPerHost = DefaultMaxConcurrentGitOperationsPerHost
 	}
 	if o.MaxGitCacheSize == 0 {
 		o.MaxGitCacheSize = DefaultMaxGitCacheSize

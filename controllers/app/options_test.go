@@ -49,6 +49,7 @@ func TestOptionsDefaults(t *testing.T) {
 	g.Expect(o.MaxGitInflatedSize).To(Equal(int64(32 << 20)))
 	g.Expect(o.MaxAppFolderSize).To(Equal(int64(256 << 10)))
 	g.Expect(o.MaxConcurrentGitOperations).To(Equal(4))
+	g.Expect(o.MaxConcurrentGitOperationsPerHost).To(Equal(3))
 	g.Expect(o.MaxGitCacheSize).To(Equal(int64(1 << 30)))
 	// Secure by default: a vCluster server is a Service of the cluster, a Git host is public.
 	g.Expect(o.AllowedVClusterServers).To(Equal([]string{"*.svc", "*.svc.cluster.local"}))

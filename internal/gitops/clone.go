@@ -120,13 +120,13 @@ func (w *Writer) limitsText() string {
 	return fmt.Sprintf("repository %s, inflated %s", text(w.opts.maxRepoSize), text(w.opts.maxInflatedSize))
 }
 
-// deletionFetchFactor is how many times WithMaxInflatedSize a batch that only removes folders
-// may fetch. A branch whose files grew past the limit (an app's neighbours, a large file someone
-// pushed) refuses every change that writes files (ErrRepositoryTooLarge, checkTreeSize), but the
-// folders of deleted apps and offboarded namespaces must still go: that is how the branch gets
-// smaller. A deletion needs the head's trees, which go-git fetches only with the files, so such
-// a batch may fetch up to this factor more; a mixed batch keeps the limit (its deletions are
-// retried with their apps' passes, and a batch of deletions alone is the common case then).
+// deletionFetchFactor is how many times WithMaxInflatedSize the deletions of a batch cut off at
+// the limit may fetch when they are written again alone. A branch whose files grew past the
+// limit (an app's neighbours, a large file someone pushed) refuses every change that writes
+// files (ErrRepositoryTooLarge), but the folders of deleted apps and offboarded namespaces must
+// still go: that is how the branch gets smaller. A deletion needs the head's trees, which go-git
+// fetches only with the files, hence the larger bound, for one such batch at a time
+// (writeDeletionsOverLimit). A branch beyond it still holds its deletions.
 const deletionFetchFactor = 2
 
 // checkTreeSize measures, before the writer reads it, whether the head's files are larger

@@ -212,6 +212,9 @@ type Writer struct {
 
 	// slots holds a token per running batch when WithMaxConcurrentOperations is set.
 	slots chan struct{}
+	// overLimit holds a token while a batch of deletions fetches beyond WithMaxInflatedSize
+	// (writeDeletionsOverLimit).
+	overLimit chan struct{}
 	// hostSlots hold a token per running batch of each Git server when
 	// WithMaxOperationsPerHost is set, by hostKey (guarded by hostMu).
 	hostMu    sync.Mutex
@@ -248,7 +251,7 @@ func NewWriter(cacheDir string, opts ...Option) *Writer {
 	}
 	o.maxBatch = max(o.maxBatch, 1)
 	o.backoff.Attempts = max(o.backoff.Attempts, 1)
-	w := &Writer{cacheDir: cacheDir, opts: o, repos: map[string]*repoState{}}
+	w := &Writer{cacheDir: cacheDir, opts: o, repos: map[string]*repoState{}, overLimit: make(chan struct{}, 1)}
 	if o.maxOperations > 0 {
 		w.slots = make(chan struct{}, o.maxOperations)
 	}
@@ -296,8 +299,8 @@ type repoState struct {
 	// WithMaxInflatedSize, nil otherwise (both guarded by work).
 	treeBase     plumbing.Hash
 	treeTooLarge error
-	// deletionsOnly: the running batch only removes folders, and may fetch more (guarded by
-	// work; see deletionFetchFactor).
+	// deletionsOnly: the running batch only removes folders from a branch over its size limit,
+	// and may fetch more (guarded by work; writeDeletionsOverLimit).
 	deletionsOnly bool
 
 	// diskBytes is what the clone holds on disk, as measured by its last sync; lastUsed is when
@@ -782,10 +785,9 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	defer cancel()
 
 	auth := batch[0].auth
-	deletions := slices.DeleteFunc(slices.Clone(batch), func(r *request) bool { return !r.change.Delete })
-	st.deletionsOnly = len(deletions) == len(batch)
 	commit, err := w.timedWrite(ctx, st, auth, batch)
-	if errors.Is(err, ErrRepositoryTooLarge) && !st.deletionsOnly && len(deletions) > 0 {
+	if deletions := slices.DeleteFunc(slices.Clone(batch), func(r *request) bool { return !r.change.Delete }); errors.Is(err, ErrRepositoryTooLarge) &&
+		len(deletions) > 0 && w.opts.maxInflatedSize > 0 {
 		// The branch is over a size limit: the changes that write files fail, and the
 		// deletions, which make it smaller, are written alone (deletionFetchFactor).
 		for _, r := range batch {
@@ -793,10 +795,8 @@ func (w *Writer) process(st *repoState, batch []*request) {
 				r.err = err
 			}
 		}
-		st.deletionsOnly = true
-		commit, err = w.timedWrite(ctx, st, auth, deletions)
+		commit, err = w.writeDeletionsOverLimit(ctx, st, auth, deletions)
 	}
-	st.deletionsOnly = false
 	err = auth.redact(err)
 	w.recordDiskUsage(st)
 	for _, r := range batch {
@@ -809,6 +809,21 @@ func (w *Writer) process(st *repoState, batch []*request) {
 		}
 		r.finish()
 	}
+}
+
+// writeDeletionsOverLimit writes a batch of deletions to a branch over the inflated limit: its
+// fetch may inflate deletionFetchFactor times the limit, one such batch at a time over all
+// branches, so the memory of the batches running at once stays bounded (docs/operability.md).
+func (w *Writer) writeDeletionsOverLimit(ctx context.Context, st *repoState, auth Auth, batch []*request) (string, error) {
+	select {
+	case w.overLimit <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("wait to remove folders from a branch over its size limit: %w", ctx.Err())
+	}
+	defer func() { <-w.overLimit }()
+	st.deletionsOnly = true
+	defer func() { st.deletionsOnly = false }()
+	return w.timedWrite(ctx, st, auth, batch)
 }
 
 // recordDiskUsage records what the clone holds after a batch, for evictIdleClones: its object
