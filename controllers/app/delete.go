@@ -56,6 +56,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return r.deleteWait(s.app), nil
 	}
 	if err := r.cleanupGit(ctx, s); err != nil {
+		if r.waitForGit(ctx, s, err) {
+			return ctrl.Result{}, nil
+		}
 		return r.failed(ctx, s, err)
 	}
 	patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -239,8 +242,13 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 	if here := r.specLocation(s.app); !here.sameFolder(locs[0]) {
 		locs = append(locs, here)
 	}
+	pending := false
 	for _, loc := range locs {
 		_, err := r.removeFolder(ctx, s, loc, "delete")
+		if errors.Is(err, errPushPending) {
+			pending = true
+			continue
+		}
 		if errors.Is(err, errGitSecretNotFound) {
 			r.event(s.app, corev1.EventTypeWarning, "GitCleanupSkipped", actionDelete,
 				fmt.Sprintf("Cannot remove folder %s from Git: %v", loc.path, err))
@@ -250,6 +258,11 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 			return deleteFailed("remove folder "+loc.path+" from Git"+annotationNotTrue(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup), err)
 		}
 	}
+	if pending {
+		return errPushPending
+	}
+	// Every removal read: none is submitted again.
+	r.pushes.forget(s.key)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package app_test
 import (
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,4 +285,37 @@ func TestDeleteWithUnreachableVClusterIsAbandonedOnRequest(t *testing.T) {
 	f.g.Expect(e.Note).To(ContainSubstring("delete Kustomization"))
 	f.g.Expect(f.files(f.path("castaway"))).To(BeEmpty(), "folder left in Git")
 	f.g.Expect(f.vc(&kustomizev1.Kustomization{}, "flux-system", fluxName)).To(BeTrue(), "the unreachable vCluster was cleaned after all")
+}
+
+// A deletion pass does not wait for the push that removes the app's folder: while the push is
+// held, the pass ends (the finalizer stays) and frees its worker; the push's callback brings the
+// app back, and that pass removes the finalizer.
+func TestDeletionPassDoesNotWaitForItsPush(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("gone", "t1"))
+	f.waitReady("gone")
+
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	var held atomic.Int32
+	hold := func() {
+		held.Add(1)
+		<-release
+	}
+	beforePush.Store(&hold)
+	t.Cleanup(func() { beforePush.Store(nil); open() })
+
+	before := passes.of(f.ns, "gone")
+	f.deleteApp("gone")
+	f.g.Eventually(held.Load).Should(BeNumerically(">=", 1), "the folder's removal is pushed")
+	f.g.Eventually(func() int { return passes.of(f.ns, "gone") }).Should(BeNumerically(">", before),
+		"the deletion pass waited for the held push")
+	f.g.Expect(f.get("gone").Finalizers).To(ContainElement(kubeoperav1alpha1.Finalizer))
+
+	beforePush.Store(nil)
+	open()
+	f.waitGone("gone")
+	f.g.Expect(f.files(f.path("gone"))).To(BeEmpty())
 }

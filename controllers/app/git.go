@@ -58,7 +58,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) (retErr erro
 	// below while another batch holds the clone) keeps it for the next pass.
 	defer func() {
 		if !errors.Is(retErr, gitops.ErrBranchBusy) {
-			r.pushes.forget(s.key)
+			r.pushes.forgetFolder(s.key, folderOf(repo, change))
 		}
 	}()
 	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit, "error", err)
@@ -111,6 +111,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) (retErr erro
 		}
 	}
 	r.stepSucceeded(s.app, cond, committed)
+	s.committed = true
 	return nil
 }
 
@@ -191,6 +192,10 @@ func (r *Reconciler) finishMove(ctx context.Context, s *scope) error {
 	here, old := r.specLocation(s.app), recordedLocation(s.app)
 	if old.path != "" && !old.sameFolder(here) {
 		moved, err := r.removeOldFolder(ctx, s, old)
+		if errors.Is(err, errPushPending) {
+			return err
+		}
+		r.pushes.forget(s.key)
 		if err != nil {
 			return gitError(cond, fmt.Errorf("remove the old folder %s (branch %s of %s)%s: %w", old.path, old.branch, old.url,
 				skipHint(s.app), err))
@@ -252,15 +257,15 @@ func skipHint(app *kubeoperav1alpha1.KubeOperaApp) string {
 // pushes.go). The caller forgets the outcome once it has read it: the next pass submits again,
 // which re-verifies the folder (no commit when the branch already holds it).
 func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.Repo, change gitops.Change) (gitops.Result, error) {
-	fp := fingerprint(repo, change)
-	pending := r.pushes.submitted(s.key, fp)
+	fp, folder := fingerprint(repo, change), folderOf(repo, change)
+	pending := r.pushes.submitted(s.key, folder, fp)
 	if pending == nil {
 		key := s.key
 		p, err := r.writer.Submit(ctx, repo, change, func() { r.pushes.done(key) })
 		if err != nil {
 			return gitops.Result{}, err
 		}
-		r.pushes.record(s.key, fp, p)
+		r.pushes.record(s.key, folder, fp, p)
 		pending = p
 	}
 	res, err := pending.Result()
@@ -290,7 +295,9 @@ func adoptionHint(app *kubeoperav1alpha1.KubeOperaApp, err error) error {
 
 // removeFolder removes the app's folder at loc with a commit. A folder that belongs to another
 // app (this app was refused there) is not the app's to remove: nothing happens. A repository
-// that no longer exists took the folder with it: success, with a Warning Event.
+// that no longer exists took the folder with it: success, with a Warning Event. The removal is
+// submitted and the pass ends with errPushPending until it is pushed; the outcome of a success
+// stays recorded (the caller forgets it) so that a pass removing two folders reads both.
 func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, verb string) (gitops.Result, error) {
 	repo, err := r.gitRepo(ctx, s, loc)
 	if errors.Is(err, errGitHostNotAllowed) {
@@ -303,10 +310,19 @@ func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, v
 		return gitops.Result{}, err
 	}
 	r.repoUsers.use(s.key, loc)
-	res, err := r.writer.Apply(ctx, repo, gitops.Change{
+	change := gitops.Change{
 		AppKey: s.key.String(), Path: loc.path, Owner: owner(s.app), Delete: true, Message: commitMessage(s.app, verb),
 		Trailers: []string{appTrailer(s.app, "", "")},
-	})
+	}
+	// Submitted like the app's folder (pushes.go): the pass does not wait for the batch.
+	res, err := r.submitManifests(ctx, s, repo, change)
+	if errors.Is(err, errPushPending) {
+		return gitops.Result{}, err
+	}
+	if err != nil {
+		// A failure is not kept: the next pass submits again.
+		r.pushes.forgetFolder(s.key, folderOf(repo, change))
+	}
 	switch {
 	case errors.Is(err, gitops.ErrPathConflict):
 		ctrl.LoggerFrom(ctx).Info("Folder belongs to another app; leaving it", "path", loc.path, "reason", err.Error())

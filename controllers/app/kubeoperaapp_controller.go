@@ -9,6 +9,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,6 +124,8 @@ type scope struct {
 	// waitingForGit: the pass ended waiting for its push, or for a branch another batch holds
 	// (waitForGit); it writes no status.
 	waitingForGit bool
+	// committed: the app's folder is on its branch (commitManifests read its outcome).
+	committed bool
 	// versions are the app's resourceVersions this pass read and wrote (awaitOwnWrites).
 	versions *cachewait.Versions
 }
@@ -170,8 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	passCtx, cancel := context.WithTimeout(ctx, r.Options.PassTimeout)
 	defer cancel()
 	if !app.DeletionTimestamp.IsZero() {
-		// A write still pending is superseded by the folder's removal (or pushed before it).
-		r.pushes.forget(s.key)
+		// A write still pending is superseded by the folder's removal (or pushed before it),
+		// which is recorded in its place (pushes.go).
 		return r.reconcileDelete(passCtx, s)
 	}
 	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
@@ -205,6 +208,12 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	for _, step := range steps {
 		err := step(ctx, s)
 		switch {
+		case errors.Is(err, errPushPending) && s.committed:
+			// The old folder's removal is pending: what the pass did so far (the new folder's
+			// commit) is written, the app still progressing; the push's callback brings it back.
+			r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing,
+				"Removing the old folder after a move")
+			return ctrl.Result{}, nil
 		case r.waitForGit(ctx, s, err):
 			return ctrl.Result{}, nil
 		case err != nil:

@@ -27,17 +27,21 @@ import (
 // batch is pushed or fails, the writer calls back and the app is added to the workqueue; that
 // next pass submits nothing new (the same content is pending or done), reads the outcome and goes
 // on from there (status commit, vCluster, Flux), or reports the failure as a synchronous write
-// did. pushes records, per app, the submitted change and its handle. It lives in memory: after a
-// restart every app is reconciled again and submits again (the writer commits nothing for files
-// already on the branch).
+// did. The removal of a folder (a deleted app, the old folder of a move) goes the same way: a
+// deletion pass ends while it is pending, and a move's pass writes its status, Ready still
+// progressing. pushes records, per app and folder, the submitted change and its handle. It lives
+// in memory: after a restart every app is reconciled again and submits again (the writer commits
+// nothing for files already on the branch, and removes nothing that is not there).
 
 // errPushPending ends a pass whose push is not done yet. It is not a failure.
 var errPushPending = errors.New("git push pending")
 
-// pushes are the apps' submitted Git writes whose outcome a later pass reads.
+// pushes are the apps' submitted Git writes whose outcome a later pass reads, per app and
+// folder (repository, branch and path: an app may write its folder and remove an old one, or
+// remove two, in one pass).
 type pushes struct {
 	mu    sync.Mutex
-	byApp map[types.NamespacedName]*push
+	byApp map[types.NamespacedName]map[string]*push
 	// queue is the controller's workqueue (set when its source starts, see start).
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
@@ -49,7 +53,7 @@ type push struct {
 }
 
 func newPushes() *pushes {
-	return &pushes{byApp: map[types.NamespacedName]*push{}}
+	return &pushes{byApp: map[types.NamespacedName]map[string]*push{}}
 }
 
 // start is the controller source that hands pushes the workqueue; it adds nothing itself.
@@ -58,25 +62,38 @@ func (p *pushes) start(_ context.Context, q workqueue.TypedRateLimitingInterface
 	return nil
 }
 
-// submitted returns the app's write with this fingerprint, nil when there is none (never
-// submitted, outcome already read, or superseded by other content).
-func (p *pushes) submitted(app types.NamespacedName, fingerprint string) *gitops.Pending {
+// submitted returns the app's write to folder with this fingerprint, nil when there is none
+// (never submitted, outcome already read, or superseded by other content).
+func (p *pushes) submitted(app types.NamespacedName, folder, fingerprint string) *gitops.Pending {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e := p.byApp[app]; e != nil && e.fingerprint == fingerprint {
+	if e := p.byApp[app][folder]; e != nil && e.fingerprint == fingerprint {
 		return e.pending
 	}
 	return nil
 }
 
-// record keeps the app's newly submitted write (replacing an older one).
-func (p *pushes) record(app types.NamespacedName, fingerprint string, pending *gitops.Pending) {
+// record keeps the app's newly submitted write to folder (replacing an older one there).
+func (p *pushes) record(app types.NamespacedName, folder, fingerprint string, pending *gitops.Pending) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.byApp[app] = &push{fingerprint: fingerprint, pending: pending}
+	if p.byApp[app] == nil {
+		p.byApp[app] = map[string]*push{}
+	}
+	p.byApp[app][folder] = &push{fingerprint: fingerprint, pending: pending}
 }
 
-// forget drops the app's write: its outcome was read, or the app is being deleted or gone.
+// forgetFolder drops the app's write to folder: its outcome was read.
+func (p *pushes) forgetFolder(app types.NamespacedName, folder string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byApp[app], folder)
+	if len(p.byApp[app]) == 0 {
+		delete(p.byApp, app)
+	}
+}
+
+// forget drops every write of the app: the app is gone, or its outcomes were all read.
 func (p *pushes) forget(app types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,7 +104,12 @@ func (p *pushes) forget(app types.NamespacedName) {
 func (p *pushes) outstanding(app types.NamespacedName) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.byApp[app] != nil
+	return len(p.byApp[app]) > 0
+}
+
+// folderOf names the folder a change writes or removes, for pushes.
+func folderOf(repo gitops.Repo, c gitops.Change) string {
+	return repo.URL + "\x00" + repo.Branch + "\x00" + c.Path
 }
 
 // done is the writer's callback: the app's next pass reads the outcome. It runs on the writer's
@@ -121,6 +143,9 @@ func fingerprint(repo gitops.Repo, c gitops.Change) string {
 	field(c.Path)
 	field(c.Owner.ID)
 	field(c.Owner.Name)
+	if c.Delete {
+		field("delete")
+	}
 	if c.CreateBranch {
 		field("create-branch")
 	}
