@@ -16,10 +16,14 @@ import (
 	"strconv"
 	"strings"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
@@ -60,6 +64,35 @@ func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision 
 		return false, "", err
 	}
 	return same, "", nil
+}
+
+// stillSynced reports whether an update of the app's Kustomization changes nothing the app
+// reports, so that it needs no pass: a push to a shared branch moves every Kustomization of the
+// branch to the new head, and only the apps whose folder the push changed have anything to do.
+// True when the app is Synced for its generation and commit, the Kustomization is Ready for its
+// generation, and the revision it applied holds the app's folder as the app's commit does, as
+// the Git writer knows without waiting or fetching (gitops.Writer.SameFolderKnown: its cache, or
+// its clone, which holds every commit it pushed). Anything else (a failure, a revision the
+// writer has not seen, a clone in use) is worth a pass. The periodic pass (ResyncInterval) still
+// reads everything back.
+func (r *Reconciler) stillSynced(app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) bool {
+	ks, ok := obj.(*kustomizev1.Kustomization)
+	synced := findCondition(app, kubeoperav1alpha1.ConditionSynced)
+	if !ok || synced == nil || synced.Status != metav1.ConditionTrue || synced.ObservedGeneration != app.Generation ||
+		app.Status.Commit == "" || !app.DeletionTimestamp.IsZero() {
+		return false
+	}
+	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ks.Status.ObservedGeneration != ks.Generation {
+		return false
+	}
+	loc := recordedLocation(app)
+	commit := appliedCommit(ks.Status.LastAppliedRevision, loc.branch)
+	if commit == "" {
+		return false
+	}
+	same, known := r.writer.SameFolderKnown(gitops.Repo{URL: loc.url, Branch: loc.branch}, loc.path, app.Status.Commit, commit)
+	return known && same
 }
 
 // recordRevision adds the app's new commit (status.commit) to status.history, newest first, with

@@ -264,3 +264,45 @@ func TestAServerThatNeverAnswersEndsTheBatchAtItsTimeout(t *testing.T) {
 		})
 	}
 }
+
+// SameFolderKnown answers from the cache or the clone only: never for a branch the Writer does
+// not hold, a commit its clone lacks, or while a batch holds the clone; and never fetching.
+func TestSameFolderKnownNeverWaitsOrFetches(t *testing.T) {
+	g := NewWithT(t)
+	srv := newServer(t)
+	repo := testRepo(srv)
+	gate := newPushGate(t)
+	w := newTestWriter(t, gate.option())
+
+	_, known := w.SameFolderKnown(repo, "apps/ns/web", strings.Repeat("1", 40), strings.Repeat("2", 40))
+	g.Expect(known).To(BeFalse(), "a branch the Writer never wrote")
+
+	first := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "1"}))
+	other := apply(t, w, repo, appChange("api", map[string]string{"a.yaml": "1"}))
+	second := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "2"}))
+	same, known := w.SameFolderKnown(repo, "apps/ns/web", first.Commit, other.Commit)
+	g.Expect(known).To(BeTrue())
+	g.Expect(same).To(BeTrue(), "another app's commit left the folder as it was")
+	same, known = w.SameFolderKnown(repo, "apps/ns/web", other.Commit, second.Commit)
+	g.Expect(known).To(BeTrue())
+	g.Expect(same).To(BeFalse())
+
+	// A commit pushed by someone else is not in the clone: not known, and not fetched for.
+	outside := apply(t, newTestWriter(t), repo, appChange("web", map[string]string{"a.yaml": "3"}))
+	_, known = w.SameFolderKnown(repo, "apps/ns/web", second.Commit, outside.Commit)
+	g.Expect(known).To(BeFalse())
+	_, known = w.SameFolderKnown(repo, "apps/ns/web", second.Commit, outside.Commit)
+	g.Expect(known).To(BeFalse(), "the first answer fetched the commit")
+
+	// While a batch holds the clone: what is cached is known, the rest is not.
+	fourth := apply(t, w, repo, appChange("api", map[string]string{"a.yaml": "2"}))
+	gate.armed.Store(true)
+	held := submit(g, w, repo, "third", "x")
+	<-gate.waiting
+	_, known = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, other.Commit)
+	g.Expect(known).To(BeTrue(), "a cached answer")
+	_, known = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, fourth.Commit)
+	g.Expect(known).To(BeFalse(), "the clone is in use")
+	gate.open()
+	<-held.Done()
+}

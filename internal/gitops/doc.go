@@ -90,10 +90,18 @@
 // a scanner that inflates each object into a counter as it arrives (inspect.go) and the pack is
 // held incomplete until the scanner accepted it, so go-git, which indexes a complete pack by
 // reading every object whole into memory, never sees one over the bound; the fetched tree's
-// file sizes are read from the object headers and refused before the writer reads the tree. Clones are opened
+// file sizes are read from the object headers: a branch over the bound refuses the changes that
+// write files and still takes deletions, which are written again alone with twice the bound, one
+// such batch at a time (deletionFetchFactor). Clones are opened
 // with go-git's large-object threshold (larger objects are streamed) and a small object cache.
 // WithMaxConcurrentOperations bounds the batches running at once over all branches: a branch's
-// goroutine waits for a slot before it takes its batch. WithMaxCacheSize bounds the clones on
+// goroutine waits for a slot before it takes its batch, and with WithMaxOperationsPerHost first
+// for one of its Git server's, so a slow server holds only its share. Every operation ends at
+// WithTimeout, an SSH connection's handshake included (sshdeadline.go). A caller need never wait
+// for another caller's network I/O: Submit queues and returns, Release is carried out when the
+// branch is idle, and a lookup (SameFolder, Log) that finds the clone in use returns a
+// *BusyError saying when it is free (clonelock.go); Apply, which waits for its batch, is for
+// callers that may. WithMaxCacheSize bounds the clones on
 // disk: after each batch, clone directories no branch uses and then the clones of idle branches,
 // least recently used first, are deleted while the clones hold more (evict.go).
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/go-git/go-git/v5"
@@ -119,6 +120,53 @@ func (w *Writer) SameFolder(ctx context.Context, repo Repo, path, a, b string) (
 		return false, err
 	}
 	return ta == tb, nil
+}
+
+// SameFolderKnown answers SameFolder only from what the Writer already holds, without waiting
+// and without the network: from its cache, or from the local clone of the branch when no batch
+// or lookup holds it and both commits are in it. known is false otherwise (no clone, a commit it
+// does not have, the clone in use, malformed input); the caller then asks SameFolder, or does
+// without. It never creates a branch's state.
+func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool) {
+	ha, hb := parseCommit(a), parseCommit(b)
+	if ha.IsZero() || hb.IsZero() || validatePath(path) != nil {
+		return false, false
+	}
+	if ha == hb {
+		return true, true
+	}
+	w.mu.Lock()
+	st, ok := w.repos[cloneDirName(repo.URL, repo.branch())]
+	if ok {
+		st.refs++
+	}
+	w.mu.Unlock()
+	if !ok {
+		return false, false
+	}
+	defer w.unref(st)
+	ta, okA := st.revisions.tree(ha, path)
+	tb, okB := st.revisions.tree(hb, path)
+	if okA && okB {
+		return ta == tb, true
+	}
+	if st.lookupLock() != nil {
+		return false, false
+	}
+	defer st.work.Unlock()
+	if _, err := os.Stat(filepath.Join(st.dir, git.GitDirName)); err != nil {
+		return false, false // no clone (evicted, or never made)
+	}
+	clone, err := openClone(st.dir)
+	if err != nil {
+		return false, false
+	}
+	if ta, tb, err = readFolderTrees(clone, path, ha, hb); err != nil {
+		return false, false
+	}
+	st.revisions.putTree(ha, path, ta)
+	st.revisions.putTree(hb, path, tb)
+	return ta == tb, true
 }
 
 // parseCommit is the hash of a full hex SHA-1, zero otherwise.
