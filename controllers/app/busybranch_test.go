@@ -34,14 +34,7 @@ func (f *fixture) setImage(name, image string) string {
 // waits until the app read it back.
 func (f *fixture) fluxApplied(name, commit string) *kubeoperav1alpha1.KubeOperaApp {
 	f.t.Helper()
-	revision := "main@sha1:" + commit
-	setKustomizationStatus(f, f.ns+"-"+name, revision, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: "+revision)
-	var a *kubeoperav1alpha1.KubeOperaApp
-	f.g.Eventually(func() string {
-		a = f.get(name)
-		return a.Status.AppliedRevision
-	}).Should(Equal(revision))
-	return a
+	return f.writeApplied(name, commit, false)
 }
 
 // fluxAppliedElsewhere writes what kustomize-controller writes once it applied a revision that
@@ -50,9 +43,18 @@ func (f *fixture) fluxApplied(name, commit string) *kubeoperav1alpha1.KubeOperaA
 // with a poke and waits until the app read the revision back.
 func (f *fixture) fluxAppliedElsewhere(name, commit string) *kubeoperav1alpha1.KubeOperaApp {
 	f.t.Helper()
+	return f.writeApplied(name, commit, true)
+}
+
+// writeApplied writes the Kustomization status of an applied commit, pokes the app if asked, and
+// waits until the app read the revision back.
+func (f *fixture) writeApplied(name, commit string, poke bool) *kubeoperav1alpha1.KubeOperaApp {
+	f.t.Helper()
 	revision := "main@sha1:" + commit
 	setKustomizationStatus(f, f.ns+"-"+name, revision, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: "+revision)
-	f.poke(name)
+	if poke {
+		f.poke(name)
+	}
 	var a *kubeoperav1alpha1.KubeOperaApp
 	f.g.Eventually(func() string {
 		a = f.get(name)

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -105,4 +106,89 @@ func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
 	c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Reason).To(Equal(kubeoperav1alpha1.ReasonRevisionNotApplied), "the applied revision holds the app's older folder")
+}
+
+// An event of a Synced app's Kustomization that reports a revision holding the app's folder
+// starts no pass; while the Git writer's clone is in use the question waits for it on a
+// goroutine of its own (the watch never does), and then offers the app only if its folder did
+// change.
+func TestKustomizationEventsWaitForABusyCloneWithoutAPass(t *testing.T) {
+	g := NewWithT(t)
+	srv, err := gittestserver.NewTempGitServer()
+	g.Expect(err).NotTo(HaveOccurred())
+	srv.AutoCreate()
+	g.Expect(srv.StartHTTP()).To(Succeed())
+	t.Cleanup(func() { srv.StopHTTP() })
+
+	var armed atomic.Bool
+	waiting, release := make(chan struct{}), make(chan struct{})
+	var waitOnce, openOnce sync.Once
+	open := func() { openOnce.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	tr := newTestReconciler(t, nil)
+	tr.writer = gitops.NewWriter(t.TempDir(), gitops.WithBeforePush(func() {
+		if armed.Load() {
+			waitOnce.Do(func() { close(waiting) })
+			<-release
+		}
+	}))
+	offered := make(chan types.NamespacedName, 10)
+	tr.vclusterWatches = &vclusterWatches{pacer: newTenantPacer(10, 100, func(app types.NamespacedName) { offered <- app })}
+
+	a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = srv.HTTPAddress() + "/org/apps.git" })
+	repo := gitops.Repo{URL: a.Spec.Git.URL, Branch: render.Branch(a)}
+	write := func(app, content string) string {
+		res, err := tr.writer.Apply(context.Background(), repo, gitops.Change{
+			AppKey: "ns/" + app, Path: "apps/ns/" + app, Owner: gitops.Owner{ID: "uid-" + app, Name: "ns/" + app},
+			Files: map[string][]byte{"deployment.yaml": []byte(content)}, Message: "test: " + app})
+		g.Expect(err).NotTo(HaveOccurred())
+		return res.Commit
+	}
+	a.Status.Path, a.Status.Commit = "apps/ns/web", write("web", "1")
+	othersOnly := write("other", "1")
+	webChanged := write("web", "2")
+	apimeta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: kubeoperav1alpha1.ConditionSynced,
+		Status: metav1.ConditionTrue, Reason: kubeoperav1alpha1.ReasonSucceeded, Message: "m", ObservedGeneration: a.Generation})
+	applied := func(commit string) *kustomizev1.Kustomization {
+		return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: kustomizev1.KustomizationStatus{
+			ObservedGeneration: 1, LastAppliedRevision: "main@sha1:" + commit,
+			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "R", Message: "m"}}}}
+	}
+	ctx := t.Context()
+	tenantKey := types.NamespacedName{Namespace: "ns", Name: "t1"}
+	concerns := func(commit string) bool {
+		// The clone may be held a moment after a batch's callers have their outcome.
+		var worth bool
+		g.Eventually(func() bool {
+			_, _, freed := tr.writer.SameFolderKnown(repo, "apps/ns/web", a.Status.Commit, commit)
+			if freed != nil {
+				return false
+			}
+			worth = tr.kustomizationConcerns(ctx, tenantKey, a, applied(commit))
+			return true
+		}).Should(BeTrue())
+		return worth
+	}
+	g.Expect(concerns(othersOnly)).To(BeFalse(), "another app's commit: no pass")
+	g.Expect(concerns(webChanged)).To(BeTrue(), "the app's folder changed: a pass")
+	// The app at its folder's newer commit, and two commits no lookup has read yet: one of
+	// another app, one changing the app's folder.
+	a.Status.Commit = webChanged
+	othersAgain := write("other", "2")
+	webAgain := write("web", "3")
+
+	// Another batch holds the clone: no answer now, no pass now.
+	armed.Store(true)
+	held, err := tr.writer.Submit(context.Background(), repo, gitops.Change{
+		AppKey: "ns/third", Path: "apps/ns/third", Owner: gitops.Owner{ID: "uid-third", Name: "ns/third"},
+		Files: map[string][]byte{"deployment.yaml": []byte("x")}, Message: "test: third"}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	<-waiting
+	g.Expect(tr.kustomizationConcerns(ctx, tenantKey, a, applied(othersAgain))).To(BeFalse(), "a pass while the clone is in use")
+	g.Expect(tr.kustomizationConcerns(ctx, tenantKey, a, applied(webAgain))).To(BeFalse(), "a pass while the clone is in use")
+	g.Consistently(offered, 200*time.Millisecond).ShouldNot(Receive(), "offered before the clone was free")
+	open()
+	<-held.Done()
+	g.Eventually(offered).Should(Receive(Equal(appKey)), "the folder changed: offered once the clone is free")
+	g.Consistently(offered, 200*time.Millisecond).ShouldNot(Receive(), "offered for another app's commit")
 }

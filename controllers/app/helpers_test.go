@@ -92,6 +92,33 @@ func (f *fixture) addTenant(name string, readySince time.Time) *tenantv1alpha1.T
 	return t
 }
 
+// addTenantIn creates a Ready Tenant of the fixture's CloudSpace whose exported kubeconfig Secret
+// vc-<name> holds kubeconfig (a vCluster of the test's own, ownVCluster).
+func (f *fixture) addTenantIn(name string, kubeconfig []byte) {
+	f.t.Helper()
+	_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, time.Now())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, kubeconfig))
+}
+
+// ownVCluster starts an API server that stands in for a vCluster of the test's own, serving the
+// CRDs of crdDirs, and returns it with a cluster-admin kubeconfig. Call it before newFixture:
+// cleanups run last registered first, so it is stopped after the fixture's apps are gone.
+func ownVCluster(t *testing.T, what string, crdDirs ...string) (*apptest.Cluster, []byte) {
+	t.Helper()
+	requireSuite(t)
+	vc, err := apptest.StartCluster(crdDirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(what, vc.Stop) })
+	kubeconfig, err := vc.Kubeconfig("vcluster-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vc, kubeconfig
+}
+
 // newApp builds an app of the fixture (its repository, its Git Secret, tenantCRName = tenant).
 func (f *fixture) newApp(name, tenant string, mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
 	a := apptest.App(f.ns, name, f.cloudSpace, f.gitURL(), func(a *kubeoperav1alpha1.KubeOperaApp) {

@@ -49,20 +49,9 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 		t.Fatal(err)
 	}
 	// The hostile tenant's vCluster is its own API server.
-	evil, err := apptest.StartCluster(fluxCRDs, certManagerCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop("hostile vcluster", evil.Stop) })
-	kubeconfig, err := evil.Kubeconfig("vcluster-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	evil, kubeconfig := ownVCluster(t, "hostile vcluster", fluxCRDs, certManagerCRDs)
 	hostile := newFixture(t)
-	_, err = apptest.CreateTenant(hostile.ctx, host.Client, hostile.ns, "evil", hostile.cloudSpace, time.Now())
-	hostile.g.Expect(err).NotTo(HaveOccurred())
-	hostile.create(apptest.KubeconfigSecret(hostile.ns, "vc-evil", kubeconfig))
+	hostile.addTenantIn("evil", kubeconfig)
 	var tlsSecrets []string
 	for i := range hostileApps {
 		name := fmt.Sprintf("h%d", i)

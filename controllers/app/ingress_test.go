@@ -159,21 +159,10 @@ func TestCertificateWatchStartsOnceCertManagerIsInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A vCluster of its own, with Flux and without cert-manager; stopped after the fixture's
-	// apps are gone.
-	bare, err := apptest.StartCluster(fluxCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop("vcluster without cert-manager", bare.Stop) })
-	kubeconfig, err := bare.Kubeconfig("vcluster-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A vCluster of its own, with Flux and without cert-manager.
+	bare, kubeconfig := ownVCluster(t, "vcluster without cert-manager", fluxCRDs)
 	f := newFixture(t)
-	_, err = apptest.CreateTenant(f.ctx, host.Client, f.ns, "no-cm", f.cloudSpace, time.Now())
-	f.g.Expect(err).NotTo(HaveOccurred())
-	f.create(apptest.KubeconfigSecret(f.ns, "vc-no-cm", kubeconfig))
+	f.addTenantIn("no-cm", kubeconfig)
 	f.create(f.newApp("web", "no-cm", func(a *kubeoperav1alpha1.KubeOperaApp) {
 		a.Spec.TargetNamespace = "web"
 		a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -74,26 +75,62 @@ func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision 
 // the Git writer knows without waiting or fetching (gitops.Writer.SameFolderKnown: its cache, or
 // its clone, which holds every commit it pushed). Anything else (a failure, a revision the
 // writer has not seen, a clone in use) is worth a pass. The periodic pass (ResyncInterval) still
-// reads everything back.
-func (r *Reconciler) stillSynced(app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) bool {
+// reads everything back. When the writer's clone is in use, freed says when to ask again (nil
+// otherwise).
+func (r *Reconciler) stillSynced(app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) (still bool, freed <-chan struct{}) {
 	ks, ok := obj.(*kustomizev1.Kustomization)
 	synced := findCondition(app, kubeoperav1alpha1.ConditionSynced)
 	if !ok || synced == nil || synced.Status != metav1.ConditionTrue || synced.ObservedGeneration != app.Generation ||
 		app.Status.Commit == "" || !app.DeletionTimestamp.IsZero() {
-		return false
+		return false, nil
 	}
 	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ks.Status.ObservedGeneration != ks.Generation {
-		return false
+		return false, nil
 	}
 	loc := recordedLocation(app)
 	commit := appliedCommit(ks.Status.LastAppliedRevision, loc.branch)
 	if commit == "" {
-		return false
+		return false, nil
 	}
-	same, known := r.writer.SameFolderKnown(gitops.Repo{URL: loc.url, Branch: loc.branch}, loc.path, app.Status.Commit, commit)
-	return known && same
+	same, known, freed := r.writer.SameFolderKnown(gitops.Repo{URL: loc.url, Branch: loc.branch}, loc.path, app.Status.Commit, commit)
+	return known && same, freed
 }
+
+// kustomizationConcerns reports whether an event of the app's Kustomization obj of Tenant t is
+// worth a pass of the app now (stillSynced). When the Git writer's clone is in use the question
+// is asked again once it is free, on a goroutine of its own, and the app is offered to the
+// Tenant's pacing then if the answer is no: a push in progress does not turn every app's event
+// into a pass, and the watch never waits for it.
+func (r *Reconciler) kustomizationConcerns(ctx context.Context, t types.NamespacedName, app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) bool {
+	still, freed := r.stillSynced(app, obj)
+	if freed == nil {
+		return !still
+	}
+	app, obj = app.DeepCopy(), obj.DeepCopyObject().(client.Object)
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	go func() {
+		// Asked again each time the clone is freed (other waiting questions take it too), a few
+		// times at most: a clone in use on every try counts as a change.
+		for range maxBusyRechecks {
+			select {
+			case <-freed:
+			case <-ctx.Done():
+				return
+			}
+			if still, freed = r.stillSynced(app, obj); freed == nil {
+				break
+			}
+		}
+		if !still || freed != nil {
+			r.vclusterWatches.pacer.offer(t, key, time.Now())
+		}
+	}()
+	return false
+}
+
+// maxBusyRechecks bounds how often kustomizationConcerns asks again for a clone in use.
+const maxBusyRechecks = 5
 
 // recordRevision adds the app's new commit (status.commit) to status.history, newest first, with
 // the digest of its manifests and the older commit it restores (if any), keeping

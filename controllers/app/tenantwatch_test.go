@@ -57,20 +57,10 @@ func TestKustomizationWatchStartsOnceTheFluxCRDsAreInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A vCluster of its own, without the Flux CRDs; stopped after the fixture's apps are gone.
-	bare, err := apptest.StartCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop("vcluster without Flux", bare.Stop) })
-	kubeconfig, err := bare.Kubeconfig("vcluster-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A vCluster of its own, without the Flux CRDs.
+	bare, kubeconfig := ownVCluster(t, "vcluster without Flux")
 	f := newFixture(t)
-	_, err = apptest.CreateTenant(f.ctx, host.Client, f.ns, "bare", f.cloudSpace, time.Now())
-	f.g.Expect(err).NotTo(HaveOccurred())
-	f.create(apptest.KubeconfigSecret(f.ns, "vc-bare", kubeconfig))
+	f.addTenantIn("bare", kubeconfig)
 
 	f.create(f.newApp("early", "bare"))
 	f.waitCondition("early", kubeoperav1alpha1.ConditionFluxConfigured, metav1.ConditionFalse, kubeoperav1alpha1.ReasonFluxConfigFailed)

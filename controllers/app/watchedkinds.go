@@ -47,7 +47,7 @@ func (r *Reconciler) watchedKinds() []watchedKind {
 		filter:   func() eventFilter { return newKustomizationFilter() },
 		appsOf: func(ctx context.Context, t types.NamespacedName, obj client.Object) []types.NamespacedName {
 			return r.appsOf(ctx, t, func(a *kubeoperav1alpha1.KubeOperaApp) bool {
-				return render.FluxNamespace(a) == obj.GetNamespace() && render.FluxName(a) == obj.GetName() && !r.stillSynced(a, obj)
+				return render.FluxNamespace(a) == obj.GetNamespace() && render.FluxName(a) == obj.GetName() && r.kustomizationConcerns(ctx, t, a, obj)
 			})
 		},
 	}, {

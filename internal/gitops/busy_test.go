@@ -273,36 +273,51 @@ func TestSameFolderKnownNeverWaitsOrFetches(t *testing.T) {
 	repo := testRepo(srv)
 	gate := newPushGate(t)
 	w := newTestWriter(t, gate.option())
+	// known asks until the clone is free (a batch's goroutine may hold it a moment after its
+	// callers have their outcome).
+	known := func(a, b string) (same bool) {
+		t.Helper()
+		g.Eventually(func() bool {
+			var ok bool
+			same, ok, _ = w.SameFolderKnown(repo, "apps/ns/web", a, b)
+			return ok
+		}).Should(BeTrue(), "not known: %s %s", a, b)
+		return same
+	}
 
-	_, known := w.SameFolderKnown(repo, "apps/ns/web", strings.Repeat("1", 40), strings.Repeat("2", 40))
-	g.Expect(known).To(BeFalse(), "a branch the Writer never wrote")
+	_, ok, freed := w.SameFolderKnown(repo, "apps/ns/web", strings.Repeat("1", 40), strings.Repeat("2", 40))
+	g.Expect(ok).To(BeFalse(), "a branch the Writer never wrote")
+	g.Expect(freed).To(BeNil())
 
 	first := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "1"}))
 	other := apply(t, w, repo, appChange("api", map[string]string{"a.yaml": "1"}))
 	second := apply(t, w, repo, appChange("web", map[string]string{"a.yaml": "2"}))
-	same, known := w.SameFolderKnown(repo, "apps/ns/web", first.Commit, other.Commit)
-	g.Expect(known).To(BeTrue())
-	g.Expect(same).To(BeTrue(), "another app's commit left the folder as it was")
-	same, known = w.SameFolderKnown(repo, "apps/ns/web", other.Commit, second.Commit)
-	g.Expect(known).To(BeTrue())
-	g.Expect(same).To(BeFalse())
+	g.Expect(known(first.Commit, other.Commit)).To(BeTrue(), "another app's commit left the folder as it was")
+	g.Expect(known(other.Commit, second.Commit)).To(BeFalse())
 
 	// A commit pushed by someone else is not in the clone: not known, and not fetched for.
 	outside := apply(t, newTestWriter(t), repo, appChange("web", map[string]string{"a.yaml": "3"}))
-	_, known = w.SameFolderKnown(repo, "apps/ns/web", second.Commit, outside.Commit)
-	g.Expect(known).To(BeFalse())
-	_, known = w.SameFolderKnown(repo, "apps/ns/web", second.Commit, outside.Commit)
-	g.Expect(known).To(BeFalse(), "the first answer fetched the commit")
+	for range 2 {
+		g.Eventually(func() bool {
+			_, ok, freed := w.SameFolderKnown(repo, "apps/ns/web", second.Commit, outside.Commit)
+			return !ok && freed == nil
+		}).Should(BeTrue(), "the outside commit is known, or was fetched for")
+	}
 
-	// While a batch holds the clone: what is cached is known, the rest is not.
+	// While a batch holds the clone: what is cached is known, the rest is not, with a channel
+	// closed once the clone is free.
 	fourth := apply(t, w, repo, appChange("api", map[string]string{"a.yaml": "2"}))
 	gate.armed.Store(true)
 	held := submit(g, w, repo, "third", "x")
 	<-gate.waiting
-	_, known = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, other.Commit)
-	g.Expect(known).To(BeTrue(), "a cached answer")
-	_, known = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, fourth.Commit)
-	g.Expect(known).To(BeFalse(), "the clone is in use")
+	_, ok, _ = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, other.Commit)
+	g.Expect(ok).To(BeTrue(), "a cached answer")
+	_, ok, freed = w.SameFolderKnown(repo, "apps/ns/web", first.Commit, fourth.Commit)
+	g.Expect(ok).To(BeFalse(), "the clone is in use")
+	g.Expect(freed).NotTo(BeNil())
+	g.Expect(freed).NotTo(BeClosed())
 	gate.open()
 	<-held.Done()
+	g.Eventually(freed).Should(BeClosed())
+	g.Expect(known(first.Commit, fourth.Commit)).To(BeFalse(), "the outside commit changed the folder")
 }

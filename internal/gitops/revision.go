@@ -126,14 +126,15 @@ func (w *Writer) SameFolder(ctx context.Context, repo Repo, path, a, b string) (
 // and without the network: from its cache, or from the local clone of the branch when no batch
 // or lookup holds it and both commits are in it. known is false otherwise (no clone, a commit it
 // does not have, the clone in use, malformed input); the caller then asks SameFolder, or does
-// without. It never creates a branch's state.
-func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool) {
+// without. When the clone was in use, freed is closed once it is free (ask again then); it is nil
+// otherwise. It never creates a branch's state.
+func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool, freed <-chan struct{}) {
 	ha, hb := parseCommit(a), parseCommit(b)
 	if ha.IsZero() || hb.IsZero() || validatePath(path) != nil {
-		return false, false
+		return false, false, nil
 	}
 	if ha == hb {
-		return true, true
+		return true, true, nil
 	}
 	w.mu.Lock()
 	st, ok := w.repos[cloneDirName(repo.URL, repo.branch())]
@@ -142,31 +143,32 @@ func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool
 	}
 	w.mu.Unlock()
 	if !ok {
-		return false, false
+		return false, false, nil
 	}
 	defer w.unref(st)
 	ta, okA := st.revisions.tree(ha, path)
 	tb, okB := st.revisions.tree(hb, path)
 	if okA && okB {
-		return ta == tb, true
+		return ta == tb, true, nil
 	}
-	if st.lookupLock() != nil {
-		return false, false
+	var busy *BusyError
+	if err := st.lookupLock(); errors.As(err, &busy) {
+		return false, false, busy.Freed
 	}
 	defer st.work.Unlock()
 	if _, err := os.Stat(filepath.Join(st.dir, git.GitDirName)); err != nil {
-		return false, false // no clone (evicted, or never made)
+		return false, false, nil // no clone (evicted, or never made)
 	}
 	clone, err := openClone(st.dir)
 	if err != nil {
-		return false, false
+		return false, false, nil
 	}
 	if ta, tb, err = readFolderTrees(clone, path, ha, hb); err != nil {
-		return false, false
+		return false, false, nil
 	}
 	st.revisions.putTree(ha, path, ta)
 	st.revisions.putTree(hb, path, tb)
-	return ta == tb, true
+	return ta == tb, true, nil
 }
 
 // parseCommit is the hash of a full hex SHA-1, zero otherwise.
