@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,8 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 		padding = 16 << 10
 		// stormWrites is how many status writes the storm makes at least.
 		stormWrites = 1500
+		// forgedIngresses carry the operator's label without being any app's.
+		forgedIngresses = 50
 	)
 	requireSuite(t)
 	fluxCRDs, err := apptest.FluxCRDDir()
@@ -104,6 +107,30 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 		heapBefore>>20, largeCertificates, largeCertificates*padding>>20, heapAfter>>20)
 	hostile.g.Expect(heapAfter-heapBefore).To(BeNumerically("<", int64(largeCertificates*padding/3)),
 		"the watch holds the large Certificates whole")
+
+	// Objects with the operator's label, which the tenant can put on anything: the watch caches
+	// them (trimmed) but maps an event to an app by the object's exact name, so none of them
+	// starts a pass or even reaches the pacing. The app's own Ingress, created after them as Flux
+	// would, is the sync point: the Ingress watch delivers in order, so once its pass ran the
+	// forged objects' events were handled.
+	forgedEvents, forgedPasses := vclusterEvents(t), hostile.passesOf(hostileApps)
+	for i := range forgedIngresses {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile", Name: fmt.Sprintf("forged-%d", i),
+			Labels: map[string]string{render.LabelManagedBy: render.ManagedBy}},
+			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+				Name: "x", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+		hostile.g.Expect(evil.Client.Create(hostile.ctx, ing)).To(Succeed())
+		ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.1"}}
+		hostile.g.Expect(evil.Client.Status().Update(hostile.ctx, ing)).To(Succeed())
+	}
+	hostile.g.Expect(evil.Client.Create(hostile.ctx, render.Ingress(hostile.get("h0")))).To(Succeed())
+	hostile.g.Eventually(func() int { return hostile.passesOf(hostileApps) }).Should(BeNumerically(">", forgedPasses))
+	afterForged := vclusterEvents(t)
+	offered := 0
+	for outcome, n := range afterForged {
+		offered += n - forgedEvents[outcome]
+	}
+	hostile.g.Expect(offered).To(Equal(1), "events of forged objects reached the pacing (only the app's Ingress should)")
 
 	// The status storm, and the victim's change during it.
 	// The pacing's tokens accrue from here to the second reading.

@@ -776,6 +776,22 @@ func (st *repoState) withdraw(req *request) bool {
 
 // process writes one batch and hands the outcome to every caller in it.
 func (w *Writer) process(st *repoState, batch []*request) {
+	commit, err := w.writeBatch(st, batch)
+	for _, r := range batch {
+		switch {
+		case r.err != nil:
+		case err != nil:
+			r.err = err
+		default:
+			r.result = Result{Commit: commit, Changed: r.changed}
+		}
+		r.finish()
+	}
+}
+
+// writeBatch writes one batch holding the branch's clone, which it frees before process hands
+// the outcome to the callers: a caller that reads the branch next (SameFolder, Log) finds it free.
+func (w *Writer) writeBatch(st *repoState, batch []*request) (string, error) {
 	st.work.Lock()
 	defer st.work.Unlock()
 
@@ -799,16 +815,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 	}
 	err = auth.redact(err)
 	w.recordDiskUsage(st)
-	for _, r := range batch {
-		switch {
-		case r.err != nil:
-		case err != nil:
-			r.err = err
-		default:
-			r.result = Result{Commit: commit, Changed: r.changed}
-		}
-		r.finish()
-	}
+	return commit, err
 }
 
 // writeDeletionsOverLimit writes a batch of deletions to a branch over the inflated limit: its
