@@ -23,54 +23,77 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
-// A pass never waits for another batch's network I/O: while a push of another app to the app's
-// branch is held, the pass that must compare the app's folder at the applied revision with the
-// head ends at once without deciding Synced (no status write), and the app is enqueued when that
-// batch is done; the next pass decides.
-func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
+// heldBranch is a test reconciler whose Git writer writes to a Git server on loopback and, once
+// hold is called, holds the next push until open, and an app of that repository.
+type heldBranch struct {
+	g     Gomega
+	tr    *testReconciler
+	app   *kubeoperav1alpha1.KubeOperaApp
+	repo  gitops.Repo
+	armed atomic.Bool
+	// waiting is closed when the held push waits; release lets it go.
+	waiting, release   chan struct{}
+	waitOnce, openOnce sync.Once
+}
+
+func newHeldBranch(t *testing.T) *heldBranch {
 	g := NewWithT(t)
 	srv, err := gittestserver.NewTempGitServer()
 	g.Expect(err).NotTo(HaveOccurred())
 	srv.AutoCreate()
 	g.Expect(srv.StartHTTP()).To(Succeed())
 	t.Cleanup(func() { srv.StopHTTP() })
-
-	var armed atomic.Bool
-	waiting, release := make(chan struct{}), make(chan struct{})
-	var waitOnce, openOnce sync.Once
-	open := func() { openOnce.Do(func() { close(release) }) }
-	t.Cleanup(open)
-	tr := newTestReconciler(t, nil)
-	tr.Options.AllowedGitHosts = []string{"127.0.0.1"}
-	tr.writer = gitops.NewWriter(t.TempDir(), gitops.WithBeforePush(func() {
-		if armed.Load() {
-			waitOnce.Do(func() { close(waiting) })
-			<-release
+	h := &heldBranch{g: g, tr: newTestReconciler(t, nil), waiting: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(h.open)
+	h.tr.Options.AllowedGitHosts = []string{"127.0.0.1"}
+	h.tr.writer = gitops.NewWriter(t.TempDir(), gitops.WithBeforePush(func() {
+		if h.armed.Load() {
+			h.waitOnce.Do(func() { close(h.waiting) })
+			<-h.release
 		}
 	}))
+	h.app = testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = srv.HTTPAddress() + "/org/apps.git" })
+	h.repo = gitops.Repo{URL: h.app.Spec.Git.URL, Branch: render.Branch(h.app)}
+	return h
+}
 
-	a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = srv.HTTPAddress() + "/org/apps.git" })
-	loc := tr.specLocation(a)
-	repo := gitops.Repo{URL: a.Spec.Git.URL, Branch: render.Branch(a)}
-	write := func(app, content string) string {
-		res, err := tr.writer.Apply(context.Background(), repo, gitops.Change{
-			AppKey: "ns/" + app, Path: "apps/ns/" + app, Owner: gitops.Owner{ID: "uid-" + app, Name: "ns/" + app},
-			Files: map[string][]byte{"deployment.yaml": []byte(content)}, Message: "test: " + app})
-		g.Expect(err).NotTo(HaveOccurred())
-		return res.Commit
-	}
-	g.Expect(loc.path).To(Equal("apps/ns/web"))
-	applied := write("web", "1")
-	a.Status.Commit = write("web", "2")
-	head := write("other", "1")
+// write commits content as app ns/<app>'s folder apps/ns/<app> and returns the commit.
+func (h *heldBranch) write(app, content string) string {
+	res, err := h.tr.writer.Apply(context.Background(), h.repo, gitops.Change{
+		AppKey: "ns/" + app, Path: "apps/ns/" + app, Owner: gitops.Owner{ID: "uid-" + app, Name: "ns/" + app},
+		Files: map[string][]byte{"deployment.yaml": []byte(content)}, Message: "test: " + app})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	return res.Commit
+}
 
-	// Another app's push to the branch is held: its batch holds the clone.
-	armed.Store(true)
-	held, err := tr.writer.Submit(context.Background(), repo, gitops.Change{
+// hold submits another app's change and returns once its push is held: its batch holds the
+// branch's clone until open.
+func (h *heldBranch) hold() *gitops.Pending {
+	h.armed.Store(true)
+	held, err := h.tr.writer.Submit(context.Background(), h.repo, gitops.Change{
 		AppKey: "ns/third", Path: "apps/ns/third", Owner: gitops.Owner{ID: "uid-third", Name: "ns/third"},
 		Files: map[string][]byte{"deployment.yaml": []byte("x")}, Message: "test: third"}, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	<-waiting
+	h.g.Expect(err).NotTo(HaveOccurred())
+	<-h.waiting
+	return held
+}
+
+func (h *heldBranch) open() { h.openOnce.Do(func() { close(h.release) }) }
+
+// A pass never waits for another batch's network I/O: while a push of another app to the app's
+// branch is held, the pass that must compare the app's folder at the applied revision with the
+// head ends at once without deciding Synced (no status write), and the app is enqueued when that
+// batch is done; the next pass decides.
+func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
+	h := newHeldBranch(t)
+	g, tr, a := h.g, h.tr, h.app
+	g.Expect(tr.specLocation(a).path).To(Equal("apps/ns/web"))
+	applied := h.write("web", "1")
+	a.Status.Commit = h.write("web", "2")
+	head := h.write("other", "1")
+
+	// Another app's push to the branch is held: its batch holds the clone.
+	held := h.hold()
 
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
@@ -95,13 +118,13 @@ func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
 	g.Expect(apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)).To(BeNil(), "Synced is not decided")
 	g.Consistently(q.Len, 200*time.Millisecond, 20*time.Millisecond).Should(BeZero(), "enqueued before the batch ended")
 
-	open()
+	h.open()
 	<-held.Done()
 	g.Eventually(q.Len).Should(Equal(1), "the app is enqueued once the batch is done")
 	item, _ := q.Get()
 	g.Expect(item.NamespacedName).To(Equal(appKey))
 
-	_, err = tr.observeSync(context.Background(), s)
+	_, err := tr.observeSync(context.Background(), s)
 	g.Expect(err).NotTo(HaveOccurred())
 	c := apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)
 	g.Expect(c).NotTo(BeNil())
@@ -113,37 +136,12 @@ func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
 // goroutine of its own (the watch never does), and then offers the app only if its folder did
 // change.
 func TestKustomizationEventsWaitForABusyCloneWithoutAPass(t *testing.T) {
-	g := NewWithT(t)
-	srv, err := gittestserver.NewTempGitServer()
-	g.Expect(err).NotTo(HaveOccurred())
-	srv.AutoCreate()
-	g.Expect(srv.StartHTTP()).To(Succeed())
-	t.Cleanup(func() { srv.StopHTTP() })
-
-	var armed atomic.Bool
-	waiting, release := make(chan struct{}), make(chan struct{})
-	var waitOnce, openOnce sync.Once
-	open := func() { openOnce.Do(func() { close(release) }) }
-	t.Cleanup(open)
-	tr := newTestReconciler(t, nil)
-	tr.writer = gitops.NewWriter(t.TempDir(), gitops.WithBeforePush(func() {
-		if armed.Load() {
-			waitOnce.Do(func() { close(waiting) })
-			<-release
-		}
-	}))
+	h := newHeldBranch(t)
+	g, tr, a, repo := h.g, h.tr, h.app, h.repo
 	offered := make(chan types.NamespacedName, 10)
 	tr.vclusterWatches = &vclusterWatches{pacer: newTenantPacer(10, 100, func(app types.NamespacedName) { offered <- app })}
 
-	a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = srv.HTTPAddress() + "/org/apps.git" })
-	repo := gitops.Repo{URL: a.Spec.Git.URL, Branch: render.Branch(a)}
-	write := func(app, content string) string {
-		res, err := tr.writer.Apply(context.Background(), repo, gitops.Change{
-			AppKey: "ns/" + app, Path: "apps/ns/" + app, Owner: gitops.Owner{ID: "uid-" + app, Name: "ns/" + app},
-			Files: map[string][]byte{"deployment.yaml": []byte(content)}, Message: "test: " + app})
-		g.Expect(err).NotTo(HaveOccurred())
-		return res.Commit
-	}
+	write := h.write
 	a.Status.Path, a.Status.Commit = "apps/ns/web", write("web", "1")
 	othersOnly := write("other", "1")
 	webChanged := write("web", "2")
@@ -178,16 +176,11 @@ func TestKustomizationEventsWaitForABusyCloneWithoutAPass(t *testing.T) {
 	webAgain := write("web", "3")
 
 	// Another batch holds the clone: no answer now, no pass now.
-	armed.Store(true)
-	held, err := tr.writer.Submit(context.Background(), repo, gitops.Change{
-		AppKey: "ns/third", Path: "apps/ns/third", Owner: gitops.Owner{ID: "uid-third", Name: "ns/third"},
-		Files: map[string][]byte{"deployment.yaml": []byte("x")}, Message: "test: third"}, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	<-waiting
+	held := h.hold()
 	g.Expect(tr.kustomizationConcerns(ctx, tenantKey, a, applied(othersAgain))).To(BeFalse(), "a pass while the clone is in use")
 	g.Expect(tr.kustomizationConcerns(ctx, tenantKey, a, applied(webAgain))).To(BeFalse(), "a pass while the clone is in use")
 	g.Consistently(offered, 200*time.Millisecond).ShouldNot(Receive(), "offered before the clone was free")
-	open()
+	h.open()
 	<-held.Done()
 	g.Eventually(offered).Should(Receive(Equal(appKey)), "the folder changed: offered once the clone is free")
 	g.Consistently(offered, 200*time.Millisecond).ShouldNot(Receive(), "offered for another app's commit")
