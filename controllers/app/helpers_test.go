@@ -101,6 +101,20 @@ func (f *fixture) addTenantIn(name string, kubeconfig []byte) {
 	f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, kubeconfig))
 }
 
+// vclusterCRDDirs are the directories of the Flux CRDs and of cert-manager's Certificate CRD, the
+// kinds a vCluster of the test bed serves.
+func vclusterCRDDirs(t *testing.T) (flux, certManager string) {
+	t.Helper()
+	flux, err := apptest.FluxCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certManager, err = apptest.CertManagerCRDDir(); err != nil {
+		t.Fatal(err)
+	}
+	return flux, certManager
+}
+
 // ownVCluster starts an API server that stands in for a vCluster of the test's own, serving the
 // CRDs of crdDirs, and returns it with a cluster-admin kubeconfig. Call it before newFixture:
 // cleanups run last registered first, so it is stopped after the fixture's apps are gone.

@@ -19,7 +19,6 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
-	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
@@ -43,14 +42,7 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 		forgedIngresses = 50
 	)
 	requireSuite(t)
-	fluxCRDs, err := apptest.FluxCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certManagerCRDs, err := apptest.CertManagerCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fluxCRDs, certManagerCRDs := vclusterCRDDirs(t)
 	// The hostile tenant's vCluster is its own API server.
 	evil, kubeconfig := ownVCluster(t, "hostile vcluster", fluxCRDs, certManagerCRDs)
 	hostile := newFixture(t)

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -151,14 +150,7 @@ func TestWildcardHostIsSyncedWithoutURL(t *testing.T) {
 // Certificate to wait for: the app is Synced once its Ingress has an address.
 func TestCertificateWatchStartsOnceCertManagerIsInstalled(t *testing.T) {
 	requireSuite(t)
-	fluxCRDs, err := apptest.FluxCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certManagerCRDs, err := apptest.CertManagerCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fluxCRDs, certManagerCRDs := vclusterCRDDirs(t)
 	// A vCluster of its own, with Flux and without cert-manager.
 	bare, kubeconfig := ownVCluster(t, "vcluster without cert-manager", fluxCRDs)
 	f := newFixture(t)
@@ -184,7 +176,7 @@ func TestCertificateWatchStartsOnceCertManagerIsInstalled(t *testing.T) {
 
 	// cert-manager arrives and issues a Certificate for the Ingress: only the Certificate watch,
 	// started once the kind is served, can tell the app.
-	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}})
+	_, err := envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs}})
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Eventually(func() bool { return reconciler.WatchesVClusterKind(f.ns, "no-cm", "Certificate") }).Should(BeTrue())
 	cert := certificate("web", render.TLSSecretName(a), "web.example.com")

@@ -63,6 +63,13 @@ func (c *revisionCache) tree(commit plumbing.Hash, path string) (string, bool) {
 	return t, ok
 }
 
+// treesOf returns the trees of path at a and at b when both are cached.
+func (c *revisionCache) treesOf(a, b plumbing.Hash, path string) (ta, tb string, ok bool) {
+	ta, okA := c.tree(a, path)
+	tb, okB := c.tree(b, path)
+	return ta, tb, okA && okB
+}
+
 func (c *revisionCache) putTree(commit plumbing.Hash, path, tree string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -146,9 +153,7 @@ func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool
 		return false, false, nil
 	}
 	defer w.unref(st)
-	ta, okA := st.revisions.tree(ha, path)
-	tb, okB := st.revisions.tree(hb, path)
-	if okA && okB {
+	if ta, tb, ok := st.revisions.treesOf(ha, hb, path); ok {
 		return ta == tb, true, nil
 	}
 	var busy *BusyError
@@ -163,7 +168,8 @@ func (w *Writer) SameFolderKnown(repo Repo, path, a, b string) (same, known bool
 	if err != nil {
 		return false, false, nil
 	}
-	if ta, tb, err = readFolderTrees(clone, path, ha, hb); err != nil {
+	ta, tb, err := readFolderTrees(clone, path, ha, hb)
+	if err != nil {
 		return false, false, nil
 	}
 	st.revisions.putTree(ha, path, ta)
@@ -185,9 +191,7 @@ func parseCommit(s string) plumbing.Hash {
 // folderTrees returns the tree of path at a and at b, from the cache or the clone, fetching
 // once when the clone lacks one of them.
 func (w *Writer) folderTrees(ctx context.Context, st *repoState, auth Auth, path string, a, b plumbing.Hash) (string, string, error) {
-	ta, okA := st.revisions.tree(a, path)
-	tb, okB := st.revisions.tree(b, path)
-	if okA && okB {
+	if ta, tb, ok := st.revisions.treesOf(a, b, path); ok {
 		return ta, tb, nil
 	}
 	for _, h := range []plumbing.Hash{a, b} {
@@ -205,7 +209,7 @@ func (w *Writer) folderTrees(ctx context.Context, st *repoState, auth Auth, path
 	if err != nil {
 		return "", "", err
 	}
-	ta, tb, err = readFolderTrees(repo, path, a, b)
+	ta, tb, err := readFolderTrees(repo, path, a, b)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		logr.FromContextOrDiscard(ctx).Info("Fetching the branch's recent history: a revision to compare is not in the local clone",
 			"repository", redactURL(st.url), "branch", st.branch, "commits", []string{a.String(), b.String()}, "depth", RevisionFetchDepth)
