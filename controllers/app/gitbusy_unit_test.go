@@ -2,6 +2,11 @@ package app
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +39,8 @@ type heldBranch struct {
 	// waiting is closed when the held push waits; release lets it go.
 	waiting, release   chan struct{}
 	waitOnce, openOnce sync.Once
+	// fetches counts the fetches (git-upload-pack) the Git server answered.
+	fetches atomic.Int64
 }
 
 func newHeldBranch(t *testing.T) *heldBranch {
@@ -52,7 +59,18 @@ func newHeldBranch(t *testing.T) *heldBranch {
 			<-h.release
 		}
 	}))
-	h.app = testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = srv.HTTPAddress() + "/org/apps.git" })
+	// The apps reach the server through a proxy that counts its fetches.
+	upstream, err := url.Parse(srv.HTTPAddress())
+	g.Expect(err).NotTo(HaveOccurred())
+	forward := httputil.NewSingleHostReverseProxy(upstream)
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+			h.fetches.Add(1)
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counting.Close)
+	h.app = testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = counting.URL + "/org/apps.git" })
 	h.repo = gitops.Repo{URL: h.app.Spec.Git.URL, Branch: render.Branch(h.app)}
 	return h
 }

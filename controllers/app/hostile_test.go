@@ -105,7 +105,7 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 	// starts a pass or even reaches the pacing. The app's own Ingress, created after them as Flux
 	// would, is the sync point: the Ingress watch delivers in order, so once its pass ran the
 	// forged objects' events were handled.
-	forgedEvents, forgedPasses := vclusterEvents(t), hostile.passesOf(hostileApps)
+	forgedEvents, forgedPasses := counterByLabel(t, metrics.AppVClusterEventsTotal, "outcome"), hostile.passesOf(hostileApps)
 	for i := range forgedIngresses {
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile", Name: fmt.Sprintf("forged-%d", i),
 			Labels: map[string]string{render.LabelManagedBy: render.ManagedBy}},
@@ -117,7 +117,7 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 	}
 	hostile.g.Expect(evil.Client.Create(hostile.ctx, render.Ingress(hostile.get("h0")))).To(Succeed())
 	hostile.g.Eventually(func() int { return hostile.passesOf(hostileApps) }).Should(BeNumerically(">", forgedPasses))
-	afterForged := vclusterEvents(t)
+	afterForged := counterByLabel(t, metrics.AppVClusterEventsTotal, "outcome")
 	offered := 0
 	for outcome, n := range afterForged {
 		offered += n - forgedEvents[outcome]
@@ -127,7 +127,7 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 	// The status storm, and the victim's change during it.
 	// The pacing's tokens accrue from here to the second reading.
 	stormStart := time.Now()
-	stormPasses, stormFetches, stormEvents := hostile.passesOf(hostileApps), gitServer.Fetches(hostile.repo), vclusterEvents(t)
+	stormPasses, stormFetches, stormEvents := hostile.passesOf(hostileApps), gitServer.Fetches(hostile.repo), counterByLabel(t, metrics.AppVClusterEventsTotal, "outcome")
 	calm := make(chan struct{})
 	var patches atomic.Int64
 	var storm sync.WaitGroup
@@ -154,7 +154,7 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 	storm.Wait()
 	passes := hostile.passesOf(hostileApps) - stormPasses
 	fetches := gitServer.Fetches(hostile.repo) - stormFetches
-	events := vclusterEvents(t)
+	events := counterByLabel(t, metrics.AppVClusterEventsTotal, "outcome")
 	elapsed := time.Since(stormStart)
 	for outcome := range events {
 		events[outcome] -= stormEvents[outcome]
@@ -173,9 +173,9 @@ func TestHostileTenantCannotExhaustTheOperatorOrDelayAnotherTenant(t *testing.T)
 	hostile.g.Expect(fetches).To(BeNumerically("<=", started+hostileApps), "more Git fetches than paced passes")
 }
 
-// vclusterEvents reads kubeopera_app_vcluster_events_total by outcome from the manager's
-// registry (the operator runs in this process).
-func vclusterEvents(t *testing.T) map[string]int {
+// counterByLabel reads counter name by the values of its label from the manager's registry
+// (the operator runs in this process).
+func counterByLabel(t *testing.T, name, label string) map[string]int {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -183,12 +183,12 @@ func vclusterEvents(t *testing.T) map[string]int {
 	}
 	out := map[string]int{}
 	for _, f := range families {
-		if f.GetName() != metrics.AppVClusterEventsTotal {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" {
+				if l.GetName() == label {
 					out[l.GetValue()] = int(m.GetCounter().GetValue())
 				}
 			}

@@ -48,6 +48,9 @@ type Reconciler struct {
 	// vclusterWatches watches the Kustomizations, Ingresses and Certificates in each vCluster
 	// (tenantwatch.go).
 	vclusterWatches *vclusterWatches
+	// folderChecks answers, off the watch, the Kustomization events that need the Git writer's
+	// clone (foldercheck.go).
+	folderChecks *folderChecks
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.
@@ -79,16 +82,17 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	}
 	gitOpts = append(gitOpts, opts.GitOptions...)
 	return &Reconciler{
-		Client:     mgr.GetClient(),
-		Options:    opts,
-		apiReader:  mgr.GetAPIReader(),
-		recorder:   mgr.GetEventRecorder(Name),
-		writer:     gitops.NewWriter(opts.GitCacheDir, gitOpts...),
-		clients:    tenant.NewClients(newClient),
-		tenantAPI:  newTenantAPI(mgr.GetRESTMapper()),
-		repoUsers:  newRepoUsers(),
-		pushes:     newPushes(),
-		secretData: newGitSecretData(defaultGitSecretEntries),
+		Client:       mgr.GetClient(),
+		Options:      opts,
+		apiReader:    mgr.GetAPIReader(),
+		recorder:     mgr.GetEventRecorder(Name),
+		writer:       gitops.NewWriter(opts.GitCacheDir, gitOpts...),
+		clients:      tenant.NewClients(newClient),
+		tenantAPI:    newTenantAPI(mgr.GetRESTMapper()),
+		repoUsers:    newRepoUsers(),
+		pushes:       newPushes(),
+		folderChecks: newFolderChecks(),
+		secretData:   newGitSecretData(defaultGitSecretEntries),
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/metrics"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -73,4 +74,55 @@ func TestAPushCostsOnlyTheAppsWhoseFolderChanged(t *testing.T) {
 	}
 	t.Logf("Flux applying the push: %d app writes, %d Git fetches", writes, gitServer.Fetches(f.repo)-fetchesBefore)
 	f.g.Expect(gitServer.Fetches(f.repo)-fetchesBefore).To(BeNumerically("<=", 1), "Git fetches beyond the changed app's pass")
+}
+
+// A commit someone else pushed to the shared branch (a README at the repository's root) moves
+// every Kustomization of the branch to a head the Git writer has not seen. No app gets a pass:
+// the branch's folder check fetches the commit once and finds every folder unchanged.
+func TestACommitFromElsewhereCostsNoPass(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	const n = 5
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("readme-%d", i))
+		f.create(f.newApp(names[i], "t1"))
+	}
+	for _, name := range names {
+		f.waitReady(name)
+	}
+	head := f.head()
+	for _, name := range names {
+		setKustomizationStatus(f, render.FluxName(f.get(name)), "main@sha1:"+head, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+head)
+		f.waitCondition(name, kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	}
+
+	pushed, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "The tenant's applications.\n")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	passesBefore := map[string]int{}
+	for _, name := range names {
+		passesBefore[name] = passes.of(f.ns, name)
+	}
+	fetchesBefore := gitServer.Fetches(f.repo)
+	statusWritesBefore := hostRequests.writes("/kubeoperaapps/")
+	checksBefore := counterByLabel(t, metrics.AppFolderChecksTotal, "answer")
+
+	for _, name := range names {
+		setKustomizationStatus(f, render.FluxName(f.get(name)), "main@sha1:"+pushed, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+pushed)
+	}
+	// Every event answered: unchanged, so none of them can start a pass later.
+	f.g.Eventually(func() int {
+		return counterByLabel(t, metrics.AppFolderChecksTotal, "answer")[metrics.FolderUnchanged] - checksBefore[metrics.FolderUnchanged]
+	}, 30*time.Second).Should(BeNumerically(">=", n))
+	checks := counterByLabel(t, metrics.AppFolderChecksTotal, "answer")
+	f.g.Expect(checks[metrics.FolderChanged] - checksBefore[metrics.FolderChanged]).To(BeZero(), "a folder reported changed")
+	f.g.Expect(checks[metrics.FolderUnanswered] - checksBefore[metrics.FolderUnanswered]).To(BeZero(), "a comparison without an answer")
+
+	for _, name := range names {
+		f.g.Expect(passes.of(f.ns, name)).To(Equal(passesBefore[name]), "app %s got a pass for a commit that left its folder as it was", name)
+	}
+	for path, count := range hostRequests.writes("/kubeoperaapps/") {
+		f.g.Expect(count).To(Equal(statusWritesBefore[path]), "a write of an app: %s", path)
+	}
+	f.g.Expect(gitServer.Fetches(f.repo) - fetchesBefore).To(Equal(1), "one fetch of the new commit for all apps")
 }

@@ -98,9 +98,10 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 			tr.configs = append(tr.configs, cfg)
 			return vc, nil
 		}),
-		tenantAPI: newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
-		repoUsers: newRepoUsers(),
-		pushes:    newPushes(),
+		tenantAPI:    newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
+		repoUsers:    newRepoUsers(),
+		pushes:       newPushes(),
+		folderChecks: newFolderChecks(),
 	}
 	tr.tenantAPI.watched.Store(true)
 	return tr

@@ -15,12 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,69 +63,29 @@ func (r *Reconciler) appliedHoldsFolder(ctx context.Context, s *scope, revision 
 	return same, "", nil
 }
 
-// stillSynced reports whether an update of the app's Kustomization changes nothing the app
-// reports, so that it needs no pass: a push to a shared branch moves every Kustomization of the
-// branch to the new head, and only the apps whose folder the push changed have anything to do.
-// True when the app is Synced for its generation and commit, the Kustomization is Ready for its
-// generation, and the revision it applied holds the app's folder as the app's commit does, as
-// the Git writer knows without waiting or fetching (gitops.Writer.SameFolderKnown: its cache, or
-// its clone, which holds every commit it pushed). Anything else (a failure, a revision the
-// writer has not seen, a clone in use) is worth a pass. The periodic pass (ResyncInterval) still
-// reads everything back. When the writer's clone is in use, freed says when to ask again (nil
-// otherwise).
-func (r *Reconciler) stillSynced(app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) (still bool, freed <-chan struct{}) {
-	ks, ok := obj.(*kustomizev1.Kustomization)
-	synced := findCondition(app, kubeoperav1alpha1.ConditionSynced)
-	if !ok || synced == nil || synced.Status != metav1.ConditionTrue || synced.ObservedGeneration != app.Generation ||
-		app.Status.Commit == "" || !app.DeletionTimestamp.IsZero() {
-		return false, nil
-	}
-	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ks.Status.ObservedGeneration != ks.Generation {
-		return false, nil
-	}
-	loc := recordedLocation(app)
-	commit := appliedCommit(ks.Status.LastAppliedRevision, loc.branch)
-	if commit == "" {
-		return false, nil
-	}
-	same, known, freed := r.writer.SameFolderKnown(gitops.Repo{URL: loc.url, Branch: loc.branch}, loc.path, app.Status.Commit, commit)
-	return known && same, freed
-}
-
 // kustomizationConcerns reports whether an event of the app's Kustomization obj of Tenant t is
-// worth a pass of the app now (stillSynced). When the Git writer's clone is in use the question
-// is asked again once it is free, on a goroutine of its own, and the app is offered to the
-// Tenant's pacing then if the answer is no: a push in progress does not turn every app's event
-// into a pass, and the watch never waits for it.
+// worth a pass of the app now. A push to a shared branch moves every Kustomization of the branch
+// to the new head, and only the apps whose folder the push changed have anything to do: an event
+// that finds the app Synced for its generation and commit and the Kustomization Ready asks
+// whether the revision it applied holds the app's folder as the app's commit does. The Git
+// writer answers from its cache or its idle clone (gitops.Writer.SameFolderKnown: no waiting, no
+// network); when it cannot, the question goes to its branch's folder checks (foldercheck.go),
+// which offer the app to its Tenant's pacing only if the folder changed, and the watch goes on.
+// The periodic pass (ResyncInterval) still reads everything back.
 func (r *Reconciler) kustomizationConcerns(ctx context.Context, t types.NamespacedName, app *kubeoperav1alpha1.KubeOperaApp, obj client.Object) bool {
-	still, freed := r.stillSynced(app, obj)
-	if freed == nil {
-		return !still
+	q, ok := folderQuestionOf(t, app, obj)
+	if !ok {
+		return true
 	}
-	app, obj = app.DeepCopy(), obj.DeepCopyObject().(client.Object)
-	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
-	go func() {
-		// Asked again each time the clone is freed (other waiting questions take it too), a few
-		// times at most: a clone in use on every try counts as a change.
-		for range maxBusyRechecks {
-			select {
-			case <-freed:
-			case <-ctx.Done():
-				return
-			}
-			if still, freed = r.stillSynced(app, obj); freed == nil {
-				break
-			}
-		}
-		if !still || freed != nil {
-			r.vclusterWatches.pacer.offer(t, key, time.Now())
-		}
-	}()
+	if same, known, _ := r.known(&q); known {
+		return countFolderCheck(same, known)
+	}
+	q.app = app.DeepCopy() // the event's app is the cache's, read-only
+	r.ask(ctx, q)
 	return false
 }
 
-// maxBusyRechecks bounds how often kustomizationConcerns asks again for a clone in use.
+// maxBusyRechecks bounds how often a folder check asks again for a clone in use.
 const maxBusyRechecks = 5
 
 // recordRevision adds the app's new commit (status.commit) to status.history, newest first, with

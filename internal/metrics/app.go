@@ -134,3 +134,16 @@ const (
 
 // CountVClusterEvent counts one vCluster event's outcome (a VClusterEvent constant).
 func CountVClusterEvent(outcome string) { std.appEvents.WithLabelValues(outcome).Inc() }
+
+// Answers of the folder comparison a Kustomization event of a Synced app asks (the revision
+// Flux applied holds the app's folder as the app's commit does): unchanged (the event starts no
+// pass), changed (a pass), unanswered (a pass decides: the comparison failed, or the Git
+// writer's clone stayed in use).
+const (
+	FolderUnchanged  = "unchanged"
+	FolderChanged    = "changed"
+	FolderUnanswered = "unanswered"
+)
+
+// CountFolderCheck counts one folder comparison's answer (a Folder constant).
+func CountFolderCheck(answer string) { std.folderCheck.WithLabelValues(answer).Inc() }

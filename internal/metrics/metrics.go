@@ -28,11 +28,13 @@ const (
 	GitClones                    = "kubeopera_git_clones"
 	TenantClients                = "kubeopera_tenant_clients"
 	AppVClusterEventsTotal       = "kubeopera_app_vcluster_events_total"
+	AppFolderChecksTotal         = "kubeopera_app_folder_checks_total"
 	controlPlaneNamespaceLabel   = "controlplane_namespace"
 	controlPlaneNameLabel        = "controlplane"
 	componentLabel               = "component"
 	reasonLabel                  = "reason"
 	outcomeLabel                 = "outcome"
+	answerLabel                  = "answer"
 	secretLabel                  = "secret"
 	methodLabel                  = "method"
 	endpointLabel                = "endpoint"
@@ -46,7 +48,7 @@ func Names() []string {
 		ControllerAPIRequestsTotal, ControllerAPIRequestDuration,
 		AppPlacementsTotal, AppsNotSynced, AppSyncLag,
 		GitPushesTotal, GitPushDuration, GitPushBatchSize, GitPushRetriesTotal,
-		GitClones, TenantClients, AppVClusterEventsTotal,
+		GitClones, TenantClients, AppVClusterEventsTotal, AppFolderChecksTotal,
 	}
 }
 
@@ -72,6 +74,7 @@ type set struct {
 	gitClones   prometheus.Gauge
 	tenantCache prometheus.Gauge
 	appEvents   *prometheus.CounterVec
+	folderCheck *prometheus.CounterVec
 
 	// mu guards reasons: the current reason series of each ControlPlane component, so that a
 	// changed reason leaves no stale series behind.
@@ -154,11 +157,18 @@ func newSet(now func() time.Time) *set {
 			Name: AppVClusterEventsTotal,
 			Help: "vCluster events that concern an app, by what the per-Tenant pacing did: enqueued, deferred, coalesced, released.",
 		}, []string{outcomeLabel}),
+		folderCheck: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: AppFolderChecksTotal,
+			Help: "Kustomization events of Synced apps that reported a revision, by whether the app's folder is the same there: unchanged (no pass), changed (a pass), unanswered (a pass: the comparison failed).",
+		}, []string{answerLabel}),
 		reasons: map[componentKey]string{},
 	}
 	// Every outcome exported from the start, at 0, so that rate() sees the first event.
 	for _, o := range []string{VClusterEventEnqueued, VClusterEventDeferred, VClusterEventCoalesced, VClusterEventReleased} {
 		s.appEvents.WithLabelValues(o)
+	}
+	for _, a := range []string{FolderUnchanged, FolderChanged, FolderUnanswered} {
+		s.folderCheck.WithLabelValues(a)
 	}
 	return s
 }
@@ -169,7 +179,7 @@ func (s *set) collectors() []prometheus.Collector {
 		s.apiRequests, s.apiDuration,
 		s.appPlacements, s.appSyncLag, s.apps,
 		s.gitPushes, s.gitDuration, s.gitBatch, s.gitRetries, s.gitClones, s.tenantCache,
-		s.appEvents,
+		s.appEvents, s.folderCheck,
 	}
 }
 
