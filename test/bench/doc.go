@@ -90,7 +90,7 @@ it after merging; `+"`make bench-check`"+` compares docs/benchmarks.json with th
 make bench          # full run (about 16 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
 make bench-quick    # small sizes, a few minutes; writes bin/benchmarks-quick.md
 make bench-check    # exit 1 when a figure of docs/benchmarks.json misses its goal
-go run ./test/bench -quick -only latency   # one phase: latency, scale, memory, git or tenants
+go run ./test/bench -quick -only latency   # one phase: latency, scale, memory, git, tenants or branch
 go run ./test/bench -render docs/benchmarks.json   # rewrite the .md of a stored run with the current explanations
 `+"```"+`
 
@@ -285,6 +285,22 @@ const methodText = `
   is a quick check). RSS is VmHWM at the end of the window; goroutines are sampled every second
   from the operator's pprof endpoint (loopback). A full run takes about 9 minutes of the
   bench's 16 (1,000 apps to Synced, 2 minutes of steady state, then the floor; run of 2026-12-05 21:46).
+- **Shared branch (P6):** 200 apps of one Tenant in one repository and branch (one host and one
+  vCluster API server, the vCluster behind an API proxy that counts requests, Flux played as in
+  P5 but reconciling only on pushes: its interval is longer than the phase), all Synced; then two
+  pushes, each measured from the push until every Kustomization reported the new head applied
+  and the operator stayed quiet for 3 s (its app reconciles from controller-runtime's
+  ` + "`controller_runtime_reconcile_total`" + ` on a loopback metrics port, its host and vCluster
+  requests, the Git requests and Flux's reconciles all unchanged): **own**, one app's image
+  changes and the operator pushes its folder; **outside**, someone else pushes a README at the
+  repository's root and Flux hears of it as from a Receiver. Counted: app reconciles, KubeOperaApp
+  status writes (audit log), apps other than the changed one whose object changed (an
+  informer), the operator's Git fetches and pushes (Git proxy), its vCluster requests. Floors:
+  own — the changed app's two passes (one commits, one sees the revision applied), one status
+  write, no fetch (the operator made the head); outside — nothing but one fetch of the commit
+  (someone must read it to know no folder changed). Flux's side is reported beside them: one
+  Kustomization reconcile per app, each with its own GitRepository that fetches the branch
+  (` + "`go run ./test/bench -quick -only branch`" + ` runs it with 20 apps).
 - **Merged rows:** rows whose text starts with a bracket come from a later run of one phase,
   merged by hand into the stored full run (the bracket says which run); the others are from the
   run in the header.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -53,6 +54,8 @@ type fluxPlayer struct {
 	repos map[string]*git.Repository // repository name → the server's repository
 	// applied records when each Kustomization first reported each revision applied.
 	applied map[string]time.Time // "<ns>/<name>@<revision>"
+	// reconciles counts the Kustomization reconciles played (each writes the status twice).
+	reconciles atomic.Int64
 }
 
 func startFluxPlayer(ctx context.Context, cfg *rest.Config, g *gitSide, interval time.Duration) (*fluxPlayer, error) {
@@ -124,18 +127,24 @@ func (p *fluxPlayer) receiver(ctx context.Context) {
 			}
 		}
 		seen = len(events)
-		if len(pushed) == 0 {
-			continue
+		if len(pushed) > 0 {
+			p.pushedTo(ctx, pushed)
 		}
-		var list kustomizev1.KustomizationList
-		if err := p.cache.List(ctx, &list); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			k := &list.Items[i]
-			if repo, _, err := p.source(ctx, k); err == nil && pushed[repo] {
-				p.queue.Add(types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
-			}
+	}
+}
+
+// pushedTo reconciles the Kustomizations whose GitRepository is one of repos, as the Receiver
+// does on a push webhook (for any pusher: the receiver above calls it for the operator's pushes,
+// the shared-branch phase for a commit pushed by someone else).
+func (p *fluxPlayer) pushedTo(ctx context.Context, repos map[string]bool) {
+	var list kustomizev1.KustomizationList
+	if err := p.cache.List(ctx, &list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		k := &list.Items[i]
+		if repo, _, err := p.source(ctx, k); err == nil && repos[repo] {
+			p.queue.Add(types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
 		}
 	}
 }
@@ -213,6 +222,7 @@ func (p *fluxPlayer) reconcile(ctx context.Context, key types.NamespacedName) er
 	if !k.DeletionTimestamp.IsZero() {
 		return nil
 	}
+	p.reconciles.Add(1)
 	// Start of a reconcile: Reconciling, Ready=Unknown.
 	before := k.DeepCopy()
 	apimeta.SetStatusCondition(&k.Status.Conditions, metav1.Condition{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue,

@@ -38,11 +38,12 @@ type sizes struct {
 	spreadApps  int           // P4 apps over spreadRepos repositories
 	spreadRepos int
 	tenants     tenantSizes // P5
+	branchApps  int         // P6: Synced apps sharing one branch
 }
 
 var (
-	full  = sizes{"full", 20, 60 * time.Second, [2]int{25, 100}, 10000, [2]int{50, 200}, 200, 20, tenantSizes{100, 10, 10, 12 * time.Second}}
-	quick = sizes{"quick", 5, 10 * time.Second, [2]int{5, 20}, 2000, [2]int{10, 40}, 40, 4, tenantSizes{5, 2, 2, 2 * time.Second}}
+	full  = sizes{"full", 20, 60 * time.Second, [2]int{25, 100}, 10000, [2]int{50, 200}, 200, 20, tenantSizes{100, 10, 10, 12 * time.Second}, 200}
+	quick = sizes{"quick", 5, 10 * time.Second, [2]int{5, 20}, 2000, [2]int{10, 40}, 40, 4, tenantSizes{5, 2, 2, 2 * time.Second}, 20}
 )
 
 func main() {
@@ -51,7 +52,7 @@ func main() {
 	outQuick := flag.String("out-quick", filepath.Join(testenv.Root(), "bin", "benchmarks-quick.md"), "where a quick run writes the table")
 	renderFile := flag.String("render", "", "rewrite the .md beside a stored run (a .json written by this command) with the current explanations, without measuring")
 	checkFile := flag.String("check", "", "compare a stored run (a .json written by this command) with the goals and exit 1 when one is missed")
-	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git, tenants")
+	only := flag.String("only", "", "run only these phases, comma-separated: latency, scale, memory, git, tenants, branch")
 	p5Tenants := flag.Int("p5-tenants", 0, "P5 (tenants): number of vClusters (0: the mode's, 100 full, 5 quick)")
 	p5Apps := flag.Int("p5-apps", 0, "P5: apps per vCluster (0: the mode's, 10 full, 2 quick)")
 	p5Repos := flag.Int("p5-repos", 0, "P5: Git repositories the apps are spread over (0: the mode's, 10 full, 2 quick)")

@@ -80,6 +80,7 @@ func run(ctx context.Context, m sizes, only string) (Result, error) {
 		{"memory", b.memory},
 		{"git", b.gitThroughput},
 		{"tenants", b.tenantScale},
+		{"branch", b.sharedBranch},
 	}
 	for _, p := range phases {
 		if only != "" && !slices.Contains(strings.Split(only, ","), p.name) {
