@@ -62,7 +62,11 @@ func TestACommitFromElsewhereCostsOneFetchAndOnlyTheChangedAppsPasses(t *testing
 	}
 
 	g.Eventually(offered, 10*time.Second).Should(Receive(Equal(types.NamespacedName{Namespace: "ns", Name: "a4"})), "the app whose folder changed")
-	g.Eventually(func() int { tr.folderChecks.mu.Lock(); defer tr.folderChecks.mu.Unlock(); return len(tr.folderChecks.pending) }).
+	g.Eventually(func() int {
+		tr.folderChecks.mu.Lock()
+		defer tr.folderChecks.mu.Unlock()
+		return len(tr.folderChecks.pending)
+	}).
 		Should(BeZero(), "the branch's folder check ended")
 	g.Consistently(offered, 200*time.Millisecond).ShouldNot(Receive(), "an app whose folder is unchanged was offered")
 	g.Expect(h.fetches.Load()-fetchesBefore).To(BeEquivalentTo(1), "one fetch of the new commit for all five apps")
@@ -72,5 +76,5 @@ func TestACommitFromElsewhereCostsOneFetchAndOnlyTheChangedAppsPasses(t *testing
 		g.Expect(tr.kustomizationConcerns(t.Context(), tenantKey, apps[name], ks)).To(BeFalse())
 	}
 	g.Expect(tr.kustomizationConcerns(t.Context(), tenantKey, apps["a4"], ks)).To(BeTrue(), "a4's folder changed: a pass")
-	g.Expect(h.fetches.Load()-fetchesBefore).To(BeEquivalentTo(1))
+	g.Expect(h.fetches.Load() - fetchesBefore).To(BeEquivalentTo(1))
 }

@@ -115,8 +115,8 @@ func TestACommitFromElsewhereCostsNoPass(t *testing.T) {
 		return counterByLabel(t, metrics.AppFolderChecksTotal, "answer")[metrics.FolderUnchanged] - checksBefore[metrics.FolderUnchanged]
 	}, 30*time.Second).Should(BeNumerically(">=", n))
 	checks := counterByLabel(t, metrics.AppFolderChecksTotal, "answer")
-	f.g.Expect(checks[metrics.FolderChanged] - checksBefore[metrics.FolderChanged]).To(BeZero(), "a folder reported changed")
-	f.g.Expect(checks[metrics.FolderUnanswered] - checksBefore[metrics.FolderUnanswered]).To(BeZero(), "a comparison without an answer")
+	f.g.Expect(checks[metrics.FolderChanged]-checksBefore[metrics.FolderChanged]).To(BeZero(), "a folder reported changed")
+	f.g.Expect(checks[metrics.FolderUnanswered]-checksBefore[metrics.FolderUnanswered]).To(BeZero(), "a comparison without an answer")
 
 	for _, name := range names {
 		f.g.Expect(passes.of(f.ns, name)).To(Equal(passesBefore[name]), "app %s got a pass for a commit that left its folder as it was", name)
@@ -124,5 +124,5 @@ func TestACommitFromElsewhereCostsNoPass(t *testing.T) {
 	for path, count := range hostRequests.writes("/kubeoperaapps/") {
 		f.g.Expect(count).To(Equal(statusWritesBefore[path]), "a write of an app: %s", path)
 	}
-	f.g.Expect(gitServer.Fetches(f.repo) - fetchesBefore).To(Equal(1), "one fetch of the new commit for all apps")
+	f.g.Expect(gitServer.Fetches(f.repo)-fetchesBefore).To(Equal(1), "one fetch of the new commit for all apps")
 }
