@@ -26,7 +26,7 @@ var errGitSecretNotFound = errors.New("git credentials Secret not found")
 // the repository does not have (GitBranchNotFound, unless the app asks for it). When the folder
 // moved (path, URL or branch changed), the old folder is left in place here: finishMove removes
 // it once Flux reads the new one.
-func (r *Reconciler) commitManifests(ctx context.Context, s *scope) (retErr error) {
+func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
 	files := s.files
 	manifests := manifestsDigest(files)
@@ -54,13 +54,10 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) (retErr erro
 	if errors.Is(err, errPushPending) {
 		return err
 	}
-	// The outcome is read once; a pass that ends waiting for the branch (its history is read
-	// below while another batch holds the clone) keeps it for the next pass.
-	defer func() {
-		if !errors.Is(retErr, gitops.ErrBranchBusy) {
-			r.pushes.forgetFolder(s.key, folderOf(repo, change))
-		}
-	}()
+	// The outcome stays recorded until the pass's status is written (Reconcile): a pass that
+	// ends without writing it (it waits for a branch another batch holds, or the write fails)
+	// leaves it for the next pass, which records the commit.
+	s.outcomesRead = append(s.outcomesRead, folderOf(repo, change))
 	ctrl.LoggerFrom(ctx).V(1).Info("Git write done", "changed", res.Changed, "commit", res.Commit, "error", err)
 	if err != nil {
 		return gitError(cond, adoptionHint(s.app, err))
@@ -195,7 +192,9 @@ func (r *Reconciler) finishMove(ctx context.Context, s *scope) error {
 		if errors.Is(err, errPushPending) {
 			return err
 		}
-		r.pushes.forget(s.key)
+		// Like the new folder's (commitManifests), the removal's outcome is forgotten once the
+		// status records the move; a failed removal was forgotten already (removeFolder).
+		s.outcomesRead = append(s.outcomesRead, old.folder())
 		if err != nil {
 			return gitError(cond, fmt.Errorf("remove the old folder %s (branch %s of %s)%s: %w", old.path, old.branch, old.url,
 				skipHint(s.app), err))

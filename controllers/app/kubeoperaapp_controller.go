@@ -128,6 +128,9 @@ type scope struct {
 	// waitingForGit: the pass ended waiting for its push, or for a branch another batch holds
 	// (waitForGit); it writes no status.
 	waitingForGit bool
+	// outcomesRead are the folders (folderOf) whose push outcome this pass read: forgotten once
+	// its status is written, kept for the next pass otherwise (pushes.go).
+	outcomesRead []string
 	// committed: the app's folder is on its branch (commitManifests read its outcome).
 	committed bool
 	// versions are the app's resourceVersions this pass read and wrote (awaitOwnWrites).
@@ -168,6 +171,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		summarize(app, retErr)
 		if err := r.patchStatus(ctx, s.orig, app); err != nil {
 			retErr = errors.Join(retErr, err)
+		} else {
+			r.pushes.forgetRead(s)
 		}
 		s.versions.Wrote(app)
 	}()

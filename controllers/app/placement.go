@@ -34,6 +34,9 @@ func (l location) sameBranch(o location) bool { return l.url == o.url && l.branc
 // sameFolder: l and o are the same folder (whatever the credentials).
 func (l location) sameFolder(o location) bool { return l.sameBranch(o) && l.path == o.path }
 
+// folder names the folder for the record of pushes (pushes.go).
+func (l location) folder() string { return l.url + "\x00" + l.branch + "\x00" + l.path }
+
 // specLocation is the folder the current spec asks for.
 func (r *Reconciler) specLocation(app *kubeoperav1alpha1.KubeOperaApp) location {
 	return location{url: app.Spec.Git.URL, branch: render.Branch(app), path: render.Path(app, r.Options.GitPathPrefix), secret: pushSecretName(app)}

@@ -109,7 +109,15 @@ func (p *pushes) outstanding(app types.NamespacedName) bool {
 
 // folderOf names the folder a change writes or removes, for pushes.
 func folderOf(repo gitops.Repo, c gitops.Change) string {
-	return repo.URL + "\x00" + repo.Branch + "\x00" + c.Path
+	return location{url: repo.URL, branch: repo.Branch, path: c.Path}.folder()
+}
+
+// forgetRead drops the outcomes the pass read (scope.outcomesRead): its status, which records
+// them, was written.
+func (p *pushes) forgetRead(s *scope) {
+	for _, folder := range s.outcomesRead {
+		p.forgetFolder(s.key, folder)
+	}
 }
 
 // done is the writer's callback: the app's next pass reads the outcome. It runs on the writer's

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
@@ -116,4 +118,39 @@ func statusWrites(ns, name string) int {
 		}
 	}
 	return total
+}
+
+// The outcome of a push is the app's until a status records it: a pass that read it and could
+// not write its status (here the write is refused once; a pass that ends waiting for a branch
+// another batch holds is the other way) leaves it for the next pass, which records the new
+// commit. Fails when the outcome is dropped as soon as it is read: the next pass submits again,
+// the branch already holds the folder (no change), and status.commit stays at the old commit.
+func TestAPushOutcomeSurvivesAPassThatWritesNoStatus(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("web", "t1"))
+	f.waitReady("web")
+	before := f.get("web").Status.Commit
+	f.g.Expect(before).NotTo(BeEmpty())
+
+	// The first status write that records a commit other than the old one is refused.
+	var refused atomic.Int32
+	refuse := func(o client.Object) error {
+		if a, ok := o.(*kubeoperav1alpha1.KubeOperaApp); ok && a.Name == "web" && a.Status.Commit != before && refused.CompareAndSwap(0, 1) {
+			return apierrors.NewServiceUnavailable("test: the status write that records the new commit is lost")
+		}
+		return nil
+	}
+	statusPatchHook.Store(&refuse)
+	t.Cleanup(func() { statusPatchHook.Store(nil) })
+
+	f.update("web", func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Image = "nginx:1.28" })
+	f.g.Eventually(f.head).ShouldNot(Equal(before))
+	f.g.Eventually(refused.Load).Should(BeEquivalentTo(1), "the status write was never refused")
+	pushed := f.head()
+	f.g.Eventually(func() string { return f.get("web").Status.Commit }).Should(Equal(pushed), "status.commit lost the pushed commit")
+	a := f.get("web")
+	f.g.Expect(a.Status.History).NotTo(BeEmpty())
+	f.g.Expect(a.Status.History[0].Commit).To(Equal(pushed))
+	f.g.Expect(a.Status.History[0].Generation).To(Equal(a.Generation))
 }
