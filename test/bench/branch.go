@@ -89,11 +89,8 @@ func (b *bench) sharedBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, n)
-	for i := range n {
-		names[i] = p6AppName(i)
-	}
-	vcProxy, err := startAPIProxy("vc", vcUp, ca, names)
+	// One Tenant: its vCluster holds only its own objects, no scoping needed.
+	vcProxy, err := startAPIProxy("vc", vcUp, ca, nil)
 	if err != nil {
 		return err
 	}

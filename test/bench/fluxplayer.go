@@ -38,7 +38,8 @@ import (
 // revision. It applies nothing: no Deployment is created in the vCluster (the operator's
 // Synced reads Flux's status, not the workload's).
 //
-// It reconciles a Kustomization when it is created or its spec changes, when the operator pushes
+// It reconciles a Kustomization when it is created or its spec changes, when its GitRepository
+// is created (a Kustomization made first found no source artifact), when the operator pushes
 // to its repository (the notification-controller Receiver on a push webhook, as P1's
 // requestReconcile), and every interval after its last reconcile: the played spec.interval (1
 // minute of Flux is played in interval). Four workers, kustomize-controller's default
@@ -85,7 +86,18 @@ func startFluxPlayer(ctx context.Context, cfg *rest.Config, g *gitSide, interval
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := ca.GetInformer(ctx, &sourcev1.GitRepository{}); err != nil {
+	// kustomize-controller watches its sources: a GitRepository whose artifact appears (here:
+	// its creation, the player's source-controller having nothing else to wait for) reconciles
+	// the Kustomizations that use it, so one created first does not wait for its interval.
+	ginf, err := ca.GetInformer(ctx, &sourcev1.GitRepository{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ginf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		if gr, ok := o.(*sourcev1.GitRepository); ok {
+			p.sourceReady(ctx, gr)
+		}
+	}}); err != nil {
 		return nil, err
 	}
 	go func() { _ = ca.Start(ctx) }()
@@ -149,6 +161,24 @@ func (p *fluxPlayer) pushedTo(ctx context.Context, repos map[string]bool) {
 	}
 }
 
+// sourceReady reconciles the Kustomizations whose source is gr.
+func (p *fluxPlayer) sourceReady(ctx context.Context, gr *sourcev1.GitRepository) {
+	var list kustomizev1.KustomizationList
+	if err := p.cache.List(ctx, &list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		k := &list.Items[i]
+		ns := k.Spec.SourceRef.Namespace
+		if ns == "" {
+			ns = k.Namespace
+		}
+		if k.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind && ns == gr.Namespace && k.Spec.SourceRef.Name == gr.Name {
+			p.queue.Add(types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+		}
+	}
+}
+
 func (p *fluxPlayer) work(ctx context.Context) {
 	for {
 		key, shutdown := p.queue.Get()
@@ -203,6 +233,14 @@ func (p *fluxPlayer) head(repo, branch, dir string) (string, bool, error) {
 		return "", false, err
 	}
 	c, err := r.CommitObject(ref.Hash())
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// An open repository does not see packs written after it listed them: open it again.
+		if r, err = git.PlainOpen(filepath.Join(p.git.srv.Root(), repo+".git")); err != nil {
+			return "", false, err
+		}
+		p.repos[repo] = r
+		c, err = r.CommitObject(ref.Hash())
+	}
 	if err != nil {
 		return "", false, err
 	}

@@ -57,6 +57,7 @@ func main() {
 	p5Apps := flag.Int("p5-apps", 0, "P5: apps per vCluster (0: the mode's, 10 full, 2 quick)")
 	p5Repos := flag.Int("p5-repos", 0, "P5: Git repositories the apps are spread over (0: the mode's, 10 full, 2 quick)")
 	p5Interval := flag.Duration("p5-flux-interval", 0, "P5: the played Flux interval, standing for 1 min (0: the mode's, 12s full, 2s quick)")
+	p6Apps := flag.Int("p6-apps", 0, "P6 (branch): Synced apps sharing the branch (0: the mode's, 200 full, 20 quick)")
 	flag.BoolVar(&keepWork, "keep", false, "keep the work directory (each phase's operator.log) instead of deleting it")
 	flag.StringVar(&heapProfileDir, "heap-profile", "", "serve the operator's pprof on loopback and write its heap profile at the end of each P3 scale run and of P5's steady state, and its CPU profile of each P4 case's first 10 s and of the first minute of P5's way to all Synced, into this directory (go tool pprof)")
 	flag.StringVar(&operatorBin, "operator", "", "use this operator binary instead of building main.go (e.g. an older commit, to compare)")
@@ -93,6 +94,9 @@ func main() {
 		m, dest = quick, *outQuick
 	}
 	m.tenants = m.tenants.with(*p5Tenants, *p5Apps, *p5Repos, *p5Interval)
+	if *p6Apps > 0 {
+		m.branchApps = *p6Apps
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := run(ctx, m, *only)
