@@ -239,7 +239,7 @@ test-unit: ## Run only the tests that need no tools (pure packages).
 BENCH_ENV = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" FLUX_BIN_DIR="$(FLUX_BIN_DIR)"
 
 .PHONY: bench
-bench: envtest-assets flux-controllers git-cli ## Run the benchmarks (full, about 16 min on 2 cores, 9 of them P5); rewrites docs/benchmarks.md and .json.
+bench: envtest-assets flux-controllers git-cli ## Run the benchmarks (full, about 18 min on 2 cores, 9 of them P5, 1.5 P6); rewrites docs/benchmarks.md and .json.
 	$(BENCH_ENV) go run ./test/bench $(BENCH_ARGS)
 
 .PHONY: bench-quick

@@ -239,7 +239,7 @@ func (b *bench) addBranchFigures(id, what string, d branchReading, changed strin
 	fluxNote := fmt.Sprintf("Flux, played, reconciled %d Kustomizations: one per app, each with a GitRepository that fetches the branch", d.flux)
 	b.add(Figure{ID: id + ".reconciles", What: what + ": app reconciles by the operator; " + fluxNote, Unit: "reconciles",
 		Value: d.reconciles, Floor: floorOf(floor.reconciles), FloorWhat: "the changed app's passes", Goal: goalOverFloor, Limit: 2})
-	b.add(Figure{ID: id + ".status-writes", What: what + ": KubeOperaApp status writes to the host (" + breakdownText(d.hostWrites) + ")", Unit: "writes",
+	b.add(Figure{ID: id + ".status-writes", What: what + ": KubeOperaApp status writes to the host (all its host writes: " + breakdownText(d.hostWrites) + ")", Unit: "writes",
 		Value: float64(d.statusWrites), Floor: floorOf(floor.statusWrites), FloorWhat: "the changed app's new state", Goal: goalOverFloor, Limit: 1})
 	b.add(Figure{ID: id + ".others-written", What: what + ": apps other than the changed one whose object was written", Unit: "apps",
 		Value: float64(others), Floor: floorOf(0), FloorWhat: "no other folder changed", Goal: goalMax, Limit: 0})

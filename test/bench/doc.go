@@ -87,7 +87,7 @@ it after merging; `+"`make bench-check`"+` compares docs/benchmarks.json with th
 ## Reproduce
 
 `+"```"+`sh
-make bench          # full run (about 16 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
+make bench          # full run (about 18 min on 2 cores); rewrites docs/benchmarks.md and docs/benchmarks.json
 make bench-quick    # small sizes, a few minutes; writes bin/benchmarks-quick.md
 make bench-check    # exit 1 when a figure of docs/benchmarks.json misses its goal
 go run ./test/bench -quick -only latency   # one phase: latency, scale, memory, git, tenants or branch
