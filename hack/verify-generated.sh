@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates CRDs, RBAC and DeepCopy code and fails when the result differs from what was there
 # before: the committed (or working-tree) generated files were stale. The regenerated files are
-# left in place, so the fix is to commit them.
+# left in place, so the fix is to commit them. Also fails when the main module's go.mod or go.sum
+# is not what `go mod tidy` writes (a direct dependency marked indirect, an unused one kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +25,13 @@ for p in "${paths[@]}" "${deepcopy_after[@]}"; do
 		stale=1
 	fi
 done
+if ! tidy=$(go mod tidy -diff 2>&1); then
+	echo "go.mod/go.sum are not tidy (run go mod tidy):" >&2
+	echo "$tidy" | head -40 >&2
+	stale=1
+fi
 if [[ $stale -ne 0 ]]; then
-	echo "generated files were stale; they are regenerated now: review and commit them" >&2
+	echo "generated files were stale (regenerated now: review and commit them) or go.mod was not tidy" >&2
 	exit 1
 fi
 echo "generated files are up to date"
