@@ -81,7 +81,9 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 	}
 	if prev := s.app.Status.Commit; res.Changed || prev == "" {
 		s.app.Status.Commit = res.Commit
-		if s.statusLost {
+		// A folder this commit created has no history to read back: a new app looks like one
+		// whose status was lost (its placement is recorded before its first commit).
+		if s.statusLost && !res.Created {
 			if err := r.restoreHistory(ctx, s, repo, res, manifests); err != nil {
 				return err
 			}

@@ -201,3 +201,43 @@ func TestAChangeMadeOutsideTheOperatorIsRevertedAndReported(t *testing.T) {
 	f.g.Expect(conditionMessage(a, kubeoperav1alpha1.ConditionManifestsCommitted)).To(ContainSubstring(manual[:8]))
 	f.g.Expect(commitMessageOf(f, a.Status.Commit)).To(ContainSubstring("uid="+string(a.UID)), "the revert is the app's own commit")
 }
+
+// A new app's first commit creates its folder, so there is no history to read back, although a
+// new app looks like one whose status was lost (its placement is recorded before its first
+// commit): its passes neither read the branch's log (a Git fetch each, and a pass ended for
+// every batch of the branch that held the clone meanwhile) nor report HistoryRestored. Apps
+// created together that push with one Secret hold it without failing a pass on each other's
+// finalizer patch.
+func TestNewAppsReadNoHistoryAndHoldTheirPushSecretTogether(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	const n = 8
+	fetchesBefore := gitServer.Fetches(f.repo)
+	errorsBefore := counterByLabel(t, "controller_runtime_reconcile_errors_total", "controller")["kubeoperaapp"]
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("new-%d", i))
+	}
+	// All at once, as a bulk apply creates them.
+	created := make(chan error, n)
+	for _, name := range names {
+		go func() { created <- host.Client.Create(f.ctx, f.newApp(name, "t1")) }()
+	}
+	for range names {
+		f.g.Expect(<-created).To(Succeed())
+	}
+	for _, name := range names {
+		f.waitReady(name)
+	}
+	fetches := gitServer.Fetches(f.repo) - fetchesBefore
+	t.Logf("%d new apps: %d Git fetches", n, fetches)
+	f.g.Expect(fetches).To(BeNumerically("<", n), "a fetch per new app: its history was read")
+	for _, name := range names {
+		for _, e := range f.events(name) {
+			f.g.Expect(e.Reason).NotTo(Equal("HistoryRestored"), "app %s: %s", name, e.Note)
+		}
+		f.g.Expect(f.get(name).Status.History).To(HaveLen(1))
+	}
+	f.g.Expect(counterByLabel(t, "controller_runtime_reconcile_errors_total", "controller")["kubeoperaapp"]-errorsBefore).
+		To(BeZero(), "a pass failed (the shared push Secret's finalizer patch conflicted)")
+}

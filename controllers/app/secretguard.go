@@ -39,23 +39,38 @@ func (r *Reconciler) holdPushSecret(ctx context.Context, s *scope) error {
 	if name == "" {
 		return nil
 	}
-	meta := secretMetadata(types.NamespacedName{Namespace: s.app.Namespace, Name: name})
-	switch err := r.Get(ctx, client.ObjectKeyFromObject(meta), meta); {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("get push Secret metadata: %w", err)
+	key := types.NamespacedName{Namespace: s.app.Namespace, Name: name}
+	var reader client.Reader = r.Client
+	for attempt := 1; ; attempt++ {
+		meta := secretMetadata(key)
+		switch err := reader.Get(ctx, key, meta); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("get push Secret metadata: %w", err)
+		}
+		if controllerutil.ContainsFinalizer(meta, kubeoperav1alpha1.SecretFinalizer) || !meta.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(meta.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(meta, kubeoperav1alpha1.SecretFinalizer)
+		err := r.Patch(ctx, meta, patch)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == holdAttempts {
+			return fmt.Errorf("hold push Secret %s: %w", name, err)
+		}
+		// The apps of a namespace that push with one Secret hold it at once when they are
+		// created together: the Secret changed under this patch, most likely because another
+		// app's pass added the finalizer. Read it again from the API server (the cache may not
+		// have the change yet) instead of failing the pass.
+		reader = r.apiReader
 	}
-	if controllerutil.ContainsFinalizer(meta, kubeoperav1alpha1.SecretFinalizer) || !meta.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(meta.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(meta, kubeoperav1alpha1.SecretFinalizer)
-	if err := r.Patch(ctx, meta, patch); err != nil {
-		return fmt.Errorf("hold push Secret %s: %w", name, err)
-	}
-	return nil
 }
+
+// holdAttempts bounds holdPushSecret's patches of a Secret that keeps changing under it.
+const holdAttempts = 3
 
 func secretMetadata(key types.NamespacedName) *metav1.PartialObjectMetadata {
 	meta := &metav1.PartialObjectMetadata{}

@@ -172,7 +172,7 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 	}
 	var applied []*request
 	for _, r := range batch {
-		r.changed = false
+		r.changed, r.created = false, false
 		if r.err != nil || last[key(r)] != r {
 			continue
 		}
@@ -223,13 +223,13 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 		if err := edit.apply(c); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("write %s: %w", c.Path, err)
 		}
-		r.changed = true
+		r.changed, r.created = true, !c.Delete && !marked
 		applied = append(applied, r)
 	}
 	defer func() {
 		for _, r := range batch {
 			if winner := last[key(r)]; r.err == nil && winner != r {
-				r.changed, r.err = winner.changed, winner.err
+				r.changed, r.created, r.err = winner.changed, winner.created, winner.err
 			}
 		}
 	}()
@@ -244,7 +244,7 @@ func (w *Writer) commit(repo *git.Repository, st *repoState, base plumbing.Hash,
 	if baseTree != nil && tree == baseTree.Hash {
 		// Defensive: differsFrom said otherwise, but the tree has the last word.
 		for _, r := range applied {
-			r.changed = false
+			r.changed, r.created = false, false
 		}
 		return plumbing.ZeroHash, nil
 	}

@@ -101,6 +101,10 @@ type Result struct {
 	// when the files were already byte-identical to the branch (or the
 	// folder to delete was absent): no commit is made for such a change.
 	Changed bool
+	// Created reports that the change wrote a folder the branch did not hold before (no
+	// ownership marker there): the folder's first commit. A Result that is not Changed is never
+	// Created.
+	Created bool
 }
 
 // branch returns the branch to write to.

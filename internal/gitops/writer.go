@@ -328,9 +328,9 @@ type request struct {
 	superseded []*request
 
 	// Written by the batch goroutine before done is closed.
-	changed bool
-	result  Result
-	err     error
+	changed, created bool
+	result           Result
+	err              error
 }
 
 // finish hands the outcome to the caller and to the changes it superseded.
@@ -340,7 +340,7 @@ func (r *request) finish() {
 		r.notify()
 	}
 	for _, old := range r.superseded {
-		old.changed, old.result, old.err = r.changed, r.result, r.err
+		old.changed, old.created, old.result, old.err = r.changed, r.created, r.result, r.err
 		old.finish()
 	}
 }
@@ -783,7 +783,7 @@ func (w *Writer) process(st *repoState, batch []*request) {
 		case err != nil:
 			r.err = err
 		default:
-			r.result = Result{Commit: commit, Changed: r.changed}
+			r.result = Result{Commit: commit, Changed: r.changed, Created: r.changed && r.created}
 		}
 		r.finish()
 	}

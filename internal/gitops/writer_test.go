@@ -76,6 +76,32 @@ func TestApplyRefusesAMissingBranchUnlessAsked(t *testing.T) {
 	g.Expect(remoteHeadOf(t, main)).To(Equal(mainHead))
 }
 
+// Result.Created marks a folder's first commit only: not a later change of it, not an unchanged
+// write, not a removal; a folder removed and written again is created again. A new writer (no
+// memory of earlier writes) reads it from the branch's ownership markers.
+func TestResultCreatedMarksAFoldersFirstCommit(t *testing.T) {
+	g := NewWithT(t)
+	repo := testRepo(newServer(t))
+	w := newTestWriter(t)
+	write := func(w *Writer, c Change) Result {
+		res, err := w.Apply(context.Background(), repo, c)
+		g.Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	g.Expect(write(w, appChange("web", map[string]string{"deployment.yaml": "v1"}))).To(
+		And(HaveField("Changed", true), HaveField("Created", true)), "the first write")
+	g.Expect(write(w, appChange("web", map[string]string{"deployment.yaml": "v2"}))).To(
+		And(HaveField("Changed", true), HaveField("Created", false)), "a change of the folder")
+	g.Expect(write(w, appChange("web", map[string]string{"deployment.yaml": "v2"}))).To(
+		And(HaveField("Changed", false), HaveField("Created", false)), "the same content")
+	fresh := newTestWriter(t)
+	g.Expect(write(fresh, appChange("web", map[string]string{"deployment.yaml": "v3"}))).To(
+		And(HaveField("Changed", true), HaveField("Created", false)), "a writer that never wrote the folder")
+	g.Expect(write(w, deleteChange("web"))).To(And(HaveField("Changed", true), HaveField("Created", false)), "a removal")
+	g.Expect(write(w, appChange("web", map[string]string{"deployment.yaml": "v4"}))).To(
+		And(HaveField("Changed", true), HaveField("Created", true)), "written again after its removal")
+}
+
 func TestApplyReplacesFolder(t *testing.T) {
 	g := NewWithT(t)
 	repo := testRepo(newServer(t))

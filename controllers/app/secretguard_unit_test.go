@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+)
+
+// Apps created together that push with one Secret hold it at once: the pass whose finalizer
+// patch conflicts because another app's pass held the Secret first reads it again from the API
+// server and goes on, instead of failing. Fails when the conflict ends the pass.
+func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
+	g := NewWithT(t)
+	key := types.NamespacedName{Namespace: "ns", Name: "git"}
+	app := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: key.Name}
+	})
+	tr := newTestReconciler(t, nil, app, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	host, ok := tr.Reconciler.Client.(client.WithWatch)
+	g.Expect(ok).To(BeTrue())
+	patches := 0
+	tr.Reconciler.Client = interceptor.NewClient(host, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			if patches == 1 {
+				// Another app's pass holds the Secret first: this patch is based on the
+				// version before it.
+				s := &corev1.Secret{}
+				g.Expect(c.Get(ctx, key, s)).To(Succeed())
+				controllerutil.AddFinalizer(s, kubeoperav1alpha1.SecretFinalizer)
+				g.Expect(c.Update(ctx, s)).To(Succeed())
+				return apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, key.Name, nil)
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+
+	g.Expect(tr.holdPushSecret(context.Background(), &scope{app: app, key: appKey})).To(Succeed())
+	g.Expect(patches).To(Equal(1), "the Secret was held already: no second patch")
+	s := &corev1.Secret{}
+	g.Expect(host.Get(context.Background(), key, s)).To(Succeed())
+	g.Expect(s.Finalizers).To(ConsistOf(kubeoperav1alpha1.SecretFinalizer))
+}
