@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,6 +74,31 @@ func (r *Reconciler) holdPushSecret(ctx context.Context, s *scope) error {
 
 // holdAttempts bounds holdPushSecret's patches of a Secret that keeps changing under it.
 const holdAttempts = 3
+
+// notOnlyTheHold drops the Secret updates that only add or remove the operator's own
+// SecretFinalizer: holding a push Secret shared by many apps (holdPushSecret) must not cost every
+// one of them a pass. Any other change (data, which bumps only the resourceVersion in the
+// metadata the watch sees; labels; annotations; a deletion) passes. An update that changes the
+// data and the finalizer in one write is taken for the hold alone: the apps see the new data at
+// their next pass.
+var notOnlyTheHold = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		held := func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, kubeoperav1alpha1.SecretFinalizer) }
+		if held(e.ObjectOld) == held(e.ObjectNew) {
+			return true
+		}
+		others := func(o client.Object) []string {
+			return slices.DeleteFunc(slices.Clone(o.GetFinalizers()), func(f string) bool { return f == kubeoperav1alpha1.SecretFinalizer })
+		}
+		return !slices.Equal(others(e.ObjectOld), others(e.ObjectNew)) ||
+			!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+			!e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp())
+	},
+}
 
 func secretMetadata(key types.NamespacedName) *metav1.PartialObjectMetadata {
 	meta := &metav1.PartialObjectMetadata{}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
@@ -51,4 +52,48 @@ func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
 	s := &corev1.Secret{}
 	g.Expect(host.Get(context.Background(), key, s)).To(Succeed())
 	g.Expect(s.Finalizers).To(ConsistOf(kubeoperav1alpha1.SecretFinalizer))
+}
+
+// Holding a push Secret that many apps share must not cost each of them a pass: the Secret
+// watch drops an update that only adds or removes the operator's finalizer, and passes every
+// other change.
+func TestSecretUpdatesThatOnlyHoldItStartNoPass(t *testing.T) {
+	base := func() *metav1.PartialObjectMetadata {
+		m := secretMetadata(types.NamespacedName{Namespace: "ns", Name: "git"})
+		m.ResourceVersion, m.Labels = "1", map[string]string{"team": "a"}
+		return m
+	}
+	held := func(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		controllerutil.AddFinalizer(m, kubeoperav1alpha1.SecretFinalizer)
+		return m
+	}
+	for name, tc := range map[string]struct {
+		old, new func() *metav1.PartialObjectMetadata
+		pass     bool
+	}{
+		"the operator holds it":                     {base, func() *metav1.PartialObjectMetadata { m := held(base()); m.ResourceVersion = "2"; return m }, false},
+		"the operator releases it":                  {func() *metav1.PartialObjectMetadata { return held(base()) }, base, false},
+		"new data (only the resourceVersion moves)": {base, func() *metav1.PartialObjectMetadata { m := base(); m.ResourceVersion = "2"; return m }, true},
+		"held and relabelled in one write": {base, func() *metav1.PartialObjectMetadata {
+			m := held(base())
+			m.Labels = map[string]string{"team": "b"}
+			return m
+		}, true},
+		"another finalizer": {base, func() *metav1.PartialObjectMetadata {
+			m := held(base())
+			m.Finalizers = append(m.Finalizers, "example.com/keep")
+			return m
+		}, true},
+		"deleted while held": {func() *metav1.PartialObjectMetadata { return held(base()) }, func() *metav1.PartialObjectMetadata {
+			now := metav1.Now()
+			m := base()
+			m.DeletionTimestamp = &now
+			return m
+		}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(notOnlyTheHold.Update(event.UpdateEvent{ObjectOld: tc.old(), ObjectNew: tc.new()})).To(Equal(tc.pass))
+		})
+	}
 }

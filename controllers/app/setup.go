@@ -78,7 +78,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kubeoperav1alpha1.KubeOperaApp{}, builder.WithPredicates(
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, userAnnotationChanged),
 			r.announceChange())).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.appsForSecret),
+			builder.WithPredicates(notOnlyTheHold)).
 		// An app that names a Secret as its push Secret brings back the apps that give that
 		// Secret to Flux: their next pass refuses it and deletes the copy.
 		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsGivingFluxThePushSecret)).
