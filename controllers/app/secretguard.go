@@ -86,7 +86,9 @@ var notOnlyTheHold = predicate.Funcs{
 		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
 		}
-		held := func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, kubeoperav1alpha1.SecretFinalizer) }
+		held := func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, kubeoperav1alpha1.SecretFinalizer)
+		}
 		if held(e.ObjectOld) == held(e.ObjectNew) {
 			return true
 		}

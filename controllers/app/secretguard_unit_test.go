@@ -28,10 +28,10 @@ func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
 		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: key.Name}
 	})
 	tr := newTestReconciler(t, nil, app, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	host, ok := tr.Reconciler.Client.(client.WithWatch)
+	host, ok := tr.Client.(client.WithWatch)
 	g.Expect(ok).To(BeTrue())
 	patches := 0
-	tr.Reconciler.Client = interceptor.NewClient(host, interceptor.Funcs{
+	tr.Client = interceptor.NewClient(host, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			patches++
 			if patches == 1 {

@@ -386,7 +386,7 @@ func (m *branchMeter) waitApplied(ctx context.Context, apps []*kubeoperav1alpha1
 	for {
 		missing := 0
 		for _, a := range apps {
-			if _, ok := m.player.appliedAt(kustomizationKey(a), revision); !ok {
+			if !m.player.hasApplied(kustomizationKey(a), revision) {
 				missing++
 			}
 		}

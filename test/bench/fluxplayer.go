@@ -53,8 +53,8 @@ type fluxPlayer struct {
 
 	mu    sync.Mutex
 	repos map[string]*git.Repository // repository name → the server's repository
-	// applied records when each Kustomization first reported each revision applied.
-	applied map[string]time.Time // "<ns>/<name>@<revision>"
+	// applied records the revisions each Kustomization reported applied.
+	applied map[string]bool // "<ns>/<name>@<revision>"
 	// reconciles counts the Kustomization reconciles played (each writes the status twice).
 	reconciles atomic.Int64
 }
@@ -68,7 +68,7 @@ func startFluxPlayer(ctx context.Context, cfg *rest.Config, g *gitSide, interval
 		c: c, cache: ca, git: g, interval: interval,
 		queue:   workqueue.NewTypedDelayingQueue[types.NamespacedName](),
 		repos:   map[string]*git.Repository{},
-		applied: map[string]time.Time{},
+		applied: map[string]bool{},
 	}
 	inf, err := ca.GetInformer(ctx, &kustomizev1.Kustomization{})
 	if err != nil {
@@ -303,18 +303,15 @@ func (p *fluxPlayer) reconcile(ctx context.Context, key types.NamespacedName) er
 	if k.Status.LastAppliedRevision != "" {
 		id := key.String() + "@" + k.Status.LastAppliedRevision
 		p.mu.Lock()
-		if _, ok := p.applied[id]; !ok {
-			p.applied[id] = time.Now()
-		}
+		p.applied[id] = true
 		p.mu.Unlock()
 	}
 	return nil
 }
 
-// appliedAt reports when Kustomization key first reported revision applied.
-func (p *fluxPlayer) appliedAt(key types.NamespacedName, revision string) (time.Time, bool) {
+// hasApplied reports whether Kustomization key reported revision applied.
+func (p *fluxPlayer) hasApplied(key types.NamespacedName, revision string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t, ok := p.applied[key.String()+"@"+revision]
-	return t, ok
+	return p.applied[key.String()+"@"+revision]
 }

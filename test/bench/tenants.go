@@ -591,10 +591,7 @@ func (b *bench) tenantFloor(ctx context.Context, vcs *cluster, tenantKCs [][]byt
 	deadline := time.Now().Add(p5SyncedTimeout(len(apps)))
 	for _, k := range objs.kustomizations {
 		rev := defaultBranch + "@sha1:" + heads[k.repo]
-		for {
-			if _, ok := player.appliedAt(k.key, rev); ok {
-				break
-			}
+		for !player.hasApplied(k.key, rev) {
 			if time.Now().After(deadline) {
 				return 0, "", fmt.Errorf("the Flux player did not apply %s at %s", k.key, rev)
 			}
