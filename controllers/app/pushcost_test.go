@@ -19,23 +19,8 @@ import (
 // no pass: no status write, no Git fetch, no vCluster read.
 func TestAPushCostsOnlyTheAppsWhoseFolderChanged(t *testing.T) {
 	f := newFixture(t)
-	f.addTenant("t1", time.Now())
-	const n = 5
-	var names []string
-	for i := range n {
-		names = append(names, fmt.Sprintf("shared-%d", i))
-		f.create(f.newApp(names[i], "t1"))
-	}
-	// Flux applies the head, which holds every app's folder: all are Synced.
-	for _, name := range names {
-		f.waitReady(name)
-	}
+	names := syncedOnOneBranch(f, "shared", 5)
 	head := f.head()
-	for _, name := range names {
-		a := f.get(name)
-		setKustomizationStatus(f, render.FluxName(a), "main@sha1:"+head, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+head)
-		f.waitCondition(name, kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
-	}
 
 	// One app changes: one commit on the shared branch.
 	changed, unchanged := names[0], names[1:]
@@ -81,21 +66,8 @@ func TestAPushCostsOnlyTheAppsWhoseFolderChanged(t *testing.T) {
 // the branch's folder check fetches the commit once and finds every folder unchanged.
 func TestACommitFromElsewhereCostsNoPass(t *testing.T) {
 	f := newFixture(t)
-	f.addTenant("t1", time.Now())
-	const n = 5
-	var names []string
-	for i := range n {
-		names = append(names, fmt.Sprintf("readme-%d", i))
-		f.create(f.newApp(names[i], "t1"))
-	}
-	for _, name := range names {
-		f.waitReady(name)
-	}
-	head := f.head()
-	for _, name := range names {
-		setKustomizationStatus(f, render.FluxName(f.get(name)), "main@sha1:"+head, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+head)
-		f.waitCondition(name, kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
-	}
+	names := syncedOnOneBranch(f, "readme", 5)
+	n := len(names)
 
 	pushed, err := gitServer.PushOutsideCommit(f.repo, "main", "README.md", "The tenant's applications.\n")
 	f.g.Expect(err).NotTo(HaveOccurred())
@@ -125,4 +97,26 @@ func TestACommitFromElsewhereCostsNoPass(t *testing.T) {
 		f.g.Expect(count).To(Equal(statusWritesBefore[path]), "a write of an app: %s", path)
 	}
 	f.g.Expect(gitServer.Fetches(f.repo)-fetchesBefore).To(Equal(1), "one fetch of the new commit for all apps")
+}
+
+// syncedOnOneBranch creates n apps named <prefix>-<i> in one Tenant and repository, and writes
+// the status Flux writes once it applied the branch head, which holds every app's folder: all
+// are Synced.
+func syncedOnOneBranch(f *fixture, prefix string, n int) []string {
+	f.t.Helper()
+	f.addTenant("t1", time.Now())
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("%s-%d", prefix, i))
+		f.create(f.newApp(names[i], "t1"))
+	}
+	for _, name := range names {
+		f.waitReady(name)
+	}
+	head := f.head()
+	for _, name := range names {
+		setKustomizationStatus(f, render.FluxName(f.get(name)), "main@sha1:"+head, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: main@sha1:"+head)
+		f.waitCondition(name, kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	}
+	return names
 }

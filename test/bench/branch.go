@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -23,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
-	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
@@ -51,51 +48,23 @@ func (b *bench) sharedBranch(ctx context.Context) error {
 	n := b.m.branchApps
 	b.phase++
 	dir := filepath.Join(b.work, fmt.Sprintf("%02d-branch", b.phase))
-	host, err := startCluster(dir, "host", apptest.HostCRDDirs(false))
+	pc, err := b.startProxiedClusters(ctx, dir, "vcluster")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = host.Stop() }()
-	vc, err := startCluster(dir, "vcluster", []string{filepath.Join(b.flux, "crds")})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = vc.Stop() }()
-	if err := vc.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		return err
-	}
-	ca, err := newBenchCA()
-	if err != nil {
-		return err
-	}
-	hostUp, err := host.adminConfig(operatorUser)
-	if err != nil {
-		return err
-	}
-	hostProxy, err := startAPIProxy("host", hostUp, ca, nil)
-	if err != nil {
-		return err
-	}
-	defer hostProxy.close()
-	opKC, err := hostProxy.kubeconfig(ca)
-	if err != nil {
-		return err
-	}
-	opKCPath := filepath.Join(dir, "operator-via-proxy.kubeconfig")
-	if err := os.WriteFile(opKCPath, opKC, 0o600); err != nil {
-		return err
-	}
+	defer pc.stop()
+	host, vc, hostProxy := pc.host, pc.vcs, pc.hostProxy
 	vcUp, err := vc.adminConfig(vclusterUser)
 	if err != nil {
 		return err
 	}
 	// One Tenant: its vCluster holds only its own objects, no scoping needed.
-	vcProxy, err := startAPIProxy("vc", vcUp, ca, nil)
+	vcProxy, err := startAPIProxy("vc", vcUp, pc.ca, nil)
 	if err != nil {
 		return err
 	}
 	defer vcProxy.close()
-	tenantKC, err := vcProxy.kubeconfig(ca)
+	tenantKC, err := vcProxy.kubeconfig(pc.ca)
 	if err != nil {
 		return err
 	}
@@ -111,7 +80,7 @@ func (b *bench) sharedBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	op, err := startOperatorWith(ctx, b.bin, opKCPath, filepath.Join(dir, "operator"), netw.url, []string{
+	op, err := startOperatorWith(ctx, b.bin, pc.opKCPath, filepath.Join(dir, "operator"), netw.url, []string{
 		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
 	})
 	if err != nil {

@@ -70,42 +70,12 @@ func (b *bench) tenantScale(ctx context.Context) error {
 	n := sz.tenants * sz.apps
 	b.phase++
 	dir := filepath.Join(b.work, fmt.Sprintf("%02d-tenants", b.phase))
-	host, err := startCluster(dir, "host", apptest.HostCRDDirs(false))
+	pc, err := b.startProxiedClusters(ctx, dir, "vclusters")
 	if err != nil {
 		return err
 	}
-	defer func() { _ = host.Stop() }()
-	vcs, err := startCluster(dir, "vclusters", []string{filepath.Join(b.flux, "crds")})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = vcs.Stop() }()
-	if err := vcs.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		return err
-	}
-	ca, err := newBenchCA()
-	if err != nil {
-		return err
-	}
-
-	// The host through a proxy too: it counts the operator's host API requests.
-	hostUp, err := host.adminConfig(operatorUser)
-	if err != nil {
-		return err
-	}
-	hostProxy, err := startAPIProxy("host", hostUp, ca, nil)
-	if err != nil {
-		return err
-	}
-	defer hostProxy.close()
-	opKC, err := hostProxy.kubeconfig(ca)
-	if err != nil {
-		return err
-	}
-	opKCPath := filepath.Join(dir, "operator-via-proxy.kubeconfig")
-	if err := os.WriteFile(opKCPath, opKC, 0o600); err != nil {
-		return err
-	}
+	defer pc.stop()
+	host, vcs, ca, hostProxy, opKC, opKCPath := pc.host, pc.vcs, pc.ca, pc.hostProxy, pc.opKC, pc.opKCPath
 
 	// The vClusters.
 	vcUp, err := vcs.adminConfig(vclusterUser)
@@ -303,6 +273,64 @@ const (
 	kubeoperaResync   = 10 * time.Minute
 	kubeoperaSyncPoll = 2 * time.Minute
 )
+
+// proxiedClusters are the API servers of P5 and P6: the host, and one API server for the
+// vClusters with the Flux CRDs and the flux-system namespace; the operator reaches the host
+// through an API proxy that counts its requests (opKC, written to opKCPath).
+type proxiedClusters struct {
+	host, vcs *cluster
+	ca        *benchCA
+	hostProxy *apiProxy
+	opKC      []byte
+	opKCPath  string
+	stops     []func()
+}
+
+func (pc *proxiedClusters) stop() {
+	for i := len(pc.stops) - 1; i >= 0; i-- {
+		pc.stops[i]()
+	}
+}
+
+// startProxiedClusters starts the proxiedClusters in dir, the vClusters' API server named vcName.
+func (b *bench) startProxiedClusters(ctx context.Context, dir, vcName string) (_ *proxiedClusters, err error) {
+	pc := &proxiedClusters{}
+	defer func() {
+		if err != nil {
+			pc.stop()
+		}
+	}()
+	if pc.host, err = startCluster(dir, "host", apptest.HostCRDDirs(false)); err != nil {
+		return nil, err
+	}
+	pc.stops = append(pc.stops, func() { _ = pc.host.Stop() })
+	if pc.vcs, err = startCluster(dir, vcName, []string{filepath.Join(b.flux, "crds")}); err != nil {
+		return nil, err
+	}
+	pc.stops = append(pc.stops, func() { _ = pc.vcs.Stop() })
+	if err := pc.vcs.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
+		return nil, err
+	}
+	if pc.ca, err = newBenchCA(); err != nil {
+		return nil, err
+	}
+	hostUp, err := pc.host.adminConfig(operatorUser)
+	if err != nil {
+		return nil, err
+	}
+	if pc.hostProxy, err = startAPIProxy("host", hostUp, pc.ca, nil); err != nil {
+		return nil, err
+	}
+	pc.stops = append(pc.stops, pc.hostProxy.close)
+	if pc.opKC, err = pc.hostProxy.kubeconfig(pc.ca); err != nil {
+		return nil, err
+	}
+	pc.opKCPath = filepath.Join(dir, "operator-via-proxy.kubeconfig")
+	if err := os.WriteFile(pc.opKCPath, pc.opKC, 0o600); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
 
 func p5Namespace(i int) string    { return fmt.Sprintf("t%03d", i) }
 func p5AppName(i, j int) string   { return fmt.Sprintf("t%03d-app-%02d", i, j) }
