@@ -27,9 +27,8 @@ import (
 type folderQuestion struct {
 	tenant types.NamespacedName
 	// app is a copy of the app as the event found it (its status names commit and folder).
-	app  *kubeoperav1alpha1.KubeOperaApp
-	loc  location
-	repo gitops.Repo // without credentials
+	app *kubeoperav1alpha1.KubeOperaApp
+	loc location
 	// own is the app's commit, applied the commit the Kustomization applied.
 	own, applied string
 	// busy counts the answers that found the clone in use.
@@ -55,21 +54,17 @@ func folderQuestionOf(t types.NamespacedName, app *kubeoperav1alpha1.KubeOperaAp
 	if applied == "" {
 		return folderQuestion{}, false
 	}
-	return folderQuestion{tenant: t, app: app, loc: loc, repo: gitops.Repo{URL: loc.url, Branch: loc.branch},
-		own: app.Status.Commit, applied: applied}, true
+	return folderQuestion{tenant: t, app: app, loc: loc, own: app.Status.Commit, applied: applied}, true
 }
 
 func (q *folderQuestion) key() types.NamespacedName {
 	return types.NamespacedName{Namespace: q.app.Namespace, Name: q.app.Name}
 }
 
-// branch names the question's branch (one clone of the Git writer).
-func (q *folderQuestion) branch() string { return q.repo.URL + "#" + q.repo.Branch }
-
 // known answers q from what the Git writer holds without waiting or fetching
 // (gitops.Writer.SameFolderKnown).
 func (r *Reconciler) known(q *folderQuestion) (same, known bool, freed <-chan struct{}) {
-	return r.writer.SameFolderKnown(q.repo, q.loc.path, q.own, q.applied)
+	return r.writer.SameFolderKnown(gitops.Repo{URL: q.loc.url, Branch: q.loc.branch}, q.loc.path, q.own, q.applied)
 }
 
 // folderChecks answers, one branch at a time and off the watch, the folder questions the Git
@@ -87,7 +82,7 @@ type folderChecks struct {
 	mu sync.Mutex
 	// pending holds, per branch with a running goroutine, the questions not yet taken, one per
 	// app (a newer event's question replaces an older one).
-	pending map[string]*questionQueue
+	pending map[branchKey]*questionQueue
 }
 
 type questionQueue struct {
@@ -96,22 +91,23 @@ type questionQueue struct {
 }
 
 func newFolderChecks() *folderChecks {
-	return &folderChecks{pending: map[string]*questionQueue{}}
+	return &folderChecks{pending: map[branchKey]*questionQueue{}}
 }
 
 // ask queues q for its branch's goroutine, starting it when none runs.
 func (r *Reconciler) ask(ctx context.Context, q folderQuestion) {
 	c := r.folderChecks
 	c.mu.Lock()
-	qq, running := c.pending[q.branch()]
+	branch := q.loc.branchKey()
+	qq, running := c.pending[branch]
 	if !running {
 		qq = &questionQueue{byApp: map[types.NamespacedName]folderQuestion{}}
-		c.pending[q.branch()] = qq
+		c.pending[branch] = qq
 	}
 	qq.put(q, false)
 	c.mu.Unlock()
 	if !running {
-		go r.answer(ctx, q.branch())
+		go r.answer(ctx, branch)
 	}
 }
 
@@ -131,7 +127,7 @@ func (qq *questionQueue) put(q folderQuestion, older bool) {
 
 // take returns the branch's queued questions and empties its queue; when none is queued it ends
 // the branch's goroutine (nil).
-func (c *folderChecks) take(branch string) []folderQuestion {
+func (c *folderChecks) take(branch branchKey) []folderQuestion {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	qq := c.pending[branch]
@@ -148,7 +144,7 @@ func (c *folderChecks) take(branch string) []folderQuestion {
 }
 
 // putBack queues again the questions a busy clone left unanswered.
-func (c *folderChecks) putBack(branch string, qs []folderQuestion) {
+func (c *folderChecks) putBack(branch branchKey, qs []folderQuestion) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	qq := c.pending[branch]
@@ -158,14 +154,14 @@ func (c *folderChecks) putBack(branch string, qs []folderQuestion) {
 }
 
 // forget drops a branch's questions when the manager stops.
-func (c *folderChecks) forget(branch string) {
+func (c *folderChecks) forget(branch branchKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, branch)
 }
 
 // answer is the goroutine of one branch (folderChecks).
-func (r *Reconciler) answer(ctx context.Context, branch string) {
+func (r *Reconciler) answer(ctx context.Context, branch branchKey) {
 	for {
 		qs := r.folderChecks.take(branch)
 		if qs == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -65,16 +66,18 @@ func (g *gitSide) auth() *githttp.BasicAuth {
 	return &githttp.BasicAuth{Username: g.srv.User, Password: g.srv.Password}
 }
 
-// appWatch records, through informers, when each app first turned Synced (host) and when each
-// Kustomization first reported a revision applied (tenant).
+// appWatch records, through informers, when each app first turned Synced and how many writes
+// changed each app (new resourceVersions, by app name) on the host, and when each Kustomization
+// first reported a revision applied (tenant).
 type appWatch struct {
 	mu      sync.Mutex
 	synced  map[client.ObjectKey]time.Time
+	writes  map[string]int
 	applied map[string]time.Time // "<ns>/<name>@<revision>"
 }
 
 func startAppWatch(ctx context.Context, host, tenant *rest.Config) (*appWatch, error) {
-	w := &appWatch{synced: map[client.ObjectKey]time.Time{}, applied: map[string]time.Time{}}
+	w := &appWatch{synced: map[client.ObjectKey]time.Time{}, writes: map[string]int{}, applied: map[string]time.Time{}}
 	hc, err := cache.New(host, cache.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
@@ -98,7 +101,19 @@ func startAppWatch(ctx context.Context, host, tenant *rest.Config) (*appWatch, e
 		}
 		w.mu.Unlock()
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(_, o any) { onApp(o) }}); err != nil {
+	onWrite := func(o, n any) {
+		oa, ok1 := o.(*kubeoperav1alpha1.KubeOperaApp)
+		na, ok2 := n.(*kubeoperav1alpha1.KubeOperaApp)
+		if ok1 && ok2 && oa.ResourceVersion != na.ResourceVersion {
+			w.mu.Lock()
+			w.writes[na.Name]++
+			w.mu.Unlock()
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onApp, UpdateFunc: func(o, n any) {
+		onWrite(o, n)
+		onApp(n)
+	}}); err != nil {
 		return nil, err
 	}
 	tc, err := cache.New(tenant, cache.Options{Scheme: scheme.New()})
@@ -130,6 +145,13 @@ func startAppWatch(ctx context.Context, host, tenant *rest.Config) (*appWatch, e
 		return nil, fmt.Errorf("app watch caches did not sync")
 	}
 	return w, nil
+}
+
+// writeCounts are the writes seen so far per app name.
+func (w *appWatch) writeCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.writes)
 }
 
 func (w *appWatch) syncedAt(key client.ObjectKey) (time.Time, bool) {

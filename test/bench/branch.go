@@ -5,24 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
-	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -101,11 +95,7 @@ func (b *bench) sharedBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	written, err := startWriteWatch(pctx, host.Config)
-	if err != nil {
-		return err
-	}
-	m := &branchMeter{b: b, host: host, hostProxy: hostProxy, vcProxy: vcProxy, player: player, written: written,
+	m := &branchMeter{b: b, host: host, hostProxy: hostProxy, vcProxy: vcProxy, player: player, apps: aw,
 		metrics: "http://" + metricsAddr + "/metrics"}
 
 	repo := p6Repo
@@ -229,7 +219,7 @@ type branchMeter struct {
 	host               *cluster
 	hostProxy, vcProxy *apiProxy
 	player             *fluxPlayer
-	written            *writeWatch
+	apps               *appWatch
 	metrics            string // the operator's metrics URL (plain HTTP on loopback)
 }
 
@@ -254,7 +244,7 @@ func (m *branchMeter) read(ctx context.Context) (branchReading, error) {
 	if r.hostWrites, err = m.host.writes(operatorUser); err != nil {
 		return r, err
 	}
-	r.written = m.written.counts()
+	r.written = m.apps.writeCounts()
 	events, _ := m.b.git.proxy.snapshot()
 	r.fetches, r.pushes = countGit(events, time.Time{})
 	r.gitEvents = len(events)
@@ -415,45 +405,4 @@ func scrapeCounter(ctx context.Context, url, name, match string) (float64, error
 		return 0, errors.New("the operator's metrics hold no " + name + " sample with " + match)
 	}
 	return sum, nil
-}
-
-// writeWatch counts, per app name, the writes that changed an app (new resourceVersions seen by
-// an informer of the host).
-type writeWatch struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func startWriteWatch(ctx context.Context, host *rest.Config) (*writeWatch, error) {
-	w := &writeWatch{n: map[string]int{}}
-	c, err := cache.New(host, cache.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := c.GetInformer(ctx, &kubeoperav1alpha1.KubeOperaApp{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
-		oa, ok1 := o.(*kubeoperav1alpha1.KubeOperaApp)
-		na, ok2 := n.(*kubeoperav1alpha1.KubeOperaApp)
-		if ok1 && ok2 && oa.ResourceVersion != na.ResourceVersion {
-			w.mu.Lock()
-			w.n[na.Name]++
-			w.mu.Unlock()
-		}
-	}}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, errors.New("the app write watch's cache did not sync")
-	}
-	return w, nil
-}
-
-func (w *writeWatch) counts() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.n)
 }
