@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
@@ -56,9 +57,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return r.deleteWait(s.app), nil
 	}
 	if err := r.cleanupGit(ctx, s); err != nil {
-		if r.waitForGit(ctx, s, err) {
-			return ctrl.Result{}, nil
-		}
 		return r.failed(ctx, s, err)
 	}
 	patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -78,7 +76,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 
 // deleteFailed is the step error of a failed cleanup: reason DeleteFailed, retried with backoff.
 func deleteFailed(what string, err error) error {
-	return retry(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonDeleteFailed, fmt.Errorf("%s: %w", what, err))
+	return outcome.Retry(kubeoperav1alpha1.ReasonDeleteFailed, fmt.Errorf("%s: %w", what, err)).On(kubeoperav1alpha1.ConditionReady)
 }
 
 // cleanupVCluster removes the app's objects from its vCluster. It returns false while the
@@ -242,11 +240,11 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 	if here := r.specLocation(s.app); !here.sameFolder(locs[0]) {
 		locs = append(locs, here)
 	}
-	pending := false
+	var pending error
 	for _, loc := range locs {
 		_, err := r.removeFolder(ctx, s, loc, "delete")
-		if errors.Is(err, errPushPending) {
-			pending = true
+		if outcome.IsPending(err) {
+			pending = err
 			continue
 		}
 		if errors.Is(err, errGitSecretNotFound) {
@@ -258,8 +256,8 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 			return deleteFailed("remove folder "+loc.path+" from Git"+annotationNotTrue(s.app, kubeoperav1alpha1.AnnotationSkipGitCleanup), err)
 		}
 	}
-	if pending {
-		return errPushPending
+	if pending != nil {
+		return pending
 	}
 	// Every removal read: none is submitted again.
 	r.pushes.forget(s.key)

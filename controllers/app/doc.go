@@ -113,16 +113,20 @@
 //
 // # Failures and requeues (Options; defaults in options.go)
 //
-// A failed step is a stepError (outcome.go) with a condition, a reason and what comes next:
+// A step that ends the pass returns an *outcome.Error (internal/outcome, the vocabulary the
+// ControlPlane reconciler shares) with a condition, a reason and what comes next:
 //
-//   - retry, for a failure that depends on the vCluster or Git (TenantNotFound, TenantNotReady,
+//   - outcome.Retry, for a failure that depends on the vCluster or Git (TenantNotFound, TenantNotReady,
 //     KubeconfigInvalid, VClusterUnreachable, VClusterRequestFailed, RegistrySecretNotFound,
 //     Git reasons, PathConflict, FluxConfigFailed, VClusterObjectNotOwned, DeleteFailed): the pass returns the error and
 //     the controller's per-item rate limiter retries after 30s, doubling per consecutive failure,
-//     capped at 10m, reset by a success (the seed's delays; controller-runtime's error metrics
-//     count them). The count lives in the workqueue: after a restart every app starts at 30s;
-//   - wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
-//   - stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
+//     capped at 10m, reset by a success (controller-runtime's error metrics count them). The
+//     count lives in the workqueue: after a restart every app starts at 30s;
+//   - outcome.Wait: the Tenant CRD is not installed (TenantAPIUnavailable): RequeueAfter 5m;
+//   - outcome.Pending: a push submitted to the Git writer, or a branch whose clone another batch
+//     holds: no status write, no requeue; the push's callback or the end of the batch brings the
+//     app back (pushes.go);
+//   - outcome.Stop: nothing a retry fixes (TenantCloudSpaceMismatch, TenantPinned, a bad path,
 //     RegistrySecretInvalid, GitHostNotAllowed, VClusterServerNotAllowed, InvalidSpec,
 //     GitSecretInvalid, GitInsecureTransport, FluxSecretRefused, PushSecretExposed, GitPathNotAllowed, RepositoryShared,
 //     NamespaceReserved, IngressHostNotAllowed, ClusterIssuerNotAllowed): a

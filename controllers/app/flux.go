@@ -22,6 +22,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -36,11 +37,11 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	folder := r.specLocation(s.app).path
 	repo, err := render.GitRepository(s.app, folder)
 	if err != nil {
-		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonFluxConfigFailed, err).On(cond)
 	}
 	ks, err := render.Kustomization(s.app, folder)
 	if err != nil {
-		return stop(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonFluxConfigFailed, err).On(cond)
 	}
 	if s.app.Status.Commit != "" {
 		// Ask Flux to fetch now instead of at its next interval, as `flux reconcile source git`
@@ -179,14 +180,14 @@ func fluxError(what string, err error) error {
 	err = fmt.Errorf("%s in the vCluster: %w", what, err)
 	switch {
 	case isNotOwned(err):
-		return retry(cond, kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err).On(cond)
 	case apimeta.IsNoMatchError(err):
-		return retry(cond, kubeoperav1alpha1.ReasonFluxConfigFailed,
-			fmt.Errorf("the Flux CRDs are not installed in the vCluster: %w", err))
+		return outcome.Retry(kubeoperav1alpha1.ReasonFluxConfigFailed,
+			fmt.Errorf("the Flux CRDs are not installed in the vCluster: %w", err)).On(cond)
 	case unreachable(err):
-		return retry(cond, kubeoperav1alpha1.ReasonVClusterUnreachable, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonVClusterUnreachable, err).On(cond)
 	default:
-		return retry(cond, kubeoperav1alpha1.ReasonFluxConfigFailed, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonFluxConfigFailed, err).On(cond)
 	}
 }
 
@@ -206,7 +207,7 @@ func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, er
 	holds, why, err := r.appliedHoldsFolder(ctx, s, revision)
 	if errors.Is(err, gitops.ErrBranchBusy) {
 		// Not decided: the pass ends and asks again once the batch holding the branch is done.
-		return ctrl.Result{}, err
+		return ctrl.Result{}, outcome.Pending(reasonBranchBusy, err)
 	}
 	if err != nil {
 		// Rare: the applied revision is not in the Git writer's clone and fetching it failed.

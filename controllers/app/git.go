@@ -15,6 +15,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // errGitSecretNotFound: the Secret named by spec.git.secretRef does not exist.
@@ -51,7 +52,7 @@ func (r *Reconciler) commitManifests(ctx context.Context, s *scope) error {
 		CreateBranch: annotated(s.app, kubeoperav1alpha1.AnnotationCreateGitBranch),
 	}
 	res, err := r.submitManifests(ctx, s, repo, change)
-	if errors.Is(err, errPushPending) {
+	if outcome.IsPending(err) {
 		return err
 	}
 	// The outcome stays recorded until the pass's status is written (Reconcile): a pass that
@@ -124,13 +125,13 @@ const eventManualChangeReverted = "ManualChangeReverted"
 // (gitops.Writer.Log) and compares the folder across each such commit (gitops.Writer.SameFolder);
 // commits older than that history are not looked at. A history that cannot be read is logged:
 // the revert is still reported by the caller's commit, without the commits' names. The error is
-// a *gitops.BusyError only: another batch of the branch holds its clone, and the pass ends to
+// a hand-off (outcome.Pending) only: another batch of the branch holds its clone, and the pass ends to
 // ask again once it is free.
 func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gitops.Repo, path, head, since string) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
 	entries, err := r.writer.Log(ctx, repo)
 	if errors.Is(err, gitops.ErrBranchBusy) {
-		return nil, err
+		return nil, outcome.Pending(reasonBranchBusy, err)
 	}
 	if err != nil {
 		log.Info("Reading the branch's history to name a change made outside the operator failed", "error", err.Error())
@@ -147,7 +148,7 @@ func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gito
 		}
 		same, err := r.writer.SameFolder(ctx, repo, path, entries[i].Commit, entries[i+1].Commit)
 		if errors.Is(err, gitops.ErrBranchBusy) {
-			return nil, err
+			return nil, outcome.Pending(reasonBranchBusy, err)
 		}
 		if err != nil {
 			log.Info("Comparing the app's folder across a commit failed", "commit", entries[i].Commit, "error", err.Error())
@@ -191,7 +192,7 @@ func (r *Reconciler) finishMove(ctx context.Context, s *scope) error {
 	here, old := r.specLocation(s.app), recordedLocation(s.app)
 	if old.path != "" && !old.sameFolder(here) {
 		moved, err := r.removeOldFolder(ctx, s, old)
-		if errors.Is(err, errPushPending) {
+		if outcome.IsPending(err) {
 			return err
 		}
 		// Like the new folder's (commitManifests), the removal's outcome is forgotten once the
@@ -254,7 +255,7 @@ func skipHint(app *kubeoperav1alpha1.KubeOperaApp) string {
 }
 
 // submitManifests submits the app's folder to the Git writer unless the same content is
-// already submitted, and returns the outcome once it is known, errPushPending until then (see
+// already submitted, and returns the outcome once it is known, a hand-off (outcome.Pending) until then (see
 // pushes.go). The caller forgets the outcome once it has read it: the next pass submits again,
 // which re-verifies the folder (no commit when the branch already holds it).
 func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.Repo, change gitops.Change) (gitops.Result, error) {
@@ -271,7 +272,7 @@ func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.
 	}
 	res, err := pending.Result()
 	if errors.Is(err, gitops.ErrPending) {
-		return gitops.Result{}, errPushPending
+		return gitops.Result{}, outcome.Pending(reasonPushPending, err)
 	}
 	return res, err
 }
@@ -297,7 +298,7 @@ func adoptionHint(app *kubeoperav1alpha1.KubeOperaApp, err error) error {
 // removeFolder removes the app's folder at loc with a commit. A folder that belongs to another
 // app (this app was refused there) is not the app's to remove: nothing happens. A repository
 // that no longer exists took the folder with it: success, with a Warning Event. The removal is
-// submitted and the pass ends with errPushPending until it is pushed; the outcome of a success
+// submitted and the pass hands off (outcome.Pending) until it is pushed; the outcome of a success
 // stays recorded (the caller forgets it) so that a pass removing two folders reads both.
 func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, verb string) (gitops.Result, error) {
 	repo, err := r.gitRepo(ctx, s, loc)
@@ -317,7 +318,7 @@ func (r *Reconciler) removeFolder(ctx context.Context, s *scope, loc location, v
 	}
 	// Submitted like the app's folder (pushes.go): the pass does not wait for the batch.
 	res, err := r.submitManifests(ctx, s, repo, change)
-	if errors.Is(err, errPushPending) {
+	if outcome.IsPending(err) {
 		return gitops.Result{}, err
 	}
 	if err != nil {
@@ -390,48 +391,48 @@ func (r *Reconciler) gitRepo(ctx context.Context, s *scope, loc location) (gitop
 func gitError(cond string, err error) error {
 	switch {
 	case errors.Is(err, errGitSecretNotFound):
-		return retry(cond, kubeoperav1alpha1.ReasonGitSecretNotFound, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonGitSecretNotFound, err).On(cond)
 	case errors.Is(err, errGitSecretInvalid), errors.Is(err, gitops.ErrNotGitCredential):
 		// The Secret watch brings the app back when the Secret is replaced.
-		return stop(cond, kubeoperav1alpha1.ReasonGitSecretInvalid, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitSecretInvalid, err).On(cond)
 	case errors.Is(err, errGitInsecureTransport):
-		return stop(cond, kubeoperav1alpha1.ReasonGitInsecureTransport, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitInsecureTransport, err).On(cond)
 	case errors.Is(err, errFluxSecretRefused):
-		return stop(cond, kubeoperav1alpha1.ReasonFluxSecretRefused, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonFluxSecretRefused, err).On(cond)
 	case errors.Is(err, errPushSecretExposed):
-		return stop(cond, kubeoperav1alpha1.ReasonPushSecretExposed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonPushSecretExposed, err).On(cond)
 	case errors.Is(err, errGitPathNotAllowed):
-		return stop(cond, kubeoperav1alpha1.ReasonGitPathNotAllowed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitPathNotAllowed, err).On(cond)
 	case errors.Is(err, errRepositoryShared):
 		// The app that leaves the repository brings this one back (appsWaitingForTheRepository).
-		return stop(cond, kubeoperav1alpha1.ReasonRepositoryShared, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonRepositoryShared, err).On(cond)
 	case errors.Is(err, gitops.ErrFolderNotOwned):
 		// Retried with the backoff: a person may remove the content; nothing is pushed.
-		return retry(cond, kubeoperav1alpha1.ReasonFolderNotOwned, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonFolderNotOwned, err).On(cond)
 	case errors.Is(err, gitops.ErrAuthFailed), errors.Is(err, gitops.ErrInvalidAuth):
-		return retry(cond, kubeoperav1alpha1.ReasonGitAuthFailed, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonGitAuthFailed, err).On(cond)
 	case errors.Is(err, gitops.ErrForbidden):
 		// Not the credentials' fault for certain (credentialsUnusable leaves it out): retried.
-		return retry(cond, kubeoperav1alpha1.ReasonGitForbidden, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonGitForbidden, err).On(cond)
 	case errors.Is(err, gitops.ErrPushConflict):
-		return retry(cond, kubeoperav1alpha1.ReasonPushConflict, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonPushConflict, err).On(cond)
 	case errors.Is(err, gitops.ErrRepositoryTooLarge):
-		return retry(cond, kubeoperav1alpha1.ReasonRepositoryTooLarge, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonRepositoryTooLarge, err).On(cond)
 	case errors.Is(err, gitops.ErrBranchNotFound):
 		// Retried with the backoff: someone may create the branch; the annotation brings the
 		// app back at once.
-		return retry(cond, kubeoperav1alpha1.ReasonGitBranchNotFound,
-			fmt.Errorf("%w (set annotation %s=true to create it)", err, kubeoperav1alpha1.AnnotationCreateGitBranch))
+		return outcome.Retry(kubeoperav1alpha1.ReasonGitBranchNotFound,
+			fmt.Errorf("%w (set annotation %s=true to create it)", err, kubeoperav1alpha1.AnnotationCreateGitBranch)).On(cond)
 	case errors.Is(err, gitops.ErrPathConflict):
 		// Retried with the backoff: the other app may go away.
-		return retry(cond, kubeoperav1alpha1.ReasonPathConflict, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonPathConflict, err).On(cond)
 	case errors.Is(err, gitops.ErrInvalidPath), errors.Is(err, gitops.ErrInvalidChange):
-		return stop(cond, kubeoperav1alpha1.ReasonGitFailed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitFailed, err).On(cond)
 	case errors.Is(err, errGitHostNotAllowed):
-		return stop(cond, kubeoperav1alpha1.ReasonGitHostNotAllowed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitHostNotAllowed, err).On(cond)
 	case apierrors.IsNotFound(err) || isAPIError(err):
 		return err
 	default:
-		return retry(cond, kubeoperav1alpha1.ReasonGitFailed, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonGitFailed, err).On(cond)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -131,8 +132,8 @@ func TestAPassDoesNotWaitForAnotherBatchOfItsBranch(t *testing.T) {
 	var busy error
 	g.Eventually(ended, 10*time.Second).Should(Receive(&busy), "the pass waited for the held push")
 	g.Expect(busy).To(MatchError(gitops.ErrBranchBusy))
-	g.Expect(tr.waitForGit(context.Background(), s, busy)).To(BeTrue())
-	g.Expect(s.waitingForGit).To(BeTrue(), "a pass that waits for Git writes no status")
+	g.Expect(outcome.IsPending(busy)).To(BeTrue(), "a pass that waits for Git hands off: it writes no status")
+	tr.handedOff(context.Background(), s, busy)
 	g.Expect(apimeta.FindStatusCondition(a.Status.Conditions, kubeoperav1alpha1.ConditionSynced)).To(BeNil(), "Synced is not decided")
 	g.Consistently(q.Len, 200*time.Millisecond, 20*time.Millisecond).Should(BeZero(), "enqueued before the batch ended")
 

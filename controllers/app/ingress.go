@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -90,9 +91,9 @@ func (r *Reconciler) checkIngress(app *kubeoperav1alpha1.KubeOperaApp) error {
 func ingressError(err error) error {
 	const cond = kubeoperav1alpha1.ConditionManifestsCommitted
 	if errors.Is(err, errClusterIssuerNotAllowed) {
-		return stop(cond, kubeoperav1alpha1.ReasonClusterIssuerNotAllowed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonClusterIssuerNotAllowed, err).On(cond)
 	}
-	return stop(cond, kubeoperav1alpha1.ReasonIngressHostNotAllowed, err)
+	return outcome.Stop(kubeoperav1alpha1.ReasonIngressHostNotAllowed, err).On(cond)
 }
 
 // certificateGVK is cert-manager's Certificate. The operator does not depend on cert-manager's

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 func TestIngressHostAllowed(t *testing.T) {
@@ -59,16 +60,16 @@ func TestCheckIngress(t *testing.T) {
 
 	err := r.checkIngress(with(&kubeoperav1alpha1.IngressSpec{Host: "web.example.org"}))
 	g.Expect(err).To(MatchError(errIngressHostNotAllowed))
-	var se *stepError
+	var se *outcome.Error
 	g.Expect(errors.As(ingressError(err), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonIngressHostNotAllowed))
-	g.Expect(se.Next).To(Equal(waitForChange))
+	g.Expect(se.Next).To(Equal(outcome.WaitForChange))
 
 	err = r.checkIngress(with(&kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "internal-ca"}))
 	g.Expect(err).To(MatchError(errClusterIssuerNotAllowed))
 	g.Expect(errors.As(ingressError(err), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonClusterIssuerNotAllowed))
-	g.Expect(se.Next).To(Equal(waitForChange))
+	g.Expect(se.Next).To(Equal(outcome.WaitForChange))
 
 	// Empty lists allow any host and issuer.
 	open := &Reconciler{}

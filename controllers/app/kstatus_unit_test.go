@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
@@ -67,13 +67,13 @@ func TestSummarizeForKstatus(t *testing.T) {
 	}, {
 		name:       "a terminal failure is Failed",
 		conditions: []metav1.Condition{mismatch},
-		err:        reconcile.TerminalError(outcome.Stop(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, errors.New("x"))),
+		err:        outcome.Stop(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, errors.New("x")),
 		want:       status.FailedStatus, wantCondition: kubeoperav1alpha1.ConditionStalled,
 		wantReason: kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, wantMessage: mismatch.Message, wantObserved: true,
 	}, {
 		name:       "a terminal error not reported on Ready is Failed with its own reason",
 		conditions: []metav1.Condition{readyTrue, syncedTrue},
-		err:        outcome.Terminal(kubeoperav1alpha1.ReasonInvalidSpec, errors.New("env[0].name: invalid")),
+		err:        outcome.Stop(kubeoperav1alpha1.ReasonInvalidSpec, errors.New("env[0].name: invalid")),
 		want:       status.FailedStatus, wantCondition: kubeoperav1alpha1.ConditionStalled,
 		wantReason: kubeoperav1alpha1.ReasonInvalidSpec, wantMessage: "env[0].name: invalid", wantObserved: true,
 	}, {
@@ -86,6 +86,7 @@ func TestSummarizeForKstatus(t *testing.T) {
 		name: "a wait for the Tenant is InProgress",
 		conditions: []metav1.Condition{cond(kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse,
 			kubeoperav1alpha1.ReasonTenantAPIUnavailable, "the Tenant API is not served")},
+		err:  outcome.Wait(kubeoperav1alpha1.ReasonTenantAPIUnavailable, time.Minute, "the Tenant API is not served"),
 		want: status.InProgressStatus, wantCondition: kubeoperav1alpha1.ConditionReconciling,
 		wantReason: kubeoperav1alpha1.ReasonTenantAPIUnavailable, wantMessage: "the Tenant API is not served",
 	}, {

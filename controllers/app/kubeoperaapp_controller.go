@@ -21,6 +21,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/cachewait"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
@@ -125,9 +126,6 @@ type scope struct {
 	kustomization *kustomizev1.Kustomization
 	// gitRepository is the applied GitRepository, with the status the vCluster returned.
 	gitRepository *sourcev1.GitRepository
-	// waitingForGit: the pass ended waiting for its push, or for a branch another batch holds
-	// (waitForGit); it writes no status.
-	waitingForGit bool
 	// outcomesRead are the folders (folderOf) whose push outcome this pass read: forgotten once
 	// its status is written, kept for the next pass otherwise (pushes.go).
 	outcomesRead []string
@@ -137,15 +135,15 @@ type scope struct {
 	versions *cachewait.Versions
 }
 
-// Reconcile is the entry point for one KubeOperaApp.
+// Reconcile is the entry point for one KubeOperaApp. A pass ends with nil, a requeue of a
+// healthy app (its next check), or an error of internal/outcome's vocabulary, which endPass
+// reports and turns into what controller-runtime reads.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	var s *scope
+	// The one deferred call: whichever way the pass returns, endPass ends it (s is nil until the
+	// app is read).
+	defer func() { result, retErr = r.endPass(ctx, req.NamespacedName, s, result, retErr) }()
 	app := &kubeoperav1alpha1.KubeOperaApp{}
-	if r.Options.OnPass != nil {
-		defer r.Options.OnPass(req.NamespacedName)
-	}
-	// A change announced for this app (announceChange) was submitted by this pass or is not
-	// coming: it no longer holds the writer's batching window.
-	defer r.writer.Unexpect(req.String())
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pushes.forget(req.NamespacedName)
@@ -154,47 +152,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName, versions: cachewait.New(app)}
-	// Registered first, so it runs last: after the status patch.
-	defer r.awaitOwnWrites(ctx, s)
+	s = &scope{app: app, orig: app.DeepCopy(), key: req.NamespacedName, versions: cachewait.New(app)}
 	// A placed app whose status holds no commit lost its status (restored from a backup without
 	// it, or wiped): the history is read back from Git (commitManifests).
 	noCommit := app.Status.Commit == "" && len(app.Status.History) == 0
 	// After the copy: a status that lost the placement gets it back with this pass's patch.
 	s.statusLost = restorePlacement(app) && noCommit
-	defer func() {
-		observeApp(app)
-		if s.waitingForGit {
-			// Nothing is decided yet: the pass that reads the outcome writes the status.
-			return
-		}
-		summarize(app, retErr)
-		if err := r.patchStatus(ctx, s.orig, app); err != nil {
-			retErr = errors.Join(retErr, err)
-		} else {
-			r.pushes.forgetRead(s)
-		}
-		s.versions.Wrote(app)
-	}()
+	return r.run(ctx, s)
+}
 
-	// The pass runs under a deadline; the status patch and the wait for the cache above run on
-	// the request's context, so a pass that ran out of time still records why.
+// run runs the pass under its deadline; endPass's status patch and its wait for the cache run
+// on the request's context, so a pass that ran out of time still records why.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	passCtx, cancel := context.WithTimeout(ctx, r.Options.PassTimeout)
 	defer cancel()
-	if !app.DeletionTimestamp.IsZero() {
+	if !s.app.DeletionTimestamp.IsZero() {
 		// A write still pending is superseded by the folder's removal (or pushed before it),
 		// which is recorded in its place (pushes.go).
 		return r.reconcileDelete(passCtx, s)
 	}
-	if !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer) {
-		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(app, kubeoperav1alpha1.Finalizer)
-		if err := r.Patch(passCtx, app, patch); err != nil {
+	if !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
+		patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(s.app, kubeoperav1alpha1.Finalizer)
+		if err := r.Patch(passCtx, s.app, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
-		s.versions.Wrote(app)
+		s.versions.Wrote(s.app)
 	}
 	return r.reconcile(passCtx, s)
+}
+
+// endPass ends every pass, in this order: a pass that decided something (anything but a
+// hand-off, outcome.Pending) has its kstatus conditions summarized and its status written once;
+// a hand-off is logged and, when it waits for a branch another batch holds, requeued when that
+// batch is done; the pass waits for the cache to show its own writes; the app's announced change
+// no longer holds the Git writer's batching window (it was submitted or is not coming); and
+// Options.OnPass is told. Last, outcome.Result turns the pass's error into what
+// controller-runtime reads. s is nil when the app could not be read.
+func (r *Reconciler) endPass(ctx context.Context, key types.NamespacedName, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
+	if s != nil {
+		observeApp(s.app)
+		if outcome.IsPending(err) {
+			r.handedOff(ctx, s, err)
+		} else {
+			summarize(s.app, err)
+			if patchErr := r.patchStatus(ctx, s.orig, s.app); patchErr != nil {
+				// A status not written is retried with the backoff, whatever the pass decided.
+				err = outcome.Retry(kubeoperav1alpha1.ReasonProgressingWithRetry, errors.Join(err, patchErr))
+			} else {
+				r.pushes.forgetRead(s)
+			}
+			s.versions.Wrote(s.app)
+		}
+		r.awaitOwnWrites(ctx, s)
+	}
+	r.writer.Unexpect(key.String())
+	if r.Options.OnPass != nil {
+		r.Options.OnPass(key)
+	}
+	if err != nil {
+		return outcome.Result(err)
+	}
+	return res, nil
 }
 
 // reconcile runs the steps of a normal pass in order; the first failure ends the pass.
@@ -217,41 +236,38 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	for _, step := range steps {
 		err := step(ctx, s)
 		switch {
-		case errors.Is(err, errPushPending) && s.committed:
+		case errors.Is(err, gitops.ErrPending) && s.committed:
 			// The old folder's removal is pending: what the pass did so far (the new folder's
 			// commit) is written, the app still progressing; the push's callback brings it back.
 			r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing,
 				"Removing the old folder after a move")
-			return ctrl.Result{}, nil
-		case r.waitForGit(ctx, s, err):
 			return ctrl.Result{}, nil
 		case err != nil:
 			return r.failed(ctx, s, err)
 		}
 	}
 	r.setReady(s)
-	res, err := r.observeSync(ctx, s)
-	if r.waitForGit(ctx, s, err) {
-		return ctrl.Result{}, nil
-	}
-	return res, err
+	return r.observeSync(ctx, s)
 }
 
-// waitForGit reports whether err ends the pass to wait for Git: its push is pending
-// (errPushPending), or a read of its branch found the clone held by another batch
-// (gitops.ErrBranchBusy; the pass never waits for another batch's network I/O). Such a pass
-// writes no status and is requeued when the push or the batch is done.
-func (r *Reconciler) waitForGit(ctx context.Context, s *scope, err error) bool {
+// Hand-offs to Git (outcome.Pending). A pass hands off when its push is submitted and not done
+// yet (reasonPushPending, wrapping gitops.ErrPending), or when a read of its branch found the
+// clone held by another batch (reasonBranchBusy, wrapping a *gitops.BusyError: a pass never
+// waits for another batch's network I/O). Such a pass writes no status and is requeued when the
+// push or the batch is done.
+const (
+	reasonPushPending = "GitPushPending"
+	reasonBranchBusy  = "GitBranchBusy"
+)
+
+// handedOff logs a hand-off and, for a busy branch, has the app requeued when the batch is done
+// (a push's own callback requeues the app of a pending push).
+func (r *Reconciler) handedOff(ctx context.Context, s *scope, err error) {
 	var busy *gitops.BusyError
-	switch {
-	case errors.Is(err, errPushPending):
-		ctrl.LoggerFrom(ctx).V(1).Info("Git push pending; the app is requeued when it is done")
-	case errors.As(err, &busy):
+	if errors.As(err, &busy) {
 		ctrl.LoggerFrom(ctx).V(1).Info("The app's branch is being written by another batch; the app is requeued when it is done", "branch", busy.Branch)
 		r.pushes.whenFreed(s.key, busy.Freed)
-	default:
-		return false
+		return
 	}
-	s.waitingForGit = true
-	return true
+	ctrl.LoggerFrom(ctx).V(1).Info("Git push pending; the app is requeued when it is done")
 }

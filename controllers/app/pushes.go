@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,7 @@ import (
 
 // A pass does not wait for its push. commitManifests submits the app's folder to the Git writer
 // (gitops.Writer.Submit) and, while the batch holding it is queued or being pushed, ends the pass
-// with errPushPending: no status write, no requeue, the worker is free for other apps. When the
+// with a hand-off (outcome.Pending): no status write, no requeue, the worker is free for other apps. When the
 // batch is pushed or fails, the writer calls back and the app is added to the workqueue; that
 // next pass submits nothing new (the same content is pending or done), reads the outcome and goes
 // on from there (status commit, vCluster, Flux), or reports the failure as a synchronous write
@@ -32,9 +31,6 @@ import (
 // progressing. pushes records, per app and folder, the submitted change and its handle. It lives
 // in memory: after a restart every app is reconciled again and submits again (the writer commits
 // nothing for files already on the branch, and removes nothing that is not there).
-
-// errPushPending ends a pass whose push is not done yet. It is not a failure.
-var errPushPending = errors.New("git push pending")
 
 // pushes are the apps' submitted Git writes whose outcome a later pass reads, per app and
 // folder (repository, branch and path: an app may write its folder and remove an old one, or

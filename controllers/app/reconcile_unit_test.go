@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -399,7 +400,7 @@ func TestErrorClassification(t *testing.T) {
 	g.Expect(ignoreGone(&apimeta.NoKindMatchError{})).To(Succeed())
 	g.Expect(ignoreGone(connectionRefused())).NotTo(Succeed())
 
-	var se *stepError
+	var se *outcome.Error
 	g.Expect(errors.As(gitError("c", gitops.ErrAuthFailed), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonGitAuthFailed))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidAuth), &se)).To(BeTrue())
@@ -407,15 +408,15 @@ func TestErrorClassification(t *testing.T) {
 	g.Expect(errors.As(gitError("c", gitops.ErrPushConflict), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonPushConflict))
 	g.Expect(errors.As(gitError("c", gitops.ErrInvalidPath), &se)).To(BeTrue())
-	g.Expect(se.Next).To(Equal(waitForChange))
+	g.Expect(se.Next).To(Equal(outcome.WaitForChange))
 	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrRepositoryTooLarge)), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonRepositoryTooLarge))
 	g.Expect(errors.As(gitError("c", fmt.Errorf("fetch: %w", gitops.ErrPathConflict)), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonPathConflict))
-	g.Expect(se.Next).To(Equal(retryWithBackoff))
+	g.Expect(se.Next).To(Equal(outcome.Backoff))
 	g.Expect(errors.As(gitError("c", errors.New("network")), &se)).To(BeTrue())
 	g.Expect(se.Reason).To(Equal(kubeoperav1alpha1.ReasonGitFailed))
-	g.Expect(se.Next).To(Equal(retryWithBackoff))
+	g.Expect(se.Next).To(Equal(outcome.Backoff))
 }
 
 func connectionRefused() error {

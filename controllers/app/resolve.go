@@ -16,6 +16,7 @@ import (
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
@@ -69,7 +70,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 	const cond = kubeoperav1alpha1.ConditionTenantResolved
 	reader, err := r.tenantReader()
 	if errors.Is(err, errTenantAPIUnavailable) {
-		return waitThenRetry(cond, kubeoperav1alpha1.ReasonTenantAPIUnavailable, r.Options.TenantAPIRetry, err)
+		return outcome.Wait(kubeoperav1alpha1.ReasonTenantAPIUnavailable, r.Options.TenantAPIRetry, err.Error()).On(cond)
 	}
 	if err != nil {
 		return err
@@ -77,18 +78,18 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 	t, err := tenant.Resolve(ctx, reader, s.app)
 	switch {
 	case errors.Is(err, tenant.ErrCloudSpaceMismatch):
-		return stop(cond, kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, err).On(cond)
 	case errors.Is(err, tenant.ErrPinned):
-		return stop(cond, kubeoperav1alpha1.ReasonTenantPinned, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonTenantPinned, err).On(cond)
 	case errors.Is(err, tenant.ErrNotFound):
 		// The Tenant the app was placed in is gone: so is its vCluster; drop its client.
 		if pinned := s.app.Status.Tenant; pinned != nil {
 			r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
 			r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: pinned.Name})
 		}
-		return retry(cond, kubeoperav1alpha1.ReasonTenantNotFound, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonTenantNotFound, err).On(cond)
 	case errors.Is(err, tenant.ErrNotReady):
-		return retry(cond, kubeoperav1alpha1.ReasonTenantNotReady, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonTenantNotReady, err).On(cond)
 	case err != nil:
 		return err
 	}
@@ -101,10 +102,10 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 
 	vc, err := r.vclusterClient(ctx, t)
 	if errors.Is(err, errVClusterServerNotAllowed) {
-		return stop(cond, kubeoperav1alpha1.ReasonVClusterServerNotAllowed, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonVClusterServerNotAllowed, err).On(cond)
 	}
 	if errors.Is(err, tenant.ErrKubeconfigInvalid) {
-		return retry(cond, kubeoperav1alpha1.ReasonKubeconfigInvalid, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonKubeconfigInvalid, err).On(cond)
 	}
 	if err != nil {
 		return err

@@ -222,14 +222,15 @@ func (r *Reconciler) deleteWait(app *kubeoperav1alpha1.KubeOperaApp) ctrl.Result
 	return ctrl.Result{RequeueAfter: r.Options.DeletePollInterval}
 }
 
-// failed reports a failed step on its condition and on Ready, and decides the requeue. Errors
-// that are not step errors (host API failures) are returned, for controller-runtime's retry.
+// failed reports a pass that ended early on the step's condition and on Ready, and returns its
+// error for endPass, which decides the requeue. Errors of no step (host API failures) and
+// hand-offs (nothing is decided) are returned as they are.
 func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
-	var se *stepError
-	if !errors.As(err, &se) {
+	se, ok := outcome.Of(err)
+	if !ok || se.Next == outcome.HandOff {
 		return ctrl.Result{}, err
 	}
-	msg := errorText(se.Err)
+	msg := errorText(se)
 	if se.Condition != kubeoperav1alpha1.ConditionReady {
 		r.setCondition(s.app, se.Condition, metav1.ConditionFalse, se.Reason, msg)
 	}
@@ -240,13 +241,13 @@ func (r *Reconciler) failed(ctx context.Context, s *scope, err error) (ctrl.Resu
 		// pass (perhaps of an older generation) must not stay green.
 		r.setCondition(s.app, kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, se.Reason, "Not verified: "+msg)
 	}
-	if se.Next == retryAfter {
+	if se.Next == outcome.RequeueAfter {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting", "reason", se.Reason, "requeueAfter", se.After, "message", msg)
 	}
-	// Backoff: the error is returned and the workqueue's per-app rate limiter schedules the
+	// Backoff: endPass returns the error and the workqueue's per-app rate limiter schedules the
 	// retry (see newRateLimiter). WaitForChange: a terminal error is counted but never retried;
 	// a change of the app or of what it references brings it back.
-	return outcome.Result(se)
+	return ctrl.Result{}, err
 }
 
 // errorText is err's text for a condition or an Event, without what an API server put in an
@@ -295,11 +296,15 @@ func summarize(app *kubeoperav1alpha1.KubeOperaApp, err error) {
 		reason, message = ready.Reason, ready.Message
 	}
 	readyFalse := ready != nil && ready.Status == metav1.ConditionFalse
+	if outcome.IsWait(err) {
+		// Not a failure: Ready says what the app waits for.
+		err = nil
+	}
 	switch {
 	case err != nil && outcome.IsTerminal(err):
 		if !readyFalse {
 			// The failure was not reported on Ready (not a step of the pass).
-			reason, message = kubeoperav1alpha1.ReasonProgressing, eventnote.Truncate(errorText(outcome.StripTerminal(err)))
+			reason, message = kubeoperav1alpha1.ReasonProgressing, eventnote.Truncate(errorText(err))
 			if r, ok := outcome.ReasonOf(err); ok {
 				reason = r
 			}

@@ -10,12 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 )
 
@@ -53,18 +55,18 @@ func (r *Reconciler) checkInputs(ctx context.Context, s *scope) error {
 	// A spec admitted whose Deployment the API server would refuse: nothing is written (not
 	// even the placement), and nothing a retry can fix (the app's change brings it back).
 	if err := render.Validate(s.app); err != nil {
-		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonInvalidSpec, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonInvalidSpec, err).On(kubeoperav1alpha1.ConditionManifestsCommitted)
 	}
 	files, err := render.Manifests(s.app)
 	if err != nil {
-		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err))
+		return outcome.Stop(kubeoperav1alpha1.ReasonGitFailed, fmt.Errorf("render manifests: %w", err)).On(kubeoperav1alpha1.ConditionManifestsCommitted)
 	}
 	if err := checkFolderSize(files, r.Options.MaxAppFolderSize); err != nil {
-		return stop(kubeoperav1alpha1.ConditionManifestsCommitted, kubeoperav1alpha1.ReasonManifestsTooLarge, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonManifestsTooLarge, err).On(kubeoperav1alpha1.ConditionManifestsCommitted)
 	}
 	s.files = files
 	if err := checkNamespaces(s.app); err != nil {
-		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonNamespaceReserved, err)
+		return outcome.Stop(kubeoperav1alpha1.ReasonNamespaceReserved, err).On(kubeoperav1alpha1.ConditionReady)
 	}
 	if err := r.checkIngress(s.app); err != nil {
 		return ingressError(err)
@@ -119,16 +121,16 @@ func (r *Reconciler) checkRegistrySecret(ctx context.Context, s *scope) error {
 		if apierrors.IsNotFound(err) {
 			// Reported on Ready only: no step condition covers the pull Secret. The Secret
 			// watch brings the app back when it appears; the backoff is a safety net.
-			return retry(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonRegistrySecretNotFound,
-				fmt.Errorf("registry Secret %q not found in namespace %q", key.Name, key.Namespace))
+			return outcome.Retry(kubeoperav1alpha1.ReasonRegistrySecretNotFound,
+				fmt.Errorf("registry Secret %q not found in namespace %q", key.Name, key.Namespace)).On(kubeoperav1alpha1.ConditionReady)
 		}
 		return fmt.Errorf("get registry Secret: %w", err)
 	}
 	if t := hostSecret.Type; t != corev1.SecretTypeDockerConfigJson && t != corev1.SecretTypeDockercfg {
 		// The Secret watch brings the app back when the Secret is replaced.
-		return stop(kubeoperav1alpha1.ConditionReady, kubeoperav1alpha1.ReasonRegistrySecretInvalid,
+		return outcome.Stop(kubeoperav1alpha1.ReasonRegistrySecretInvalid,
 			fmt.Errorf("registry Secret %q is of type %q: only %s and %s Secrets are copied into the vCluster",
-				key.Name, t, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg))
+				key.Name, t, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg)).On(kubeoperav1alpha1.ConditionReady)
 	}
 	s.registrySecret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: hostSecret.Type, Data: hostSecret.Data}
 	return nil
@@ -200,12 +202,12 @@ func managed(obj client.Object) bool {
 func vclusterError(condition, what string, err error) error {
 	err = fmt.Errorf("%s in the vCluster: %w", what, err)
 	if isNotOwned(err) {
-		return retry(condition, kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonVClusterObjectNotOwned, err).On(condition)
 	}
 	if unreachable(err) {
-		return retry(condition, kubeoperav1alpha1.ReasonVClusterUnreachable, err)
+		return outcome.Retry(kubeoperav1alpha1.ReasonVClusterUnreachable, err).On(condition)
 	}
-	return retry(condition, kubeoperav1alpha1.ReasonVClusterRequestFailed, err)
+	return outcome.Retry(kubeoperav1alpha1.ReasonVClusterRequestFailed, err).On(condition)
 }
 
 // ensureNamespace creates ns unless it exists. An existing namespace is left as it is.
@@ -279,4 +281,28 @@ func deleteIfManaged(ctx context.Context, c client.Client, obj client.Object) er
 	}
 	uid := obj.GetUID()
 	return ignoreGone(c.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+}
+
+// unreachable reports whether err from a vCluster request means the vCluster did not answer
+// (connection refused, timeout, DNS, TLS), as opposed to an answer with an error status.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	return !isAPIError(err) && !apimeta.IsNoMatchError(err)
+}
+
+// isAPIError reports whether err carries an API server's answer (a Status).
+func isAPIError(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
+}
+
+// ignoreGone treats NotFound, and the kind not being served at all (Flux not installed), as
+// success for a delete.
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
 }

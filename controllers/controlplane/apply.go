@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // applyConfiguration is what the apply helpers need of a typed apply configuration.
@@ -41,11 +42,11 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 	switch err := s.r.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
 	default:
 		current, err := extract(live, FieldOwner)
 		if err != nil {
-			return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("extract %T %s: %w", live, key, err))
+			return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("extract %T %s: %w", live, key, err))
 		}
 		if sameJSON(current, desired) {
 			return false, nil
@@ -53,7 +54,7 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", fmt.Sprintf("%T", live), "name", key.Name)
 	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %T %s: %w", live, key, err))
 	}
 	return true, nil
 }
@@ -100,18 +101,18 @@ func createObject(ctx context.Context, s *scope, obj client.Object) error {
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), errCacheStale)
 	case err != nil:
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err))
 	}
 	return nil
 }
 
 // requeueIfStale turns errCacheStale into a short requeue and passes other errors on.
-func requeueIfStale(err error) (result, error) {
+func requeueIfStale(err error) error {
 	if errors.Is(err, errCacheStale) {
-		return requeue(requeueTransition, datasancev3.ReasonProgressing,
-			"Waiting for the cache to show objects created meanwhile."), nil
+		return outcome.Wait(datasancev3.ReasonProgressing, requeueTransition,
+			"Waiting for the cache to show objects created meanwhile.")
 	}
-	return result{}, err
+	return err
 }
 
 // deleteOwned deletes the named object when it exists and is controlled by the ControlPlane
@@ -119,13 +120,13 @@ func requeueIfStale(err error) (result, error) {
 func deleteOwned(ctx context.Context, s *scope, name string, live client.Object) error {
 	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
 	if err := s.r.Get(ctx, key, live); err != nil {
-		return withReason(datasancev3.ReasonApplyFailed, client.IgnoreNotFound(err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, client.IgnoreNotFound(err))
 	}
 	if !isControlledBy(live, s.cp.UID) {
 		return nil
 	}
 	if err := s.r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s: %w", live, key, err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s: %w", live, key, err))
 	}
 	return nil
 }
@@ -171,7 +172,7 @@ func releaseDataStore(ctx context.Context, s *scope, component string, obj clien
 				"remove it: kubectl -n %s patch %s %s --type=json -p '[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/%d/uid\",\"value\":\"%s\"},{\"op\":\"remove\",\"path\":\"/metadata/ownerReferences/%d\"}]'",
 			kind, obj.GetName(), obj.GetNamespace(), strings.ToLower(kind), obj.GetName(), at, s.cp.UID, at))
 	case err != nil:
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("release %s %s from the ControlPlane: %w", kind, obj.GetName(), err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("release %s %s from the ControlPlane: %w", kind, obj.GetName(), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", "kind", kind, "name", obj.GetName())
 	return nil
@@ -230,6 +231,6 @@ func (s *scope) getExisting(ctx context.Context, name string, live client.Object
 	case apierrors.IsNotFound(err):
 		return false, nil
 	default:
-		return false, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
 	}
 }

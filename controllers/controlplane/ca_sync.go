@@ -20,6 +20,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -116,21 +117,16 @@ func (s *scope) recordCA(name string, certPEM []byte) {
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[annotationImportedCAs] = string(raw)
-	s.rememberCA(name, caCheck{})
+	s.rememberCA(name, nil)
 }
 
-// caCheck is the outcome of comparing a CA Secret with the Controller's copy.
-type caCheck struct {
-	res result
-	err error
-}
-
-// rememberCA keeps the outcome for name for the rest of the pass.
-func (s *scope) rememberCA(name string, c caCheck) {
+// rememberCA keeps the outcome for name (nil: the Controller holds the CA) for the rest of the
+// pass.
+func (s *scope) rememberCA(name string, err error) {
 	if s.caChecks == nil {
-		s.caChecks = map[string]caCheck{}
+		s.caChecks = map[string]error{}
 	}
-	s.caChecks[name] = c
+	s.caChecks[name] = err
 }
 
 // importedCAs reads annotationImportedCAs; a missing or unreadable annotation is empty (every CA
@@ -148,29 +144,29 @@ func importedCAs(cp *datasancev3.ControlPlane) map[string]string {
 // agreeOnCA makes the Controller's copy of CA name agree with ca, the CA its Secret sec holds,
 // or says why it cannot (decideCA). Nothing is called when the Controller was last seen to hold
 // ca, unless force (a full registration: the Controller may have lost its database since).
-func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) (result, error) {
+func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) error {
 	name := sec.Name
-	if c, ok := s.caChecks[name]; ok {
-		return c.res, c.err
+	if err, ok := s.caChecks[name]; ok {
+		return err
 	}
 	if !force && s.recordedCA(name, ca.CertPEM) {
-		return proceed(), nil
+		return nil
 	}
 	// A failure is this pass's answer for the CA too: reported once, not asked again.
-	res, err := compareCA(ctx, s, component, sec, ca)
-	if err != nil || !res.isContinue() {
-		s.rememberCA(name, caCheck{res: res, err: err})
+	err := compareCA(ctx, s, component, sec, ca)
+	if err != nil {
+		s.rememberCA(name, err)
 	}
-	return res, err
+	return err
 }
 
 // compareCA is agreeOnCA's call to the Controller: the CA is imported when the Controller lacks
 // it, recorded when it holds the same, and otherwise decided by decideCA.
-func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) (result, error) {
+func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) error {
 	name := sec.Name
-	cs, res, err := s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
-		return res, err
+	cs, err := s.controllerSession(ctx)
+	if err != nil {
+		return err
 	}
 	info, err := cs.api.GetCA(ctx, name)
 	switch {
@@ -181,7 +177,7 @@ func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 	}
 	if caDigest([]byte(info.Data.Certificate)) == caDigest(ca.CertPEM) {
 		s.recordCA(name, ca.CertPEM)
-		return proceed(), nil
+		return nil
 	}
 	return decideCA(ctx, s, cs, component, sec, ca, info)
 }
@@ -204,7 +200,7 @@ func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 //   - Agents' certificates under it otherwise: the Controller's copy wins (the agents trust it and
 //     it cannot be replaced). An operator-made Secret takes it, keeping its own CA under
 //     previous-tls.*; a Secret the user brought is a conflict a person decides.
-func decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) (result, error) {
+func decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) error {
 	name := sec.Name
 	rotation := s.recordedCA(name, []byte(theirs.Data.Certificate))
 	own, agents, err := certificatesSignedBy(ctx, cs, name)
@@ -215,12 +211,12 @@ func decideCA(ctx context.Context, s *scope, cs *controllerSession, component st
 	case len(agents) == 0:
 		return replaceControllerCA(ctx, s, cs, name, ca, own, rotation)
 	case rotation:
-		return s.caWait(component, requeue(requeueCARotation, datasancev3.ReasonCARotationBlocked, fmt.Sprintf(
+		return s.caWait(component, outcome.Wait(datasancev3.ReasonCARotationBlocked, requeueCARotation, fmt.Sprintf(
 			"CA Secret %s holds a new CA, but agents' certificates signed by the Controller's copy (%s) keep the Controller from replacing it; "+
 				"no certificate is issued under the new CA. Delete those certificates in the Controller (re-provisioning their agents) to finish the rotation, "+
 				"or delete Secret %s to restore the Controller's CA (docs/controlplane.md#ca-rotation).", name, strings.Join(agents, ", "), name)))
 	case sec.Labels[resources.LabelManagedBy] != resources.LabelManagedByValue:
-		return s.caFailure(component, terminal(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s, which you brought, holds another CA than the Controller's CA %s, which agents' certificates depend on (%s): nothing is signed under either. "+
 				"Delete Secret %s to take the Controller's CA, or see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), name)))
 	}
@@ -253,7 +249,7 @@ const execSessionCertificatePrefix = "controller-exec-session-client"
 // replaceControllerCA replaces the Controller's copy of CA name, on which no agent depends, with
 // the Secret's ca: its own exec-session certificates are deleted first (the Controller Deployment
 // rolls, so that its processes make new ones under the new CA), then the CA, then the import.
-func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) (result, error) {
+func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) error {
 	for _, cert := range own {
 		if err := cs.api.DeleteCertificate(ctx, cert); err != nil && !errors.Is(err, iofog.ErrNotFound) {
 			return registrationFailure(ctx, err, cs.loginRejected)
@@ -261,42 +257,42 @@ func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, n
 	}
 	if len(own) > 0 {
 		if err := restartControllerPods(ctx, s); err != nil {
-			return result{}, err
+			return err
 		}
 	}
 	switch err := cs.api.DeleteCA(ctx, name); {
 	case errors.Is(err, iofog.ErrCAInUse):
 		// A certificate was signed between the list and the delete: decided again.
-		return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-			fmt.Sprintf("The Controller signed a certificate with its CA %s meanwhile; deciding again which CA stays.", name)), nil
+		return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+			fmt.Sprintf("The Controller signed a certificate with its CA %s meanwhile; deciding again which CA stays.", name))
 	case err != nil && !errors.Is(err, iofog.ErrNotFound):
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
-	if res, err := importCA(ctx, s, cs, name, ca); err != nil || !res.isContinue() {
-		return res, err
+	if err := importCA(ctx, s, cs, name, ca); err != nil {
+		return err
 	}
 	log := ctrl.LoggerFrom(ctx)
 	if rotation {
 		log.Info("Replaced the Controller's copy of a rotated CA", "ca", name, "controllerCertificatesDeleted", len(own))
 		s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
 			fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
-		return proceed(), nil
+		return nil
 	}
 	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "ca", name, "controllerCertificatesDeleted", len(own))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
 		"The Controller held another CA %s, on which no agent depended (it makes one itself when it provisions an agent without it); "+
 			"replaced it with the CA of Secret %s, which the hub uses.", name, name))
-	return proceed(), nil
+	return nil
 }
 
 // adoptControllerCA writes the Controller's copy of the CA into the operator-made Secret sec,
 // keeping the Secret's CA under previous-tls.*, and ends the pass: the next one issues the leaves
 // under the adopted CA. A copy the operator cannot use (pki.ParseCA) is CAConflict.
-func adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) (result, error) {
+func adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) error {
 	name := sec.Name
 	adopted, err := pki.ParseCA([]byte(theirs.Data.Certificate), []byte(theirs.Data.PrivateKey))
 	if err != nil {
-		return s.caFailure(component, terminal(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s holds another CA than the Controller's CA %s, which agents' certificates depend on (%s), and the Controller's copy cannot be used (%s): "+
 				"nothing is signed under either; see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), caProblem(err))))
 	}
@@ -313,57 +309,57 @@ func adoptControllerCA(ctx context.Context, s *scope, component string, sec *cor
 		"The Controller holds another CA %s, which agents' certificates depend on (%s): CA Secret %s now holds it, "+
 			"its earlier CA is kept under %s and %s, and the certificates under it are issued again.",
 		name, strings.Join(agents, ", "), name, previousCAKey, previousCAPrivateKey))
-	return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-		fmt.Sprintf("CA Secret %s took the Controller's CA; issuing the certificates under it again.", name)), nil
+	return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+		fmt.Sprintf("CA Secret %s took the Controller's CA; issuing the certificates under it again.", name))
 }
 
 // importCA imports CA Secret name into the Controller (which reads the Secret itself) and
 // records ca. A CA of that name that appeared meanwhile is compared on the next pass.
-func importCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair) (result, error) {
+func importCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair) error {
 	if err := cs.api.ImportCA(ctx, name); err != nil {
 		if errors.Is(err, iofog.ErrConflict) {
-			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-				fmt.Sprintf("The Controller got a CA %s meanwhile; comparing it with the Secret's.", name)), nil
+			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+				fmt.Sprintf("The Controller got a CA %s meanwhile; comparing it with the Secret's.", name))
 		}
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
 	ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "ca", name)
 	s.recordCA(name, ca.CertPEM)
-	return proceed(), nil
+	return nil
 }
 
 // missingCA decides what a missing CA Secret becomes: the Controller's copy when it has one
 // (restored, never replaced by a new CA it does not hold), else nil, to be generated and
 // imported.
-func missingCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec) (*pki.KeyPair, result, error) {
-	cs, res, err := s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
-		return nil, res, err
+func missingCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec) (*pki.KeyPair, error) {
+	cs, err := s.controllerSession(ctx)
+	if err != nil {
+		return nil, err
 	}
 	info, err := cs.api.GetCA(ctx, c.Name)
 	switch {
 	case errors.Is(err, iofog.ErrNotFound):
-		return nil, proceed(), nil
+		return nil, nil
 	case err != nil:
-		res, err := registrationFailure(ctx, err, cs.loginRejected)
-		return nil, res, err
+		err := registrationFailure(ctx, err, cs.loginRejected)
+		return nil, err
 	}
 	ca, err := pki.ParseCA([]byte(info.Data.Certificate), []byte(info.Data.PrivateKey))
 	if err != nil {
-		_, err := s.caFailure(component, terminal(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
+		err := s.caFailure(component, outcome.Stop(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
 			"CA Secret %s is missing and the Controller's copy of CA %s cannot be restored (%s): create Secret %s with the CA the Controller holds",
 			c.Name, c.Name, caProblem(err), c.Name)))
-		return nil, result{}, err
+		return nil, err
 	}
 	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
-		res, err := requeueIfStale(err)
-		return nil, res, err
+		err := requeueIfStale(err)
+		return nil, err
 	}
 	s.recordCA(c.Name, ca.CertPEM)
 	ctrl.LoggerFrom(ctx).Info("Restored a missing CA Secret from the Controller's copy", "secret", c.Name)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
 		fmt.Sprintf("CA Secret %s was missing; restored it from the Controller's copy of the CA.", c.Name))
-	return ca, proceed(), nil
+	return ca, nil
 }
 
 // caProblem is the kind of problem of a CA that does not parse, for a message.
@@ -381,15 +377,15 @@ func caProblem(err error) string {
 }
 
 // caFailure reports a terminal CA failure with one Warning Event per cause (warnOnce).
-func (s *scope) caFailure(component string, err error) (result, error) {
-	s.warnOnce(component, reasonOf(err), stripTerminal(err).Error())
-	return result{}, err
+func (s *scope) caFailure(component string, err error) error {
+	s.warnOnce(component, reasonOf(err), err.Error())
+	return err
 }
 
 // caWait reports a CA wait with one Warning Event per cause (warnOnce).
-func (s *scope) caWait(component string, res result) (result, error) {
-	s.warnOnce(component, res.reason, res.message)
-	return res, nil
+func (s *scope) caWait(component string, w *outcome.Error) error {
+	s.warnOnce(component, w.Reason, w.Message)
+	return w
 }
 
 // importCAs is the CA step of a full registration (deploying, updating, or a Controller that
@@ -398,28 +394,32 @@ func (s *scope) caWait(component string, res result) (result, error) {
 // component already did so in this pass. A CA Secret whose content the Controller was not seen
 // to hold is left to its component, which compares it before it issues leaves under it (and
 // alone replaces the Controller's copy in a rotation); the registration waits for it.
-func importCAs(ctx context.Context, s *scope, names []string) (result, error) {
+func importCAs(ctx context.Context, s *scope, names []string) error {
 	for _, name := range names {
 		sec := &corev1.Secret{}
-		if found, err := s.getExisting(ctx, name, sec); err != nil || !found {
-			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name)), err
+		found, err := s.getExisting(ctx, name, sec)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name))
 		}
 		ca, valid := validCA(sec)
 		if !valid {
 			// Its component reports the Secret (InvalidCertificate); nothing to import.
-			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-				fmt.Sprintf("Waiting for a valid CA in Secret %s before importing it into the Controller.", name)), nil
+			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+				fmt.Sprintf("Waiting for a valid CA in Secret %s before importing it into the Controller.", name))
 		}
 		if _, checked := s.caChecks[name]; !checked && !s.recordedCA(name, ca.CertPEM) {
-			return requeue(requeueRegistration, datasancev3.ReasonProgressing,
-				fmt.Sprintf("Waiting for CA Secret %s to be compared with the Controller's copy.", name)), nil
+			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+				fmt.Sprintf("Waiting for CA Secret %s to be compared with the Controller's copy.", name))
 		}
-		if res, err := agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil || !res.isContinue() {
-			return res, err
+		if err := agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil {
+			return err
 		}
 	}
-	return proceed(), nil
+	return nil
 }
 
 // validCA is the CA Secret sec holds, and whether it holds a valid one.

@@ -13,6 +13,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -29,8 +30,8 @@ func (e *notSignedError) Error() string {
 
 // ensureCertificates is the one lookup-or-generate path of every TLS Secret the ControlPlane
 // issues (router and NATS, CAs and leaves; docs/controlplane.md#tls). certs lists CAs
-// before the leaves they sign. It returns the data of every Secret, by name, or a result that
-// stops the component before any leaf is issued.
+// before the leaves they sign. It returns the data of every Secret, by name, or the wait or failure
+// that stops the component before any leaf is issued.
 //
 //   - A CA Secret that exists, brought by the user, generated or restored earlier, is parsed
 //     and never written; before a leaf is issued under it, the Controller's copy must hold the
@@ -47,38 +48,38 @@ func (e *notSignedError) Error() string {
 // Warning Event per cause (badCertificate). A stale cache never makes it overwrite a Secret:
 // creates are Create (AlreadyExists) and renewals carry the resourceVersion read (Conflict); both
 // are a short requeue.
-func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, result, error) {
+func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(certs))
 	cas := make(map[string]*pki.KeyPair, 2)
 	for _, c := range certs {
 		live := &corev1.Secret{}
 		found, err := s.getExisting(ctx, c.Name, live)
 		if err != nil {
-			return nil, result{}, err
+			return nil, err
 		}
 		if c.IsCA() {
-			ca, secretData, res, err := ensureCA(ctx, s, component, c, live, found)
-			if err != nil || !res.isContinue() {
+			ca, secretData, err := ensureCA(ctx, s, component, c, live, found)
+			if err != nil {
 				if err != nil {
-					res, err = requeueIfStale(err)
+					err = requeueIfStale(err)
 				}
-				return nil, res, err
+				return nil, err
 			}
 			cas[c.Name], data[c.Name] = ca, secretData
 			continue
 		}
 		ca, ok := cas[c.CAName]
 		if !ok {
-			return nil, result{}, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
+			return nil, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
 		}
 		secretData, err := ensureLeaf(ctx, s, component, c, ca, live, found)
 		if err != nil {
-			res, err := requeueIfStale(err)
-			return nil, res, err
+			err := requeueIfStale(err)
+			return nil, err
 		}
 		data[c.Name] = secretData
 	}
-	return data, proceed(), nil
+	return data, nil
 }
 
 // ensureCA returns the CA of Secret c.Name once the Controller's copy agrees with it: the
@@ -86,45 +87,45 @@ func ensureCertificates(ctx context.Context, s *scope, component string, certs [
 // Controller's copy when the Secret is missing (restored), or a new CA when neither exists
 // (generated, created, imported). A CA Secret an earlier version created owned is released,
 // so that deleting the ControlPlane keeps it.
-func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, result, error) {
+func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
 	if found {
 		ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 		if err != nil {
-			return nil, nil, result{}, s.badCertificate(component, c.Name, true, err)
+			return nil, nil, s.badCertificate(component, c.Name, true, err)
 		}
 		if err := releaseDataStore(ctx, s, component, live); err != nil {
-			return nil, nil, result{}, err
+			return nil, nil, err
 		}
-		if res, err := agreeOnCA(ctx, s, component, live, ca, false); err != nil || !res.isContinue() {
-			return nil, nil, res, err
+		if err := agreeOnCA(ctx, s, component, live, ca, false); err != nil {
+			return nil, nil, err
 		}
-		return ca, live.Data, proceed(), nil
+		return ca, live.Data, nil
 	}
-	restored, res, err := missingCA(ctx, s, component, c)
+	restored, err := missingCA(ctx, s, component, c)
 	switch {
-	case err != nil || !res.isContinue():
-		return nil, nil, res, err
+	case err != nil:
+		return nil, nil, err
 	case restored != nil:
-		return restored, pki.SecretData(restored, nil), proceed(), nil
+		return restored, pki.SecretData(restored, nil), nil
 	}
 	ca, err := pki.GenerateCA(c.CommonName, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
 	if err != nil {
-		return nil, nil, result{}, fmt.Errorf("generate CA %s: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("generate CA %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(ca, nil)
 	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
-		return nil, nil, result{}, err
+		return nil, nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created CA", "secret", c.Name)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
-	cs, res, err := s.controllerSession(ctx)
-	if err == nil && res.isContinue() {
-		res, err = importCA(ctx, s, cs, c.Name, ca)
+	cs, err := s.controllerSession(ctx)
+	if err == nil {
+		err = importCA(ctx, s, cs, c.Name, ca)
 	}
-	if err != nil || !res.isContinue() {
-		return nil, nil, res, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return ca, secretData, proceed(), nil
+	return ca, secretData, nil
 }
 
 // ensureLeaf returns the data of leaf Secret c.Name after issuing or renewing it as needed.
@@ -173,7 +174,7 @@ func issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSS
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			err = fmt.Errorf("renew Secret %s: %w", c.Name, errCacheStale)
 		} else if err != nil {
-			err = withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("renew Secret %s: %w", c.Name, err))
+			err = outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("renew Secret %s: %w", c.Name, err))
 		}
 	}
 	if err != nil {
@@ -205,7 +206,7 @@ func renewalCause(r pki.RenewalReason) string {
 // Warning Event once per cause (warnOnce).
 func (s *scope) badCertificate(component, secret string, isCA bool, err error) error {
 	bad := invalidCertificate(secret, isCA, err)
-	s.warnOnce(component, datasancev3.ReasonInvalidCertificate, stripTerminal(bad).Error())
+	s.warnOnce(component, datasancev3.ReasonInvalidCertificate, bad.Error())
 	return bad
 }
 
@@ -238,7 +239,7 @@ func invalidCertificate(secret string, isCA bool, err error) error {
 	case errors.Is(err, pki.ErrUnsupportedKey):
 		kind = "holds a key that is not an unencrypted RSA key"
 	}
-	return terminal(datasancev3.ReasonInvalidCertificate, fmt.Errorf("%s %s %s: fix or delete it", what, secret, kind))
+	return outcome.Stop(datasancev3.ReasonInvalidCertificate, fmt.Errorf("%s %s %s: fix or delete it", what, secret, kind))
 }
 
 // renewBy notes that a certificate falls due at t: the scope keeps the earliest such time.

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -77,10 +78,13 @@ var components = []component{
 }
 
 // Reconcile is the entry point for one ControlPlane: read it, run a pass, and persist status
-// (and the registration annotation) once, in the deferred patch.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+// (and the registration annotation) once, at the end. The pass ends with nil, a requeue of a ready
+// ControlPlane, or an internal/outcome error, which outcome.Result turns into what
+// controller-runtime reads.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.Options.OnPass != nil {
-		defer r.Options.OnPass(req.NamespacedName) // deferred first: runs after the status patch
+		// After the status patch: a test that waits for a pass sees what it wrote.
+		defer r.Options.OnPass(req.NamespacedName)
 	}
 	cp := &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
@@ -100,17 +104,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	base := cp.DeepCopy()
-	defer func() {
-		// The patch runs on the request context, not the pass's: a pass that ran out of time
-		// still records why.
-		if err := r.patchControlPlane(ctx, base, cp); err != nil {
-			retErr = errors.Join(stripTerminal(retErr), err)
-			res = ctrl.Result{}
-		}
-	}()
 	passCtx, cancel := context.WithTimeout(ctx, r.Options.passTimeout())
-	defer cancel()
-	return r.reconcile(passCtx, cp)
+	res, err := r.reconcile(passCtx, cp)
+	cancel()
+	// The patch runs on the request context, not the pass's: a pass that ran out of time still
+	// records why. A status not written is retried with the backoff, whatever the pass decided.
+	if patchErr := r.patchControlPlane(ctx, base, cp); patchErr != nil {
+		return outcome.Result(outcome.Retry(datasancev3.ReasonApplyFailed, errors.Join(err, patchErr)))
+	}
+	if err != nil {
+		return outcome.Result(err)
+	}
+	return res, nil
 }
 
 // reconcile runs one pass of the state machine (docs/controlplane.md#state-machine) over cp, changing only cp in memory.
@@ -146,7 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 		return ctrl.Result{RequeueAfter: s.untilRenewal(r.Options.controllerVerifyInterval())}, nil
 	}
 	eventType := corev1.EventTypeNormal
-	if o.err != nil {
+	if o.failed() {
 		eventType = corev1.EventTypeWarning
 	}
 	if state == datasancev3.ConditionReady && r.failingTooLong(cp) {
@@ -154,38 +159,38 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 		r.recordState(cp, datasancev3.ConditionDeploying, o.reason, o.message, corev1.EventTypeWarning)
 		log.Info("ControlPlane left ready: its passes fail for longer than the grace period", "reason", o.reason,
 			"failingSince", cp.Status.FailingSince.Time, "gracePeriod", r.Options.readyGracePeriod())
-		return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+		return ctrl.Result{}, o.err
 	}
 	if s.announced[o.message] {
 		// The component emitted this failure's Event itself (once per cause).
 		setState(cp, state, o.reason, o.message)
-		return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+		return ctrl.Result{}, o.err
 	}
 	r.recordState(cp, state, o.reason, o.message, eventType)
-	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.err
+	return ctrl.Result{}, o.err
 }
 
 // runPass takes the workloads over from the Datasance operator where it left some (takeOver,
 // which ends the pass while it waits or refuses), then runs the components and combines them.
 func runPass(ctx context.Context, s *scope) passOutcome {
 	log := ctrl.LoggerFrom(ctx)
-	if res, err := takeOver(ctx, s); err != nil || !res.isContinue() {
-		if err != nil {
+	if err := takeOver(ctx, s); err != nil {
+		if !outcome.IsWait(err) {
 			log.V(1).Info("Taking over failed", "reason", reasonOf(err), "error", err.Error())
 		}
-		return combine([]componentOutcome{{res: res, err: err}})
+		return combine([]error{err})
 	}
-	outs := make([]componentOutcome, 0, len(components))
+	errs := make([]error, 0, len(components))
 	for _, c := range components {
-		res, err := c.run(ctx, s)
-		setComponentStatus(c.status(&s.cp.Status), res, err)
-		outs = append(outs, componentOutcome{res: res, err: err})
-		observeComponent(s.cp, c.name, res, err)
-		if err != nil {
+		err := c.run(ctx, s)
+		setComponentStatus(c.status(&s.cp.Status), err)
+		errs = append(errs, err)
+		observeComponent(s.cp, c.name, err)
+		if err != nil && !outcome.IsWait(err) {
 			log.V(1).Info("Component failed", "component", c.name, "reason", reasonOf(err), "error", err.Error())
 		}
 	}
-	return combine(outs)
+	return combine(errs)
 }
 
 // failingTooLong records when the passes of a ready ControlPlane started failing (the first

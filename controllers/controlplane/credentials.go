@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // resolvedCredentials is the outcome of reading the credential references of one pass.
@@ -57,7 +58,7 @@ func resolveCredentials(ctx context.Context, s *scope) (*datasancev3.ControlPlan
 			if optional {
 				continue
 			}
-			return nil, terminal(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+			return nil, outcome.Stop(datasancev3.ReasonSecretNotFound, fmt.Errorf(
 				"secret %s (%s) not found in namespace %s", r.Ref.Name, r.Field, s.namespace()))
 		}
 		value, ok := sec.Data[r.Ref.Key]
@@ -65,7 +66,7 @@ func resolveCredentials(ctx context.Context, s *scope) (*datasancev3.ControlPlan
 			if optional {
 				continue
 			}
-			return nil, terminal(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
+			return nil, outcome.Stop(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
 				"secret %s has no key %q (%s)", r.Ref.Name, r.Ref.Key, r.Field))
 		}
 		values[r.Field] = string(value)

@@ -7,17 +7,19 @@
 // # Shape
 //
 // Reconcile reads the ControlPlane, runs one pass and persists what the pass changed in a single
-// deferred patch (status subresource, plus the registration annotation below). A pass runs the
-// components router, NATS and controller — each a func(ctx, *scope) (result, error) listed in
-// components — and combines them: any error → the errors joined (terminal only when every failure
-// needs a user change); otherwise any requeue → the shortest requested delay (a long wait of one
-// component never hides another's short poll), reported as the longest wait; otherwise all
-// continue → ready. The components run one after the other: every step is at most
+// patch at its end (status subresource, plus the registration annotation below). A pass runs the
+// components router, NATS and controller — each a func(ctx, *scope) error listed in components,
+// ending in the vocabulary of internal/outcome (nil: done; outcome.Wait; outcome.Retry;
+// outcome.Stop) — and combines them (result.go): any failure → the failures joined (terminal only
+// when every failure needs a user change); otherwise any wait → the shortest requested delay (a
+// long wait of one component never hides another's short poll), reported as the longest wait;
+// otherwise all done → ready. outcome.Result turns the combination into what Reconcile returns,
+// as the KubeOperaApp reconciler does with its pass's error. The components run one after the other: every step is at most
 // one API call bounded by a timeout, so goroutines would only add shared state (upstream's
 // limitation 13). Isolation between ControlPlanes comes from the workqueue instead: Options.
 // MaxConcurrentReconciles workers (flag --controlplane-max-concurrent-reconciles, default 4), and
 // every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
-// min; the deferred status patch runs on the request context, so a pass that ran out of time still
+// min; the status patch runs on the request context, so a pass that ran out of time still
 // records why). The router, NATS and controller components share one Controller session per
 // pass (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
@@ -105,19 +107,20 @@
 //
 // # Requeues and errors
 //
-// Waiting is a requeue with a named delay; the condition message of a wait is stable for its
+// Waiting is an outcome.Wait with a named delay; the condition message of a wait is stable for its
 // cause (the URL and iofog.Cause: "connection reset", "timeout", "HTTP 503 Error"), never the raw
 // error with its ephemeral ports, which goes to the log: a Controller that is down costs one
 // GET /status per 3 s and no ControlPlane write. The delays: requeueLoadBalancer (10 s, a LoadBalancer Service or
 // the controller Ingress has no address), requeueDeploymentCreated (5 s after the Controller
 // Deployment is created), requeueControllerStatus (3 s, GET /status failed),
 // requeueRegistration (10 s, a router/hub/CA registration failed transiently). A failure that
-// retrying can fix (Controller API down, 5xx, garbage, timeouts: iofog.IsRetryable) is a requeue
-// with a reason; other Controller API failures and Kubernetes API failures are errors (backoff).
+// retrying can fix (Controller API down, 5xx, garbage, timeouts: iofog.IsRetryable) is a wait
+// with a reason; other Controller API failures and Kubernetes API failures are outcome.Retry
+// errors or unclassified errors (backoff).
 // Input that the API server cannot reject is a reason plus an error: a missing referenced Secret
 // is SecretNotFound (retried: the Secret may be created later, and the Secret watch notices it);
 // a bring-your-own CA or leaf that cannot be used is InvalidCertificate with one Warning Event per
-// cause and a reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is
+// cause and an outcome.Stop, returned as a reconcile.TerminalError (the Secret watch brings the ControlPlane back when it is
 // fixed; certificates.go, docs/controlplane.md#tls).
 //
 // Differences from the upstream steps (docs/controlplane.md#controller-reconcile-steps) worth knowing: what to register (router host and ports, NATS hub,

@@ -17,6 +17,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // reconcileIoFogController is the Controller component (docs/controlplane.md#controller-reconcile-steps): bootstrap password, RBAC,
@@ -26,77 +27,77 @@ import (
 // pod template: a changed Secret rolls the pods when the Deployment is applied. Pods the
 // Datasance operator's Deployment left are handed over after the registration (takeover.go); on
 // SQLite they are stopped before this operator's Deployment is created.
-func reconcileIoFogController(ctx context.Context, s *scope) (result, error) {
+func reconcileIoFogController(ctx context.Context, s *scope) error {
 	// Every credential reference is resolved before anything of the Controller is written: a
 	// missing Secret or key writes nothing (no half-resolved credential Secrets).
 	resolved, err := s.credentials(ctx)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	identity := resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName)
 	if err := applyWorkloadIdentity(ctx, s, identity, resources.ControllerRules(s.spec)); err != nil {
-		return result{}, err
+		return err
 	}
 	if err := allowImageUser(ctx, s, identity); err != nil {
-		return result{}, err
+		return err
 	}
 	creds := resources.ControllerCredentials(resolved, bootstrapPassword(resolved))
 	if err := applyCredentialSecrets(ctx, s, creds); err != nil {
-		return result{}, err
+		return err
 	}
 	svc := &corev1.Service{}
 	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentController, resources.ControllerService(s.cp)), svc, corev1ac.ExtractService); err != nil {
-		return result{}, err
+		return err
 	}
 	if err := applyIoFogControllerIngress(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
 
 	lbAddress := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress)
 	urls, wait := resources.ResolveControllerURLs(s.spec, lbAddress)
 	s.cp.Status.Controller.PublicURL, s.cp.Status.Controller.ConsoleURL = urls.PublicURL, urls.ConsoleURL
 	if wait {
-		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
-			"Waiting for a LoadBalancer address of Service controller to derive the public URL."), nil
+		return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
+			"Waiting for a LoadBalancer address of Service controller to derive the public URL.")
 	}
 	s.updateConsoleClientURLs(ctx, urls)
 
 	if s.handover(resources.ComponentController) != nil && s.spec.UsesSQLite() {
 		if found, err := s.getExisting(ctx, resources.ControllerName, &appsv1.Deployment{}); err != nil || !found {
 			if err != nil {
-				return result{}, err
+				return err
 			}
 			return retireBeforeStarting(ctx, s, resources.ComponentController, resources.ControllerName)
 		}
 	}
 	live, changed, err := applyIoFogControllerDeployment(ctx, s, urls, creds)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	if err := applyDisruptionBudget(ctx, s, resources.ComponentController, resources.ControllerName, resources.ControllerReplicated(s.spec)); err != nil {
-		return result{}, err
+		return err
 	}
 	if live.UID == "" {
-		return requeue(requeueDeploymentCreated, datasancev3.ReasonWaitingForDeployment,
-			"Deployment controller was created; waiting for the Controller to start."), nil
+		return outcome.Wait(datasancev3.ReasonWaitingForDeployment, requeueDeploymentCreated,
+			"Deployment controller was created; waiting for the Controller to start.")
 	}
-	handoverRes, err := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
-	if err != nil {
-		return result{}, err
+	// A handover under way is a wait that says what the component waits for; the registration
+	// goes ahead meanwhile, and a failure or wait of its own wins over it.
+	handoverWait := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
+	if handoverWait != nil && !outcome.IsWait(handoverWait) {
+		return handoverWait
 	}
 	if s.handover(resources.ComponentController) == nil {
 		// The REST API answers only once a pod runs: until then the component says what the pods
 		// report instead of a connection error.
-		if res, err := awaitDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed); err != nil || !res.isContinue() {
-			return res, err
+		if err := awaitDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed); err != nil {
+			return err
 		}
 	}
-	res, err := registerWithIoFogController(ctx, s, lbAddress)
-	if err != nil || handoverRes.isContinue() {
-		return res, err
+	if err := registerWithIoFogController(ctx, s, lbAddress); err != nil {
+		return err
 	}
-	// A handover under way says what the component waits for (registration waits for it too).
-	return handoverRes, nil
+	return handoverWait
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
@@ -204,7 +205,7 @@ func refuseLegacySQLiteMount(s *scope, live *appsv1.Deployment) error {
 		return nil
 	}
 	if mount := resources.LegacySQLiteMount(live); mount != "" {
-		return terminal(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, live, mount)))
+		return outcome.Stop(datasancev3.ReasonSQLiteDatabaseAtRisk, errors.New(resources.SQLiteMountChange(s.cp, live, mount)))
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
 
@@ -48,61 +49,61 @@ func (g registration) hash() string {
 // Controller process not seen before (a restarted or new pod; any pod may answer) is asked
 // whether it still holds the registration (readBackRegistration), and only a Controller that
 // lost it is registered again.
-func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) (result, error) {
-	reg, res, err := desiredRegistration(ctx, s)
-	if err != nil || !res.isContinue() {
-		return res, err
+func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) error {
+	reg, err := desiredRegistration(ctx, s)
+	if err != nil {
+		return err
 	}
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
 		// A CA Secret that changed was compared with the Controller's copy by its component.
 		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
-			return proceed(), nil
+			return nil
 		}
-		cs, res, err := s.controllerStatus(ctx)
-		if err != nil || !res.isContinue() {
-			return res, err
+		cs, err := s.controllerStatus(ctx)
+		if err != nil {
+			return err
 		}
 		if s.r.registered.knownProcess(s.cp, cs.status, s.now) {
-			return proceed(), nil
+			return nil
 		}
-		held, res, err := readBackRegistration(ctx, s, reg)
-		if err != nil || !res.isContinue() {
-			return res, err
+		held, err := readBackRegistration(ctx, s, reg)
+		if err != nil {
+			return err
 		}
 		if held {
 			s.r.registered.record(s.cp, cs.status, s.now)
-			return proceed(), nil
+			return nil
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller lost the registration (a process restarted on an empty database); registering again",
 			"uptimeSec", cs.status.UptimeSec)
 	}
 
-	cs, res, err := s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
-		return res, err
+	cs, err := s.controllerSession(ctx)
+	if err != nil {
+		return err
 	}
-	if res, err := register(ctx, s, cs, reg); err != nil || !res.isContinue() {
+	if err := register(ctx, s, cs, reg); err != nil {
 		// A registration that stopped part-way leaves the Controller holding some of reg: the
 		// annotation no longer claims all of it, so the next pass registers in full and meets
 		// the same failure, instead of a read-back that compares the router and hub only.
 		delete(s.cp.Annotations, resources.AnnotationRegistration)
-		return res, err
+		return err
 	}
-	if res, err := checkExternalReachability(ctx, s, lbAddress); err != nil || !res.isContinue() {
-		return res, err
+	if err := checkExternalReachability(ctx, s, lbAddress); err != nil {
+		return err
 	}
 	if s.cp.Annotations == nil {
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[resources.AnnotationRegistration] = hash
 	s.r.registered.record(s.cp, cs.status, s.now)
-	return proceed(), nil
+	return nil
 }
 
 // register tells the Controller reg: PUT /router, PUT /nats/hub (NATS only) and the CA step
 // (importCAs).
-func register(ctx context.Context, s *scope, cs *controllerSession, reg registration) (result, error) {
+func register(ctx context.Context, s *scope, cs *controllerSession, reg registration) error {
 	if err := cs.api.PutDefaultRouter(ctx, reg.Router); err != nil {
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
@@ -119,45 +120,43 @@ func register(ctx context.Context, s *scope, cs *controllerSession, reg registra
 // are not echoed). A 404 means it does not. The CAs are not read: they live in the same
 // database, and a Controller that lost it lost the router too. Costs a login, once per
 // Controller process (registrations).
-func readBackRegistration(ctx context.Context, s *scope, reg registration) (bool, result, error) {
-	cs, res, err := s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
-		return false, res, err
+func readBackRegistration(ctx context.Context, s *scope, reg registration) (bool, error) {
+	cs, err := s.controllerSession(ctx)
+	if err != nil {
+		return false, err
 	}
 	router, err := cs.api.GetDefaultRouter(ctx)
 	if errors.Is(err, iofog.ErrNotFound) {
-		return false, proceed(), nil
+		return false, nil
 	}
 	if err != nil {
-		res, err := registrationFailure(ctx, err, cs.loginRejected)
-		return false, res, err
+		return false, registrationFailure(ctx, err, cs.loginRejected)
 	}
 	if *router != reg.Router {
-		return false, proceed(), nil
+		return false, nil
 	}
 	if reg.Hub == nil {
-		return true, proceed(), nil
+		return true, nil
 	}
 	hub, err := cs.api.GetNatsHub(ctx)
 	if errors.Is(err, iofog.ErrNotFound) {
-		return false, proceed(), nil
+		return false, nil
 	}
 	if err != nil {
-		res, err := registrationFailure(ctx, err, cs.loginRejected)
-		return false, res, err
+		return false, registrationFailure(ctx, err, cs.loginRejected)
 	}
 	want := *reg.Hub
 	want.JsStorageSize, want.JsMemoryStoreSize = "", ""
-	return *hub == want, proceed(), nil
+	return *hub == want, nil
 }
 
 // desiredRegistration computes what to register: the default router (docs/controlplane.md#router-registration), the NATS hub
 // (NATS only, docs/controlplane.md#hub-registration-and-ca-import) and the CAs to import. It requeues while the router LoadBalancer has no
 // address, and fails when a non-LoadBalancer router has no ingress address.
-func desiredRegistration(ctx context.Context, s *scope) (registration, result, error) {
-	host, res, err := s.routerAddress(ctx)
-	if err != nil || !res.isContinue() {
-		return registration{}, res, err
+func desiredRegistration(ctx context.Context, s *scope) (registration, error) {
+	host, err := s.routerAddress(ctx)
+	if err != nil {
+		return registration{}, err
 	}
 	reg := registration{
 		BaseURL: internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp),
@@ -165,14 +164,14 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 		CAs:     append([]string(nil), resources.RouterCASecretNames...),
 	}
 	if s.natsEnabled() {
-		hub, res, err := natsHubRegistration(ctx, s)
-		if err != nil || !res.isContinue() {
-			return registration{}, res, err
+		hub, err := natsHubRegistration(ctx, s)
+		if err != nil {
+			return registration{}, err
 		}
 		reg.Hub = hub
 		reg.CAs = append(reg.CAs, resources.NatsCASecretNames()...)
 	}
-	return reg, proceed(), nil
+	return reg, nil
 }
 
 // login authenticates the client (docs/controlplane.md#login): the bootstrap user at POST /user/login in embedded
@@ -185,15 +184,14 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, result, e
 // loginRetryInterval, as long as fewer than maxRejectedLogins logins in a row were rejected;
 // after that it is terminal until the credentials change (spec or the referenced Secret, both
 // watched). Changed credentials are tried once, at once.
-func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, res result, err error) {
+func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, err error) {
 	key, err := rolloutKey(ctx, s)
 	if err != nil {
-		return false, result{}, err
+		return false, err
 	}
 	creds := credentialsFingerprint(key, s.spec, resolved)
 	if wait, held := s.r.logins.held(s.cp, creds, s.now); held {
-		refused, refusedErr := loginRefused(wait)
-		return false, refused, refusedErr
+		return false, loginRefused(wait)
 	}
 	var token string
 	switch s.spec.Auth.Mode {
@@ -217,31 +215,27 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 	case err == nil:
 		s.r.logins.succeeded(s.cp)
 		api.SetToken(token)
-		return false, proceed(), nil
+		return false, nil
 	case errors.Is(err, iofog.ErrInvalidCredentials):
 		n := s.r.logins.rejected(s.cp, creds, s.now)
 		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; not logging in again until they change",
 			"mode", s.spec.Auth.Mode, "rejectedInARow", n)
 		wait, _ := s.r.logins.held(s.cp, creds, s.now)
-		refused, refusedErr := loginRefused(wait)
-		msg := refused.message
-		if refusedErr != nil {
-			msg = stripTerminal(refusedErr).Error()
-		}
+		refused := loginRefused(wait)
 		// One Warning Event per rejected login (at most maxRejectedLogins in a row), not per pass.
-		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, msg)
-		s.announce(msg)
-		return true, refused, refusedErr
+		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, refused.Error())
+		s.announce(refused.Error())
+		return true, refused
 	case s.spec.Auth.Mode == datasancev3.AuthModeExternal && isCertificateMismatch(err):
-		return false, result{}, identityProviderCertificateInvalid(s.spec.Auth.IssuerURL, err)
+		return false, identityProviderCertificateInvalid(s.spec.Auth.IssuerURL, err)
 	case iofog.IsRetryable(err):
 		ctrl.LoggerFrom(ctx).Info("Logging in to the Controller failed", "cause", iofog.Cause(err), "error", err.Error())
 		// The Controller did not answer the login properly (down, 5xx, garbage, timeout): it is
 		// unavailable, which retrying fixes; LoginFailed is kept for credentials a person must fix.
-		return false, requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
-			fmt.Sprintf("Logging in to the Controller failed (%s).", iofog.Cause(err))), nil
+		return false, outcome.Wait(datasancev3.ReasonControllerUnavailable, requeueControllerStatus,
+			fmt.Sprintf("Logging in to the Controller failed (%s).", iofog.Cause(err)))
 	default:
-		return false, result{}, withReason(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
+		return false, outcome.Retry(datasancev3.ReasonLoginFailed, fmt.Errorf("log in to the Controller: %w", err))
 	}
 }
 
@@ -261,25 +255,25 @@ func identityProviderCertificateInvalid(issuer string, err error) error {
 		names = strings.Join(m.Names, ", ")
 	}
 	if m.UnknownAuthority {
-		return withReason(datasancev3.ReasonLoginFailed, fmt.Errorf(
+		return outcome.Retry(datasancev3.ReasonLoginFailed, fmt.Errorf(
 			"the identity provider's certificate at %s (names: %s) is not signed by a trusted CA: reference its CA with spec.auth.caSecretRef",
 			issuer, names))
 	}
-	return withReason(datasancev3.ReasonLoginFailed, fmt.Errorf(
+	return outcome.Retry(datasancev3.ReasonLoginFailed, fmt.Errorf(
 		"the identity provider's certificate at %s does not cover %s (names: %s)", issuer, m.Host, names))
 }
 
 // loginRefused is the outcome of a pass whose credentials the Controller rejected: a requeue
 // with reason LoginFailed until the next slow retry (wait), or, when no retry is left (wait 0), a
 // terminal LoginFailed error. The message is the same for every pass of one state.
-func loginRefused(wait time.Duration) (result, error) {
+func loginRefused(wait time.Duration) error {
 	if wait > 0 {
-		return requeue(wait, datasancev3.ReasonLoginFailed, fmt.Sprintf(
+		return outcome.Wait(datasancev3.ReasonLoginFailed, wait, fmt.Sprintf(
 			"The Controller rejected the operator's credentials (invalid credentials): fix spec.auth or the Secret it references; "+
 				"until they change the operator logs in again only every %s, at most %d times in a row.",
-			loginRetryInterval, maxRejectedLogins)), nil
+			loginRetryInterval, maxRejectedLogins))
 	}
-	return result{}, terminal(datasancev3.ReasonLoginFailed, fmt.Errorf(
+	return outcome.Stop(datasancev3.ReasonLoginFailed, fmt.Errorf(
 		"the Controller rejected the operator's credentials (invalid credentials) %d times in a row: fix spec.auth or the Secret it references; "+
 			"the operator does not log in again until they change (the Controller locks the account after 5 failures)", maxRejectedLogins))
 }
@@ -288,11 +282,11 @@ func loginRefused(wait time.Duration) (result, error) {
 // rejected → LoginFailed error; transient (Controller down, 5xx, garbage, timeout) → requeue
 // after requeueRegistration with a message stable for the cause (the detail is logged);
 // otherwise a RegistrationFailed error.
-func registrationFailure(ctx context.Context, err error, loginRejected bool) (result, error) {
+func registrationFailure(ctx context.Context, err error, loginRejected bool) error {
 	var apiErr *iofog.APIError
 	if loginRejected && errors.As(err, &apiErr) &&
 		(apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden) {
-		return result{}, withReason(datasancev3.ReasonLoginFailed,
+		return outcome.Retry(datasancev3.ReasonLoginFailed,
 			fmt.Errorf("the Controller rejected the operator's credentials (invalid credentials): %w", err))
 	}
 	if iofog.IsRetryable(err) {
@@ -301,10 +295,10 @@ func registrationFailure(ctx context.Context, err error, loginRejected bool) (re
 		if errors.As(err, &apiErr) {
 			what = apiErr.Method + " " + apiErr.Path
 		}
-		return requeue(requeueRegistration, datasancev3.ReasonRegistrationFailed,
-			fmt.Sprintf("Registering with the Controller failed: %s (%s).", what, iofog.Cause(err))), nil
+		return outcome.Wait(datasancev3.ReasonRegistrationFailed, requeueRegistration,
+			fmt.Sprintf("Registering with the Controller failed: %s (%s).", what, iofog.Cause(err)))
 	}
-	return result{}, withReason(datasancev3.ReasonRegistrationFailed, err)
+	return outcome.Retry(datasancev3.ReasonRegistrationFailed, err)
 }
 
 // checkExternalReachability is docs/controlplane.md#controller-reconcile-steps step 6: a LoadBalancer Controller must answer GET /status
@@ -313,12 +307,12 @@ func registrationFailure(ctx context.Context, err error, loginRejected bool) (re
 // verifies the certificate, with the ControlPlane's trust, against the name external clients use:
 // the host of the public URL (spec.controller.publicUrl, or the LoadBalancer address when the URL
 // is derived from it). A certificate that does not cover that name is ControllerCertificateInvalid.
-func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) (result, error) {
+func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) error {
 	switch {
 	case datasancev3.ServiceType(s.spec.Services.Controller) == corev1.ServiceTypeLoadBalancer:
 		if lbAddress == "" {
-			return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
-				"Waiting for a LoadBalancer address of Service controller."), nil
+			return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
+				"Waiting for a LoadBalancer address of Service controller.")
 		}
 		ep := ControllerEndpoint{BaseURL: resources.ControllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(resources.ControllerAPIPort))}
 		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
@@ -326,7 +320,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 		api, err := s.controllerClient(ctx, ep)
 		if err != nil {
-			return result{}, err
+			return err
 		}
 		if _, err := api.Status(ctx); err != nil {
 			return s.controllerCallFailed(ctx, err, ep.BaseURL, ep.ServerNames,
@@ -336,14 +330,14 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		ing := &networkingv1.Ingress{}
 		found, err := s.getExisting(ctx, resources.ControllerName, ing)
 		if err != nil {
-			return result{}, err
+			return err
 		}
 		if !found || len(ing.Status.LoadBalancer.Ingress) == 0 {
-			return requeue(requeueLoadBalancer, datasancev3.ReasonIngressNotReady,
-				"No LoadBalancer ingress found for Ingress resource controller yet."), nil
+			return outcome.Wait(datasancev3.ReasonIngressNotReady, requeueLoadBalancer,
+				"No LoadBalancer ingress found for Ingress resource controller yet.")
 		}
 	}
-	return proceed(), nil
+	return nil
 }
 
 // routerRegistration is the PUT /router body (docs/controlplane.md#router-registration): the fixed listener ports on the

@@ -10,6 +10,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // rolloutKey returns the key of the credentials hash: Secret controller-rollout-key, created once
@@ -25,7 +26,7 @@ func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
 		return key, nil
 	}
 	if found {
-		return nil, withReason(datasancev3.ReasonInvalidConfiguration,
+		return nil, outcome.Retry(datasancev3.ReasonInvalidConfiguration,
 			fmt.Errorf("secret %s holds no %d-byte key; delete it to have a new one generated", resources.RolloutKeySecretName, resources.RolloutKeyBytes))
 	}
 	key := make([]byte, resources.RolloutKeyBytes)

@@ -25,6 +25,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -37,13 +38,12 @@ type controllerSession struct {
 	baseURL string
 	// status is the answer of GET /status; boot is the Controller process start it implies.
 	status *iofog.ControllerStatus
-	// opened: the client exists and /status answered (or failed: openRes/openErr).
-	opened           bool
-	openRes          result
-	openErr          error
-	loggedIn         bool
-	loginRejected    bool
-	loginRes         result
+	// opened: the client exists and /status answered (or did not: openErr).
+	opened        bool
+	openErr       error
+	loggedIn      bool
+	loginRejected bool
+	// loginErr is the login's outcome for every component that asks (nil: logged in).
 	loginErr         error
 	closeConnections []func()
 }
@@ -51,10 +51,10 @@ type controllerSession struct {
 // controllerStatus returns the pass's Controller client after a successful GET /status, creating
 // it on first use. Failures are a requeue (Controller unavailable, 3 s) or an error (certificate
 // invalid, bad trust input).
-func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, result, error) {
+func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, error) {
 	cs := &s.session
 	if cs.opened {
-		return cs, cs.openRes, cs.openErr
+		return cs, cs.openErr
 	}
 	cs.opened = true
 	cs.baseURL = internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp)
@@ -63,23 +63,23 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 	idpCAs, err := identityProviderTrust(ctx, s)
 	if err != nil {
 		cs.openErr = err
-		return cs, result{}, err
+		return cs, err
 	}
 	ep.IdentityProviderCAs = idpCAs
 	api, err := s.controllerClient(ctx, ep)
 	if err != nil {
 		cs.openErr = err
-		return cs, result{}, err
+		return cs, err
 	}
 	cs.api = api
 	st, err := api.Status(ctx)
 	if err != nil {
-		cs.openRes, cs.openErr = s.controllerCallFailed(ctx, err, cs.baseURL, names,
+		cs.openErr = s.controllerCallFailed(ctx, err, cs.baseURL, names,
 			fmt.Sprintf("The Controller API at %s is not available", cs.baseURL))
-		return cs, cs.openRes, cs.openErr
+		return cs, cs.openErr
 	}
 	cs.status = st
-	return cs, proceed(), nil
+	return cs, nil
 }
 
 // controllerSession returns the pass's Controller client after GET /status and the login (spec
@@ -87,26 +87,26 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, resul
 // result is login's LoginFailed requeue (or terminal error) for every component that asks, so
 // nothing is called without a token, no CA is compared or imported, and the login gate
 // (docs/controlplane.md#login-lockout) decides when the next login is tried.
-func (s *scope) controllerSession(ctx context.Context) (*controllerSession, result, error) {
-	cs, res, err := s.controllerStatus(ctx)
-	if err != nil || !res.isContinue() {
-		return cs, res, err
+func (s *scope) controllerSession(ctx context.Context) (*controllerSession, error) {
+	cs, err := s.controllerStatus(ctx)
+	if err != nil {
+		return cs, err
 	}
 	if cs.loggedIn {
-		return cs, cs.loginRes, cs.loginErr
+		return cs, cs.loginErr
 	}
 	cs.loggedIn = true
-	if res := s.awaitOwnController(); !res.isContinue() {
-		cs.loginRes = res
-		return cs, res, nil
+	if err := s.awaitOwnController(); err != nil {
+		cs.loginErr = err
+		return cs, err
 	}
 	resolved, err := s.credentials(ctx)
 	if err != nil {
 		cs.loginErr = err
-		return cs, result{}, err
+		return cs, err
 	}
-	cs.loginRejected, cs.loginRes, cs.loginErr = login(ctx, s, cs.api, resolved)
-	return cs, cs.loginRes, cs.loginErr
+	cs.loginRejected, cs.loginErr = login(ctx, s, cs.api, resolved)
+	return cs, cs.loginErr
 }
 
 // awaitOwnController holds the login while pods of the Datasance operator's Controller may
@@ -116,16 +116,16 @@ func (s *scope) controllerSession(ctx context.Context) (*controllerSession, resu
 // ControlPlane's credentials: counting it would hold every login for loginRetryInterval and
 // bring the account nearer the Controller's lockout. The components poll until the old pods are
 // gone, which the Controller component's handover does without the Controller API.
-func (s *scope) awaitOwnController() result {
+func (s *scope) awaitOwnController() error {
 	h := s.handover(resources.ComponentController)
 	if h == nil || len(h.pods) == 0 {
-		return proceed()
+		return nil
 	}
 	names := make([]string, 0, len(h.pods))
 	for i := range h.pods {
 		names = append(names, h.pods[i].Name)
 	}
-	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
+	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
 		"Not logging in to the Controller while the Datasance operator's Controller pods %s may answer for it; "+
 			"waiting for this operator's Controller.", strings.Join(names, ", ")))
 }
@@ -141,7 +141,7 @@ func (s *scope) controllerClient(ctx context.Context, ep ControllerEndpoint) (Co
 	}
 	api, err := s.r.NewControllerClient(ep)
 	if err != nil {
-		return nil, withReason(datasancev3.ReasonControllerUnavailable, err)
+		return nil, outcome.Retry(datasancev3.ReasonControllerUnavailable, err)
 	}
 	s.session.closeConnections = append(s.session.closeConnections, api.CloseIdleConnections)
 	return api, nil
@@ -170,7 +170,7 @@ func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 		}
 		if ca := sec.Data[pki.CACertKey]; found && len(ca) > 0 {
 			if err := checkPEMCertificates(ca); err != nil {
-				return nil, terminal(datasancev3.ReasonInvalidCertificate,
+				return nil, outcome.Stop(datasancev3.ReasonInvalidCertificate,
 					fmt.Errorf("key %s of controller TLS Secret %s (spec.controller.secretName): %w", pki.CACertKey, name, err))
 			}
 			bundle = append(bundle, ca...)
@@ -214,14 +214,14 @@ func caBundleFromRef(ctx context.Context, s *scope, ref *corev1.SecretKeySelecto
 	case ref.Optional != nil && *ref.Optional:
 		return nil, nil
 	case !found:
-		return nil, terminal(datasancev3.ReasonSecretNotFound, fmt.Errorf(
+		return nil, outcome.Stop(datasancev3.ReasonSecretNotFound, fmt.Errorf(
 			"%s Secret %s (%s) not found in namespace %s", what, ref.Name, field, s.namespace()))
 	default:
-		return nil, terminal(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
+		return nil, outcome.Stop(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
 			"%s Secret %s has no key %q (%s)", what, ref.Name, ref.Key, field))
 	}
 	if err := checkPEMCertificates(value); err != nil {
-		return nil, terminal(datasancev3.ReasonInvalidCertificate,
+		return nil, outcome.Stop(datasancev3.ReasonInvalidCertificate,
 			fmt.Errorf("key %s of %s Secret %s (%s): %w", ref.Key, what, ref.Name, field, err))
 	}
 	return value, nil
@@ -258,9 +258,9 @@ func checkPEMCertificates(data []byte) error {
 // ControllerUnavailable. The condition message is stable for the same cause (iofog.Cause); the
 // full error goes to the log only, so a Controller that is down does not make every pass write
 // a new message.
-func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL string, serverNames []string, what string) (result, error) {
+func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL string, serverNames []string, what string) error {
 	if ctx.Err() != nil {
-		return result{}, fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if m, ok := iofog.AsCertificateMismatch(err); ok {
 		host := strings.Join(serverNames, " or ")
@@ -272,16 +272,16 @@ func (s *scope) controllerCallFailed(ctx context.Context, err error, baseURL str
 			names = strings.Join(m.Names, ", ")
 		}
 		if m.UnknownAuthority {
-			return result{}, withReason(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
+			return outcome.Retry(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
 				"the Controller's certificate at %s (names: %s) is not signed by a trusted CA: put its CA in ca.crt of Secret %q (spec.controller.secretName) or reference it with spec.controller.caSecretRef",
 				baseURL, names, s.spec.Controller.SecretName))
 		}
-		return result{}, withReason(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
+		return outcome.Retry(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
 			"the Controller's certificate at %s does not cover %s (names: %s)", baseURL, host, names))
 	}
 	ctrl.LoggerFrom(ctx).Info("Calling the Controller failed", "url", baseURL, "cause", iofog.Cause(err), "error", err.Error())
-	return requeue(requeueControllerStatus, datasancev3.ReasonControllerUnavailable,
-		fmt.Sprintf("%s (%s).", what, iofog.Cause(err))), nil
+	return outcome.Wait(datasancev3.ReasonControllerUnavailable, requeueControllerStatus,
+		fmt.Sprintf("%s (%s).", what, iofog.Cause(err)))
 }
 
 // internalServerNames are the names the in-cluster call accepts the Controller's certificate for

@@ -11,6 +11,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
 
@@ -20,17 +21,18 @@ import (
 
 // observeComponent records one component's outcome and reason, and for the controller component
 // whether the registration with the Controller is complete (the component finished).
-func observeComponent(cp *datasancev3.ControlPlane, component string, res result, err error) {
-	outcome, reason := metrics.OutcomeContinue, datasancev3.ReasonReconciled
+func observeComponent(cp *datasancev3.ControlPlane, component string, err error) {
+	passResult, reason := metrics.OutcomeContinue, datasancev3.ReasonReconciled
 	switch {
-	case err != nil:
-		outcome, reason = metrics.OutcomeError, reasonOf(err)
-	case !res.isContinue():
-		outcome, reason = metrics.OutcomeRequeue, res.reason
+	case err == nil:
+	case outcome.IsWait(err):
+		passResult, reason = metrics.OutcomeRequeue, reasonOf(err)
+	default:
+		passResult, reason = metrics.OutcomeError, reasonOf(err)
 	}
-	metrics.ObserveComponentPass(cp.Namespace, cp.Name, component, outcome, reason)
+	metrics.ObserveComponentPass(cp.Namespace, cp.Name, component, passResult, reason)
 	if component == resources.ComponentController {
-		metrics.SetRegistered(cp.Namespace, cp.Name, outcome == metrics.OutcomeContinue)
+		metrics.SetRegistered(cp.Namespace, cp.Name, passResult == metrics.OutcomeContinue)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/natsconf"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // reconcileNats is the NATS component (docs/controlplane.md#nats-component), in the order of docs/controlplane.md#nats-pass-order: bootstrap from the
@@ -18,70 +19,71 @@ import (
 // Services; the external address (waiting for a LoadBalancer's); the TLS Secrets; the storage in
 // force, server.conf and the JWT bundle; the StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
 // running parts of an earlier enabled generation (removeNats).
-func reconcileNats(ctx context.Context, s *scope) (result, error) {
+func reconcileNats(ctx context.Context, s *scope) error {
 	if err := emptyLegacyNatsRole(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
 	st := &s.cp.Status.Nats
 	st.Enabled = s.natsEnabled()
 	if !st.Enabled {
 		st.Replicas, st.Address = 0, ""
-		return proceed(), removeNats(ctx, s)
+		return removeNats(ctx, s)
 	}
 	st.Replicas = s.spec.NatsReplicas()
 	if err := resources.CheckNatsMemory(s.spec); err != nil {
-		return result{}, terminal(datasancev3.ReasonInvalidConfiguration, err)
+		return outcome.Stop(datasancev3.ReasonInvalidConfiguration, err)
 	}
 
-	boot, res, err := obtainNatsBootstrap(ctx, s)
-	if err != nil || !res.isContinue() {
-		return res, err
+	boot, err := obtainNatsBootstrap(ctx, s)
+	if err != nil {
+		return err
 	}
 	data, err := observeNatsData(ctx, s)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	jsk, err := ensureNatsJetStreamKey(ctx, s, data)
 	if err != nil {
 		return requeueIfStale(err)
 	}
 	if err := applyNatsAccessAndServices(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
 	address, waiting, err := natsExternalAddress(ctx, s)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	st.Address = address
 	if waiting {
-		return requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
-			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName)), nil
+		return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
+			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName))
 	}
-	_, res, err = ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
-	if err != nil || !res.isContinue() {
-		return res, err
+	_, err = ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	if err != nil {
+		return err
 	}
 	live, err := natsStatefulSet(ctx, s)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	storage := planNatsStorage(s.spec, live, data)
 	restart, err := applyNatsConfig(ctx, s, boot, jsk, address, storage)
 	if err != nil {
 		return requeueIfStale(err)
 	}
-	if res, err := ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil || !res.isContinue() {
-		if err != nil {
-			return requeueIfStale(err)
-		}
-		return res, nil
+	if err := ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil {
+		return requeueIfStale(err)
 	}
-	res, err = applyNatsStatefulSet(ctx, s, live, storage, restart)
-	if err != nil {
-		return result{}, err
+	// The StatefulSet's wait for its pods (awaitStatefulSet) is reported after its disruption
+	// budget is applied: NATS always runs at least two servers.
+	rollout := applyNatsStatefulSet(ctx, s, live, storage, restart)
+	if rollout != nil && !outcome.IsWait(rollout) {
+		return rollout
 	}
-	// NATS always runs at least two servers.
-	return res, applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true)
+	if err := applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true); err != nil {
+		return err
+	}
+	return rollout
 }
 
 // applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,
@@ -123,7 +125,7 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 		FileStore:       storage.serverConfFileStore(),
 	})
 	if err != nil {
-		return natsRestartKeys{}, terminal(datasancev3.ReasonInvalidConfiguration, err)
+		return natsRestartKeys{}, outcome.Stop(datasancev3.ReasonInvalidConfiguration, err)
 	}
 	var keys natsRestartKeys
 	// The file names the key the pods get from its Secret: the restart keys read it from there, so

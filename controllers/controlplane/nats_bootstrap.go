@@ -12,6 +12,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // natsBootstrap is the NATS material the Controller generates (docs/controlplane.md#nats-bootstrap). operatorSeed and creds
@@ -40,20 +41,20 @@ func (b *natsBootstrap) operatorPublicKey() string {
 // earlier pass is used instead, so drift repair does not call the Controller; the Controller is
 // asked again when something of it is missing, or when the Controller holds another NATS
 // operator than the stored one (natsOperatorChanged, docs/controlplane.md#nats-operator-changes).
-func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
+func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
 	var stored *natsBootstrap
 	if s.steady {
 		var err error
 		if stored, err = storedNatsBootstrap(ctx, s); err != nil {
-			return nil, result{}, err
+			return nil, err
 		}
 		if stored != nil && !natsOperatorChanged(ctx, s, stored) {
-			return stored, proceed(), nil
+			return stored, nil
 		}
 	}
-	b, res, err := fetchNatsBootstrap(ctx, s)
-	if err != nil || !res.isContinue() {
-		return nil, res, err
+	b, err := fetchNatsBootstrap(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 	if stored != nil && stored.operatorPublicKey() != b.operatorPublicKey() {
 		ctrl.LoggerFrom(ctx).Info("The Controller's NATS operator changed; the hub follows it",
@@ -64,9 +65,9 @@ func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result,
 			stored.operatorPublicKey(), b.operatorPublicKey(), b.operatorPublicKey()))
 	}
 	if err := storeNatsBootstrap(ctx, s, b); err != nil {
-		return nil, result{}, err
+		return nil, err
 	}
-	return b, proceed(), nil
+	return b, nil
 }
 
 // natsOperatorChanged reports whether the Controller is known to hold another NATS operator than
@@ -91,12 +92,12 @@ func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) b
 	if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
 		return false
 	}
-	cs, res, err := s.controllerStatus(ctx)
-	if err != nil || !res.isContinue() || s.r.registered.seen(s.cp, cs.status) {
+	cs, err := s.controllerStatus(ctx)
+	if err != nil || s.r.registered.seen(s.cp, cs.status) {
 		return false
 	}
-	cs, res, err = s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
+	cs, err = s.controllerSession(ctx)
+	if err != nil {
 		return false
 	}
 	op, err := cs.api.NatsOperator(ctx)
@@ -111,25 +112,25 @@ func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) b
 // fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
 // fails (403 while it is not the Kubernetes control plane, 404 while its NATS Secrets are
 // missing, 5xx), is waited for with a requeue (docs/controlplane.md#nats-pass-order: it retries until the API responds).
-func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, error) {
-	c, res, err := natsControllerClient(ctx, s)
-	if err != nil || !res.isContinue() {
-		return nil, res, err
+func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+	c, err := natsControllerClient(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 	b, err := c.NatsBootstrap(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, result{}, fmt.Errorf("get NATS bootstrap: %w", err)
+			return nil, fmt.Errorf("get NATS bootstrap: %w", err)
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap failed", "cause", iofog.Cause(err), "error", err.Error())
-		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
-			fmt.Sprintf("The Controller's NATS bootstrap failed (%s).", iofog.Cause(err))), nil
+		return nil, outcome.Wait(datasancev3.ReasonNatsBootstrapFailed, requeueNatsBootstrap,
+			fmt.Sprintf("The Controller's NATS bootstrap failed (%s).", iofog.Cause(err)))
 	}
 	creds, err := b.SysUserCreds()
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap is unusable", "error", err.Error())
-		return nil, requeue(requeueNatsBootstrap, datasancev3.ReasonNatsBootstrapFailed,
-			"The Controller's NATS bootstrap is unusable (invalid response)."), nil
+		return nil, outcome.Wait(datasancev3.ReasonNatsBootstrapFailed, requeueNatsBootstrap,
+			"The Controller's NATS bootstrap is unusable (invalid response).")
 	}
 	return &natsBootstrap{
 		operatorJWT:      b.OperatorJwt,
@@ -138,19 +139,19 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, result, 
 		systemAccountJWT: b.SystemAccountJwt,
 		creds:            creds,
 		fetched:          true,
-	}, proceed(), nil
+	}, nil
 }
 
 // natsControllerClient returns the pass's Controller session (shared with the Controller
 // component): GET /status answered and logged in (docs/controlplane.md#nats-pass-order steps 1–2, docs/controlplane.md#login). Rejected
 // credentials are tolerated as in the Controller component: the bootstrap then fails and is
 // retried.
-func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, result, error) {
-	cs, res, err := s.controllerSession(ctx)
-	if err != nil || !res.isContinue() {
-		return nil, res, err
+func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, error) {
+	cs, err := s.controllerSession(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return cs.api, proceed(), nil
+	return cs.api, nil
 }
 
 // storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it

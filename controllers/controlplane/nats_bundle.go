@@ -12,6 +12,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // ensureNatsJWTBundle is step 10 of docs/controlplane.md#nats-pass-order: ConfigMap
@@ -27,46 +28,46 @@ import (
 // is created on a first install (no StatefulSet nats and no JetStream PVC: nothing to lose);
 // otherwise nothing is created and the pass ends before the StatefulSet, with a requeue
 // (NatsAccountsUnavailable): a bundle with fewer accounts would purge their streams.
-func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) (result, error) {
+func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) error {
 	var live corev1.ConfigMap
 	found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &live)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	if found {
 		if err := syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
-			return result{}, err
+			return err
 		}
-		return proceed(), releaseDataStore(ctx, s, resources.ComponentNats, &live)
+		return releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
 	accounts, listErr := natsAccounts(ctx, s)
 	switch {
 	case listErr == nil:
 	case ctx.Err() != nil:
-		return result{}, listErr
+		return listErr
 	case data.exists() || natsRunning:
 		log.Info("The NATS JWT bundle is missing and the Controller's account list failed; not re-creating it with fewer accounts",
 			"configMap", resources.NatsJWTBundleMapName, "cause", iofog.Cause(listErr), "error", listErr.Error())
-		return requeue(requeueNatsBootstrap, datasancev3.ReasonNatsAccountsUnavailable, fmt.Sprintf(
+		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, requeueNatsBootstrap, fmt.Sprintf(
 			"ConfigMap %s (the NATS JWT bundle) is missing and the Controller's account list failed (%s): "+
 				"not re-creating it with fewer accounts, which would purge their JetStream data, and not rolling StatefulSet %s. "+
 				"Restore the ConfigMap, or make GET /api/v3/nats/accounts answer.",
-			resources.NatsJWTBundleMapName, iofog.Cause(listErr), resources.NatsStatefulSetName)), nil
+			resources.NatsJWTBundleMapName, iofog.Cause(listErr), resources.NatsStatefulSetName))
 	default:
 		log.Info("The Controller's account list failed; the new NATS JWT bundle holds the system account only",
 			"cause", iofog.Cause(listErr), "error", listErr.Error())
 	}
 	bundle := resources.NatsJWTBundle(boot.systemAccount, boot.systemAccountJWT, accounts)
 	if err := createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
-		return result{}, err
+		return err
 	}
 	log.Info("Created the NATS JWT bundle", "configMap", resources.NatsJWTBundleMapName, "accounts", len(bundle))
 	if data.exists() || natsRunning {
 		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
 			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
 	}
-	return proceed(), nil
+	return nil
 }
 
 // syncSystemAccountJWT sets the system account's key of an existing bundle to the JWT the
@@ -95,12 +96,13 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 
 // natsAccounts lists the Controller's NATS accounts over the pass's Controller session.
 func natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
-	api, res, err := natsControllerClient(ctx, s)
+	api, err := natsControllerClient(ctx, s)
 	switch {
+	case outcome.IsWait(err):
+		// The Controller cannot be asked in this pass: for the bundle, the list failed.
+		return nil, fmt.Errorf("list NATS accounts: %s", err.Error())
 	case err != nil:
 		return nil, err
-	case !res.isContinue():
-		return nil, fmt.Errorf("list NATS accounts: %s", res.message)
 	}
 	return api.NatsAccounts(ctx)
 }

@@ -13,6 +13,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // natsDataClaimName matches the JetStream PVCs the StatefulSet makes from its js-data claim
@@ -30,7 +31,7 @@ type natsData struct {
 func observeNatsData(ctx context.Context, s *scope) (natsData, error) {
 	var list corev1.PersistentVolumeClaimList
 	if err := s.r.List(ctx, &list, client.InNamespace(s.namespace())); err != nil {
-		return natsData{}, withReason(datasancev3.ReasonApplyFailed, err)
+		return natsData{}, outcome.Retry(datasancev3.ReasonApplyFailed, err)
 	}
 	var d natsData
 	for _, pvc := range list.Items {

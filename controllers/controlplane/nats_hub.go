@@ -44,12 +44,12 @@ func observeNatsExternalAddress(ctx context.Context, s *scope) (address string, 
 // to skip the registration when there is no external NATS address (docs/controlplane.md#hub-registration-without-an-address; while a LoadBalancer
 // address is pending, the NATS component requeues, and a later pass registers). The Controller
 // component calls it only when NATS is enabled.
-func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, result, error) {
+func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, error) {
 	address, _, err := natsExternalAddress(ctx, s)
 	if err != nil || address == "" {
-		return nil, proceed(), err
+		return nil, err
 	}
-	return natsHub(s.spec, address), proceed(), nil
+	return natsHub(s.spec, address), nil
 }
 
 // natsHub is the PUT /nats/hub body for host: the ingresses.nats ports, 0 meaning the NATS

@@ -12,6 +12,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // natsJetStreamKeyBytes is the size of the JetStream encryption key before base64 (docs/controlplane.md#jetstream-encryption-key).
@@ -74,7 +75,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 	}
 	sec.Data[resources.NatsJetStreamKeyKey] = []byte(key)
 	if err := s.r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
-		return "", withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
+		return "", outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote JetStream encryption key into empty Secret", "secret", name)
 	return key, nil

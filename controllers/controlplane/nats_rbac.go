@@ -11,6 +11,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // emptyLegacyNatsRole removes the rules of Role nats when this ControlPlane controls one: an
@@ -29,7 +30,7 @@ func emptyLegacyNatsRole(ctx context.Context, s *scope) error {
 	base := role.DeepCopy()
 	role.Rules = nil
 	if err := s.r.Patch(ctx, role, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("empty Role %s: %w", resources.NatsRoleName, err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("empty Role %s: %w", resources.NatsRoleName, err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the rules of an earlier version's NATS Role: the NATS pods use no Kubernetes API", "role", resources.NatsRoleName)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRoleEmptied,

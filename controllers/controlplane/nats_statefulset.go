@@ -28,7 +28,7 @@ import (
 // volumes grown; docs/controlplane.md#jetstream-storage). While pods of the Datasance operator's
 // StatefulSet remain, the replicas are those the handover allows (natsHandoverReplicas) and the
 // result is the handover's (handOverNats).
-func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) (result, error) {
+func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) error {
 	exists := live != nil
 	replicas := s.spec.NatsReplicas()
 	w := resources.NatsWorkload{Image: s.images.Nats, Storage: storage.template}
@@ -50,7 +50,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 	}
 	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Applied NATS StatefulSet", "replicas", replicas, "created", !exists)
@@ -60,7 +60,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
 	}
 	if storage.refused != nil {
-		return result{}, s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
+		return s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
 	}
 	if h != nil {
 		return handOverNats(ctx, s, h, live, changed, handoverReplicas)

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // refuse is the handling of a state the operator must not act on until a user changes something
@@ -10,8 +12,8 @@ import (
 // reports the same message. The message is marked as announced, so the state change does not
 // repeat it. (badCertificate in certificates.go does the same for unusable certificates.)
 func (s *scope) refuse(component, reason string, err error) error {
-	refused := terminal(reason, err)
-	msg := stripTerminal(refused).Error()
+	refused := outcome.Stop(reason, err)
+	msg := refused.Error()
 	if st := s.componentStatus(component); st == nil || st.Reason != reason || st.Message != msg {
 		s.r.event(s.cp, corev1.EventTypeWarning, reason, msg)
 	}

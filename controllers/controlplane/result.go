@@ -5,59 +5,26 @@ import (
 	"errors"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
-
-// result is the outcome of one component pass: Continue (the zero value), or Requeue after a
-// delay. Failures are returned as errors beside it. Reason and message say what the component
-// waits for; they end up in its status and, when it decides the pass, on the True condition.
-type result struct {
-	requeueAfter time.Duration
-	reason       string
-	message      string
-}
-
-// proceed is Continue.
-func proceed() result { return result{} }
-
-// requeue asks for another pass after delay, with an UpperCamel reason and a sentence.
-func requeue(delay time.Duration, reason, message string) result {
-	return result{requeueAfter: delay, reason: reason, message: message}
-}
-
-// isContinue reports whether the component finished.
-func (r result) isContinue() bool { return r.requeueAfter == 0 }
 
 // component is one sub-reconciler: router, NATS or controller. Each reads and writes only its own
 // objects through the scope and is idempotent.
 type component struct {
 	name string
-	run  func(context.Context, *scope) (result, error)
+	// run returns nil when the component is done, an outcome.Wait when it waits for something
+	// outside the operator, and any other error when it failed.
+	run func(context.Context, *scope) error
 	// status returns the component's status block on the ControlPlane.
 	status func(*datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus
 }
 
-// Failures use the shared vocabulary of internal/outcome: a condition reason and how to retry.
-// The ControlPlane's waits are results (requeue, above), not errors, because they carry a message
-// for the status, not a failure; its failures are returned as errors, so controller-runtime counts
-// them and the workqueue's rate limiter backs off.
-
-// withReason attaches a condition reason to err: a failure retried with the workqueue's backoff.
-func withReason(reason string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return outcome.Retry(reason, err)
-}
-
-// terminal marks err as needing a user change (reconcile.TerminalError): no backoff retries; a
-// watch event (the user fixing the spec or a referenced Secret) brings the ControlPlane back.
-func terminal(reason string, err error) error {
-	return outcome.Terminal(reason, err)
-}
+// A component ends its pass with the vocabulary of internal/outcome: nil when it is done, an
+// outcome.Wait (a reason and a sentence for its status, and the delay after which it looks again)
+// while it waits for something outside the operator, outcome.Retry for a failure the workqueue's
+// rate limiter retries, outcome.Stop for one only a user change fixes (a watch event, the user
+// fixing the spec or a referenced Secret, brings the ControlPlane back).
 
 // reasonOf returns the reason attached to err, or ApplyFailed for an unclassified error.
 func reasonOf(err error) string {
@@ -67,83 +34,69 @@ func reasonOf(err error) string {
 	return datasancev3.ReasonApplyFailed
 }
 
-// isTerminal reports whether err needs a user change rather than a retry.
-func isTerminal(err error) bool { return outcome.IsTerminal(err) }
-
-// passOutcome is the combination of every component's result for one pass (docs/controlplane.md#combining-component-results):
-// any error wins and the errors are joined; otherwise the pass comes back after the shortest
-// requested delay, so that no component's long wait (a held login, a LoadBalancer address)
-// hides another's short poll (a handover), and reports the longest wait, the one that holds the
-// ControlPlane up the longest; otherwise all components continued and the ControlPlane is ready.
-// Every component gates its own slow work on the time it recorded, never on the pass cadence, so
-// an earlier pass costs cached reads.
+// passOutcome is the combination of every component's outcome for one pass
+// (docs/controlplane.md#combining-component-outcomes): any failure wins and the failures are
+// joined; otherwise the pass comes back after the shortest requested delay, so that no
+// component's long wait (a held login, a LoadBalancer address) hides another's short poll (a
+// handover), and reports the longest wait, the one that holds the ControlPlane up the longest;
+// otherwise all components are done and the ControlPlane is ready. Every component gates its own
+// slow work on the time it recorded, never on the pass cadence, so an earlier pass costs cached
+// reads.
 type passOutcome struct {
-	err          error
-	requeueAfter time.Duration
+	// err is nil when every component is done, else an internal/outcome error: the joined
+	// failures (a Retry, or a Stop when every failure is terminal), or a Wait with the shortest
+	// delay.
+	err error
 	// reason and message come from the first component that failed, or else from the first one
 	// with the longest delay.
 	reason, message string
 }
 
-// ready reports whether every component continued.
-func (o passOutcome) ready() bool { return o.err == nil && o.requeueAfter == 0 }
+// ready reports whether every component is done.
+func (o passOutcome) ready() bool { return o.err == nil }
 
-// componentOutcome pairs a component's result with its error, in component order.
-type componentOutcome struct {
-	res result
-	err error
-}
+// failed reports whether a component failed (rather than waits).
+func (o passOutcome) failed() bool { return o.err != nil && !outcome.IsWait(o.err) }
 
-// combine folds the component outcomes. The joined error is terminal only when every failure is
-// terminal: a transient failure beside a terminal one must still be retried.
-func combine(outs []componentOutcome) passOutcome {
+// combine folds the components' errors, in component order (nil: the component is done). The
+// joined failure is terminal only when every failure is terminal: a transient failure beside a
+// terminal one must still be retried.
+func combine(errs []error) passOutcome {
 	var (
-		o           passOutcome
-		longest     time.Duration
-		errs        []error
-		allTerminal = true
+		o                 passOutcome
+		shortest, longest time.Duration
+		failures          []error
+		allTerminal       = true
 	)
-	for _, c := range outs {
+	for _, err := range errs {
 		switch {
-		case c.err != nil:
-			if len(errs) == 0 {
-				o.reason, o.message = reasonOf(c.err), stripTerminal(c.err).Error()
+		case err == nil:
+		case outcome.IsWait(err):
+			w, _ := outcome.Of(err)
+			if shortest == 0 || w.After < shortest {
+				shortest = w.After
 			}
-			errs = append(errs, c.err)
-			allTerminal = allTerminal && isTerminal(c.err)
-		case c.res.requeueAfter > 0:
-			if o.requeueAfter == 0 || c.res.requeueAfter < o.requeueAfter {
-				o.requeueAfter = c.res.requeueAfter
-			}
-			if c.res.requeueAfter > longest {
-				longest = c.res.requeueAfter
-				if len(errs) == 0 {
-					o.reason, o.message = c.res.reason, c.res.message
+			if w.After > longest {
+				longest = w.After
+				if len(failures) == 0 {
+					o.reason, o.message = w.Reason, w.Error()
 				}
 			}
+		default:
+			if len(failures) == 0 {
+				o.reason, o.message = reasonOf(err), err.Error()
+			}
+			failures = append(failures, err)
+			allTerminal = allTerminal && outcome.IsTerminal(err)
 		}
 	}
-	if len(errs) == 0 {
-		return o
+	switch {
+	case len(failures) > 0 && allTerminal:
+		o.err = outcome.Stop(o.reason, errors.Join(failures...))
+	case len(failures) > 0:
+		o.err = outcome.Retry(o.reason, errors.Join(failures...))
+	case longest > 0:
+		o.err = outcome.Wait(o.reason, shortest, o.message)
 	}
-	o.requeueAfter = 0
-	if allTerminal {
-		o.err = reconcile.TerminalError(errors.Join(unwrapTerminal(errs)...))
-		return o
-	}
-	o.err = errors.Join(unwrapTerminal(errs)...)
 	return o
 }
-
-// unwrapTerminal strips the TerminalError wrapper of every error, so that joining does not make
-// a transient failure terminal.
-func unwrapTerminal(errs []error) []error {
-	out := make([]error, len(errs))
-	for i, err := range errs {
-		out[i] = stripTerminal(err)
-	}
-	return out
-}
-
-// stripTerminal returns the error a reconcile.TerminalError wraps, or err itself.
-func stripTerminal(err error) error { return outcome.StripTerminal(err) }

@@ -15,6 +15,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/routerconf"
 )
 
@@ -26,28 +27,28 @@ var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy
 // Service → address → TLS Secrets → ConfigMap → Deployment, then the handover from the
 // Datasance operator's router pods while any is left (takeover.go), and done once the Deployment
 // is available (workloads.go).
-func reconcileRouter(ctx context.Context, s *scope) (result, error) {
+func reconcileRouter(ctx context.Context, s *scope) error {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
 	if err := applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
-		return result{}, err
+		return err
 	}
 	svc := &corev1.Service{}
 	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentRouter, resources.RouterService(s.cp)), svc, corev1ac.ExtractService); err != nil {
-		return result{}, err
+		return err
 	}
 
-	address, res, err := s.observeRouterAddress(svc)
+	address, err := s.observeRouterAddress(svc)
 	s.cp.Status.Router.Address = address
-	if err != nil || !res.isContinue() {
-		return res, err
+	if err != nil {
+		return err
 	}
 
-	secrets, res, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
-	if err != nil || !res.isContinue() {
-		return res, err
+	secrets, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
+	if err != nil {
+		return err
 	}
 	if err := applyRouterConfig(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
 	tlsHash := resources.HashData(map[string]map[string][]byte{
 		resources.RouterSiteServerSecretName:  secrets[resources.RouterSiteServerSecretName],
@@ -60,11 +61,11 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 	live := &appsv1.Deployment{}
 	changed, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment)
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	res, err = handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
-	if err != nil || !res.isContinue() {
-		return res, err
+	err = handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
+	if err != nil {
+		return err
 	}
 	return awaitDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
 }
@@ -72,18 +73,18 @@ func reconcileRouter(ctx context.Context, s *scope) (result, error) {
 // routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:
 // the LoadBalancer address of Service router (requeue while there is none), otherwise
 // spec.ingresses.router.address.
-func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (string, result, error) {
+func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (string, error) {
 	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer {
 		if addr := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress); addr != "" {
-			return addr, proceed(), nil
+			return addr, nil
 		}
-		return "", requeue(requeueLoadBalancer, datasancev3.ReasonWaitingForLoadBalancer,
-			"Waiting for a LoadBalancer address of Service router."), nil
+		return "", outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
+			"Waiting for a LoadBalancer address of Service router.")
 	}
 	if spec.Ingresses.Router != nil && spec.Ingresses.Router.Address != "" {
-		return spec.Ingresses.Router.Address, proceed(), nil
+		return spec.Ingresses.Router.Address, nil
 	}
-	return "", result{}, terminal(datasancev3.ReasonMissingRouterAddress, errMissingRouterAddress)
+	return "", outcome.Stop(datasancev3.ReasonMissingRouterAddress, errMissingRouterAddress)
 }
 
 // applyRouterConfig writes skrouterd.json (docs/controlplane.md#router-configuration): the rendered template on creation,
@@ -106,7 +107,7 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 		merged, changed, err := routerconf.Merge(existing, desired)
 		switch {
 		case errors.Is(err, routerconf.ErrInvalidExisting):
-			return terminal(datasancev3.ReasonInvalidConfiguration, fmt.Errorf(
+			return outcome.Stop(datasancev3.ReasonInvalidConfiguration, fmt.Errorf(
 				"ConfigMap %s holds an invalid %s: fix or delete it", routerconf.ConfigMapName, routerconf.ConfigKey))
 		case err != nil:
 			return fmt.Errorf("merge skrouterd.json: %w", err)

@@ -40,7 +40,7 @@ type scope struct {
 	announced map[string]bool
 	// caChecks holds the outcome of comparing each CA Secret with the Controller's copy in this
 	// pass (ca_sync.go): a later step does not ask again, nor report a failure twice.
-	caChecks map[string]caCheck
+	caChecks map[string]error
 	// restartController is set when the pass replaced a CA the Controller's processes keep in
 	// memory (ca_sync.go, replaceControllerCA): the Controller Deployment rolls.
 	restartController bool
@@ -63,7 +63,6 @@ type observations struct {
 
 type routerObservation struct {
 	address string
-	res     result
 	err     error
 }
 
@@ -75,21 +74,21 @@ type natsObservation struct {
 
 // observeRouterAddress computes the router address from the router Service (routerAddress)
 // and keeps it for the rest of the pass.
-func (s *scope) observeRouterAddress(svc *corev1.Service) (string, result, error) {
-	address, res, err := routerAddress(s.spec, svc)
-	s.observed.router = &routerObservation{address: address, res: res, err: err}
-	return address, res, err
+func (s *scope) observeRouterAddress(svc *corev1.Service) (string, error) {
+	address, err := routerAddress(s.spec, svc)
+	s.observed.router = &routerObservation{address: address, err: err}
+	return address, err
 }
 
 // routerAddress is the router address of this pass: as the router component observed it, or,
 // when that component ended before, from the router Service read now.
-func (s *scope) routerAddress(ctx context.Context) (string, result, error) {
+func (s *scope) routerAddress(ctx context.Context) (string, error) {
 	if o := s.observed.router; o != nil {
-		return o.address, o.res, o.err
+		return o.address, o.err
 	}
 	svc := &corev1.Service{}
 	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
-		return "", result{}, err
+		return "", err
 	}
 	return s.observeRouterAddress(svc)
 }

@@ -8,50 +8,58 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
-// Results combine: any error → joined errors (terminal only if all are); otherwise the shortest
-// delay, with the reason of the longest wait; otherwise ready.
+// Outcomes combine: any failure → joined failures (terminal only if all are); otherwise a wait
+// with the shortest delay and the reason of the longest wait; otherwise ready.
 func TestCombine(t *testing.T) {
-	errA := withReason(datasancev3.ReasonSecretNotFound, errors.New("a"))
-	errT := terminal(datasancev3.ReasonInvalidCertificate, errors.New("t"))
-	wait10 := requeue(10*time.Second, datasancev3.ReasonWaitingForLoadBalancer, "lb")
-	wait5 := requeue(5*time.Second, datasancev3.ReasonWaitingForDeployment, "dep")
+	errA := outcome.Retry(datasancev3.ReasonSecretNotFound, errors.New("a"))
+	errT := outcome.Stop(datasancev3.ReasonInvalidCertificate, errors.New("t"))
+	wait10 := outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, 10*time.Second, "lb")
+	wait5 := outcome.Wait(datasancev3.ReasonWaitingForDeployment, 5*time.Second, "dep")
 	cases := []struct {
 		name         string
-		outs         []componentOutcome
+		errs         []error
 		wantReady    bool
 		wantDelay    time.Duration
 		wantReason   string
+		wantMessage  string
 		wantErr      string
 		wantTerminal bool
 	}{
-		{name: "all continue", outs: []componentOutcome{{}, {}, {}}, wantReady: true},
-		{name: "shortest delay, longest wait's reason", outs: []componentOutcome{{res: wait5}, {}, {res: wait10}},
-			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonWaitingForLoadBalancer},
-		{name: "a long wait never hides a short poll", outs: []componentOutcome{{res: requeue(10*time.Minute, datasancev3.ReasonLoginFailed, "held")}, {res: wait5}},
-			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonLoginFailed},
-		{name: "error beats requeue", outs: []componentOutcome{{res: wait10}, {err: errA}, {}},
-			wantReason: datasancev3.ReasonSecretNotFound, wantErr: "a"},
-		{name: "errors joined, first reason", outs: []componentOutcome{{err: errA}, {}, {err: errT}},
-			wantReason: datasancev3.ReasonSecretNotFound, wantErr: "a\nt"},
-		{name: "all terminal stays terminal", outs: []componentOutcome{{err: errT}, {res: wait5}},
-			wantReason: datasancev3.ReasonInvalidCertificate, wantErr: "terminal error: t", wantTerminal: true},
+		{name: "all done", errs: []error{nil, nil, nil}, wantReady: true},
+		{name: "shortest delay, longest wait's reason", errs: []error{wait5, nil, wait10},
+			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonWaitingForLoadBalancer, wantMessage: "lb"},
+		{name: "a long wait never hides a short poll", errs: []error{outcome.Wait(datasancev3.ReasonLoginFailed, 10*time.Minute, "held"), wait5},
+			wantDelay: 5 * time.Second, wantReason: datasancev3.ReasonLoginFailed, wantMessage: "held"},
+		{name: "failure beats wait", errs: []error{wait10, errA, nil},
+			wantReason: datasancev3.ReasonSecretNotFound, wantMessage: "a", wantErr: "a"},
+		{name: "failures joined, first reason", errs: []error{errA, nil, errT},
+			wantReason: datasancev3.ReasonSecretNotFound, wantMessage: "a", wantErr: "a\nt"},
+		{name: "all terminal stays terminal", errs: []error{errT, wait5},
+			wantReason: datasancev3.ReasonInvalidCertificate, wantMessage: "t", wantErr: "t", wantTerminal: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			o := combine(tc.outs)
+			o := combine(tc.errs)
 			g.Expect(o.ready()).To(Equal(tc.wantReady))
-			g.Expect(o.requeueAfter).To(Equal(tc.wantDelay))
 			g.Expect(o.reason).To(Equal(tc.wantReason))
+			g.Expect(o.message).To(Equal(tc.wantMessage))
+			res, err := outcome.Result(o.err)
+			g.Expect(res.RequeueAfter).To(Equal(tc.wantDelay))
 			if tc.wantErr == "" {
-				g.Expect(o.err).NotTo(HaveOccurred())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(o.failed()).To(BeFalse())
 				return
 			}
+			g.Expect(o.failed()).To(BeTrue())
 			g.Expect(o.err).To(MatchError(tc.wantErr))
-			g.Expect(isTerminal(o.err)).To(Equal(tc.wantTerminal))
+			g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(Equal(tc.wantTerminal))
 		})
 	}
 }
@@ -94,11 +102,11 @@ func TestStateMachine(t *testing.T) {
 func TestSetComponentStatus(t *testing.T) {
 	g := NewWithT(t)
 	var st datasancev3.ComponentStatus
-	setComponentStatus(&st, proceed(), terminal(datasancev3.ReasonInvalidCertificate, errors.New("bad CA")))
+	setComponentStatus(&st, outcome.Stop(datasancev3.ReasonInvalidCertificate, errors.New("bad CA")))
 	g.Expect(st).To(Equal(datasancev3.ComponentStatus{Reason: datasancev3.ReasonInvalidCertificate, Message: "bad CA"}))
-	setComponentStatus(&st, requeue(time.Second, datasancev3.ReasonWaitingForLoadBalancer, "lb"), nil)
+	setComponentStatus(&st, outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, time.Second, "lb"))
 	g.Expect(st).To(Equal(datasancev3.ComponentStatus{Reason: datasancev3.ReasonWaitingForLoadBalancer, Message: "lb"}))
-	setComponentStatus(&st, proceed(), nil)
+	setComponentStatus(&st, nil)
 	g.Expect(st.Ready).To(BeTrue())
 	g.Expect(st.Reason).To(Equal(datasancev3.ReasonReconciled))
 }

@@ -74,16 +74,12 @@ func setState(cp *datasancev3.ControlPlane, state, reason, message string) {
 }
 
 // setComponentStatus records one component's outcome in its status block.
-func setComponentStatus(st *datasancev3.ComponentStatus, res result, err error) {
+func setComponentStatus(st *datasancev3.ComponentStatus, err error) {
 	switch {
 	case err != nil:
 		st.Ready = false
 		st.Reason = reasonOf(err)
-		st.Message = stripTerminal(err).Error()
-	case !res.isContinue():
-		st.Ready = false
-		st.Reason = res.reason
-		st.Message = res.message
+		st.Message = err.Error()
 	default:
 		st.Ready = true
 		st.Reason = datasancev3.ReasonReconciled

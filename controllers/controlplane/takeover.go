@@ -17,6 +17,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // Taking over from the Datasance iofog-operator (docs/controlplane.md#taking-over-from-the-datasance-operator).
@@ -69,19 +70,19 @@ func (s *scope) workloadSlots() []workloadSlot {
 // whose workload is marked resources.AnnotationTakingOver, or is missing where the Datasance
 // operator ran (datasanceRan), the pods of the Datasance operator still there (s.handovers). A
 // workload of ours without the mark costs nothing more than the cached read.
-func takeOver(ctx context.Context, s *scope) (result, error) {
+func takeOver(ctx context.Context, s *scope) error {
 	var legacy []client.Object
 	var legacySlots, foreign, observe []workloadSlot
 	for _, w := range s.workloadSlots() {
 		live := w.newObject()
 		found, err := s.getExisting(ctx, w.name, live)
 		if err != nil {
-			return result{}, err
+			return err
 		}
 		if !found {
 			ran, err := s.datasanceRan(ctx, w)
 			if err != nil {
-				return result{}, err
+				return err
 			}
 			if ran {
 				observe = append(observe, w)
@@ -100,23 +101,23 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 		}
 	}
 	if len(foreign) > 0 {
-		return result{}, terminal(datasancev3.ReasonForeignWorkload, fmt.Errorf(
+		return outcome.Stop(datasancev3.ReasonForeignWorkload, fmt.Errorf(
 			"%s in namespace %s: selected neither by this operator's labels nor by the Datasance operator's, or controlled by "+
 				"another object; nothing is written until it is deleted or renamed", joinSlots(foreign), s.namespace()))
 	}
 	if len(legacy) > 0 {
 		if err := checkDatasanceSQLite(s, legacy, legacySlots); err != nil {
-			return result{}, err
+			return err
 		}
 		if err := releaseNatsJetStreamKey(ctx, s); err != nil {
-			return result{}, err
+			return err
 		}
 		return replaceDatasanceWorkloads(ctx, s, legacy, legacySlots)
 	}
 	for _, w := range observe {
 		h, err := observeHandover(ctx, s, w)
 		if err != nil {
-			return result{}, err
+			return err
 		}
 		if h != nil {
 			if s.handovers == nil {
@@ -125,7 +126,7 @@ func takeOver(ctx context.Context, s *scope) (result, error) {
 			s.handovers[w.component] = h
 		}
 	}
-	return proceed(), nil
+	return nil
 }
 
 // checkDatasanceSQLite refuses to replace the Datasance operator's SQLite Controller whose
@@ -160,7 +161,7 @@ func (s *scope) datasanceRan(ctx context.Context, w workloadSlot) (bool, error) 
 
 // replaceDatasanceWorkloads deletes the Datasance operator's workloads, orphaning their pods,
 // and waits until the garbage collector has released the pods and removed the workloads.
-func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Object, slots []workloadSlot) (result, error) {
+func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Object, slots []workloadSlot) error {
 	for i, obj := range legacy {
 		if !obj.GetDeletionTimestamp().IsZero() {
 			continue
@@ -168,14 +169,14 @@ func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Ob
 		err := s.r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan),
 			client.Preconditions{UID: ptr.To(obj.GetUID()), ResourceVersion: ptr.To(obj.GetResourceVersion())})
 		if client.IgnoreNotFound(err) != nil {
-			return result{}, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s of the Datasance operator: %w", slots[i], err))
+			return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s of the Datasance operator: %w", slots[i], err))
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted a workload of the Datasance operator, orphaning its pods", "workload", slots[i].String())
 		s.r.event(s.cp, corev1.EventTypeNormal, datasancev3.ReasonTakingOver, fmt.Sprintf(
 			"Deleted %s of the Datasance operator, orphaning its pods: they keep serving until this operator's replace them.", slots[i]))
 	}
-	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
-		"Taking over from the Datasance operator: waiting for the garbage collector to release the pods of %s.", joinSlots(slots))), nil
+	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
+		"Taking over from the Datasance operator: waiting for the garbage collector to release the pods of %s.", joinSlots(slots)))
 }
 
 // observeHandover lists what the Datasance operator's workload of w left (uncached: pods and
@@ -184,13 +185,13 @@ func observeHandover(ctx context.Context, s *scope, w workloadSlot) (*handover, 
 	opts := []client.ListOption{client.InNamespace(s.namespace()), client.MatchingLabels(resources.DatasancePodLabels(s.cp.Name, w.component))}
 	var pods corev1.PodList
 	if err := s.r.List(ctx, &pods, opts...); err != nil {
-		return nil, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of the Datasance operator's %s: %w", w, err))
+		return nil, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of the Datasance operator's %s: %w", w, err))
 	}
 	h := &handover{pods: pods.Items}
 	if w.kind == "Deployment" {
 		var sets appsv1.ReplicaSetList
 		if err := s.r.List(ctx, &sets, opts...); err != nil {
-			return nil, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("list the ReplicaSets of the Datasance operator's %s: %w", w, err))
+			return nil, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the ReplicaSets of the Datasance operator's %s: %w", w, err))
 		}
 		h.replicaSets = sets.Items
 	}
@@ -215,35 +216,36 @@ func (s *scope) serviceFor(component string, svc *corev1ac.ServiceApplyConfigura
 // handOverDeployment retires the Datasance operator's pods of a component's Deployment once this
 // operator's Deployment is available. live is the Deployment as read before this pass's apply
 // (no UID: it did not exist) and changed whether the apply wrote it: a Deployment just written
-// has not been observed by its controller yet. Without a handover it is Continue.
-func handOverDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) (result, error) {
+// has not been observed by its controller yet. It returns nil without a handover, and a wait
+// (or a failure) while one is under way.
+func handOverDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
 	h := s.handover(component)
 	if h == nil {
-		return proceed(), nil
+		return nil
 	}
 	if live.UID == "" || changed || !deploymentAvailable(live) {
-		return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
+		return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
 			"Taking over from the Datasance operator: %s of its Deployment %s keep serving until this operator's is available.",
-			podCount(len(h.pods)), name)), nil
+			podCount(len(h.pods)), name))
 	}
 	if err := h.retireDeploymentPods(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
-	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
-		"Taking over from the Datasance operator: Deployment %s is available; retiring %s of its predecessor.", name, podCount(len(h.pods)))), nil
+	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
+		"Taking over from the Datasance operator: Deployment %s is available; retiring %s of its predecessor.", name, podCount(len(h.pods))))
 }
 
 // retireBeforeStarting stops the Datasance operator's pods of a component before this operator
 // starts its own: two Controllers must never open one SQLite database (the claim is mounted by
 // both). The component waits, without its Deployment, until they are gone.
-func retireBeforeStarting(ctx context.Context, s *scope, component, name string) (result, error) {
+func retireBeforeStarting(ctx context.Context, s *scope, component, name string) error {
 	h := s.handover(component)
 	if err := h.retireDeploymentPods(ctx, s); err != nil {
-		return result{}, err
+		return err
 	}
-	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
+	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
 		"Taking over from the Datasance operator: waiting for %s of its Deployment %s to stop before this operator's Controller "+
-			"opens the same SQLite volume.", podCount(len(h.pods)), name)), nil
+			"opens the same SQLite volume.", podCount(len(h.pods)), name))
 }
 
 // retireDeploymentPods deletes what keeps the Datasance operator's pods of a Deployment running:
@@ -274,7 +276,7 @@ func (h *handover) retireDeploymentPods(ctx context.Context, s *scope) error {
 func deleteLegacy(ctx context.Context, s *scope, obj client.Object, propagation metav1.DeletionPropagation) error {
 	err := s.r.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: ptr.To(obj.GetUID())})
 	if client.IgnoreNotFound(err) != nil {
-		return withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s of the Datasance operator: %w", obj, obj.GetName(), err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s of the Datasance operator: %w", obj, obj.GetName(), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Retired an object of the Datasance operator", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 	return nil
@@ -339,24 +341,24 @@ func legacyOrdinalLess(a, b string) bool {
 // handOverNats retires the Datasance operator's NATS pods one at a time, the lowest ordinal
 // first, each once every server of this operator's StatefulSet (live, read before this pass's
 // apply; nil when it did not exist) is ready at the replica count k the handover allows.
-func handOverNats(ctx context.Context, s *scope, h *handover, live *appsv1.StatefulSet, changed bool, k int32) (result, error) {
+func handOverNats(ctx context.Context, s *scope, h *handover, live *appsv1.StatefulSet, changed bool, k int32) error {
 	desired := s.spec.NatsReplicas()
 	progress := fmt.Sprintf("Taking over from the Datasance operator: %d of %d NATS servers replaced", k, desired)
 	next := nextLegacyNatsPod(h.pods)
 	if next == nil {
-		return requeue(requeueTakeover, datasancev3.ReasonTakingOver, progress+"; waiting for a pod of its StatefulSet nats to stop."), nil
+		return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, progress+"; waiting for a pod of its StatefulSet nats to stop.")
 	}
 	ready := k == 0 || live != nil && !changed && ptr.Deref(live.Spec.Replicas, 1) == k &&
 		live.Status.ObservedGeneration >= live.Generation && live.Status.ReadyReplicas >= k
 	if !ready {
-		return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
-			"%s; waiting for this operator's to be ready before replacing pod %s.", progress, next.Name)), nil
+		return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
+			"%s; waiting for this operator's to be ready before replacing pod %s.", progress, next.Name))
 	}
 	if err := deleteLegacy(ctx, s, next, metav1.DeletePropagationBackground); err != nil {
-		return result{}, err
+		return err
 	}
-	return requeue(requeueTakeover, datasancev3.ReasonTakingOver, fmt.Sprintf(
-		"%s; replacing pod %s, whose volume the new server takes over.", progress, next.Name)), nil
+	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
+		"%s; replacing pod %s, whose volume the new server takes over.", progress, next.Name))
 }
 
 // workloadSelector is the pod selector of a Deployment or StatefulSet.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
@@ -17,21 +18,22 @@ var testImages = Images{Controller: testfixture.ControllerImage, Router: testfix
 func TestRouterAddress(t *testing.T) {
 	g := NewWithT(t)
 	svc := &corev1.Service{}
-	_, res, err := routerAddress(&testfixture.ControlPlane().Spec, svc)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.requeueAfter).To(Equal(requeueLoadBalancer))
+	_, err := routerAddress(&testfixture.ControlPlane().Spec, svc)
+	g.Expect(outcome.IsWait(err)).To(BeTrue(), "%v", err)
+	wait, _ := outcome.Of(err)
+	g.Expect(wait.After).To(Equal(requeueLoadBalancer))
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
-	addr, res, _ := routerAddress(&testfixture.ControlPlane().Spec, svc)
+	addr, err := routerAddress(&testfixture.ControlPlane().Spec, svc)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(addr).To(Equal("lb.example.com"))
-	g.Expect(res.isContinue()).To(BeTrue())
 
 	// Not a LoadBalancer and no address: upstream's error text, terminal.
 	cp := testfixture.ControlPlane(func(cp *datasancev3.ControlPlane) {
 		cp.Spec.Services.Router = &datasancev3.ServiceSpec{Type: corev1.ServiceTypeClusterIP}
 	})
-	_, _, err = routerAddress(&cp.Spec, svc)
+	_, err = routerAddress(&cp.Spec, svc)
 	g.Expect(err).To(MatchError(errMissingRouterAddress))
-	g.Expect(isTerminal(err)).To(BeTrue())
+	g.Expect(outcome.IsTerminal(err)).To(BeTrue())
 	g.Expect(reasonOf(err)).To(Equal(datasancev3.ReasonMissingRouterAddress))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // A component is done only when its workload runs: the Deployment (Controller, router) or the
@@ -54,16 +55,16 @@ func statefulSetAvailable(sts *appsv1.StatefulSet) bool {
 		st.AvailableReplicas >= replicas && (st.UpdateRevision == "" || st.CurrentRevision == st.UpdateRevision)
 }
 
-// awaitDeployment is Continue when the component's Deployment name is available; live is the
+// awaitDeployment returns nil when the component's Deployment name is available; live is the
 // Deployment as read before this pass's apply and changed whether the apply wrote it (a
 // Deployment just written has not been observed by its controller yet, so there is nothing to
 // read from its pods).
-func awaitDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) (result, error) {
+func awaitDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
 	if live.UID != "" && !changed && deploymentAvailable(live) {
-		return proceed(), nil
+		return nil
 	}
 	if live.UID == "" || changed || live.Status.ObservedGeneration < live.Generation {
-		return rollingOut(component, "Deployment "+name), nil
+		return rollingOut(component, "Deployment "+name)
 	}
 	var failedCreate string
 	for _, c := range live.Status.Conditions {
@@ -75,43 +76,43 @@ func awaitDeployment(ctx context.Context, s *scope, component, name string, live
 		name, live.Status.AvailableReplicas, ptr.Deref(live.Spec.Replicas, 1)), failedCreate)
 }
 
-// awaitStatefulSet is Continue when the component's StatefulSet is available (see awaitDeployment
+// awaitStatefulSet returns nil when the component's StatefulSet is available (see awaitDeployment
 // for live, nil when there was none, and changed).
-func awaitStatefulSet(ctx context.Context, s *scope, component string, live *appsv1.StatefulSet, changed bool) (result, error) {
+func awaitStatefulSet(ctx context.Context, s *scope, component string, live *appsv1.StatefulSet, changed bool) error {
 	if live != nil && !changed && statefulSetAvailable(live) {
-		return proceed(), nil
+		return nil
 	}
 	if live == nil || changed || live.Status.ObservedGeneration < live.Generation {
-		return rollingOut(component, "StatefulSet "+resources.NatsStatefulSetName), nil
+		return rollingOut(component, "StatefulSet "+resources.NatsStatefulSetName)
 	}
 	// A StatefulSet has no condition for pods it cannot create: its controller says so in an
 	// Event only.
 	failedCreate, err := lastFailedCreate(ctx, s, live)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	return awaitPods(ctx, s, component, fmt.Sprintf("StatefulSet %s has %d of %d replicas ready",
 		live.Name, live.Status.ReadyReplicas, ptr.Deref(live.Spec.Replicas, 1)), failedCreate)
 }
 
 // rollingOut is the wait for a workload whose controller has not seen its current generation yet.
-func rollingOut(component, workload string) result {
-	return requeue(requeueWorkload, datasancev3.ReasonWorkloadUnavailable,
+func rollingOut(component, workload string) error {
+	return outcome.Wait(datasancev3.ReasonWorkloadUnavailable, requeueWorkload,
 		fmt.Sprintf("%s is not available: %s is rolling out.", componentTitle[component], workload))
 }
 
 // awaitPods is the wait of a component whose workload's controller has seen the current generation
 // and does not report it available, with what its pods say.
-func awaitPods(ctx context.Context, s *scope, component, what, failedCreate string) (result, error) {
+func awaitPods(ctx context.Context, s *scope, component, what, failedCreate string) error {
 	var pods corev1.PodList
 	if err := s.r.List(ctx, &pods, client.InNamespace(s.namespace()), client.MatchingLabels(s.labels(component))); err != nil {
-		return result{}, withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of %s: %w", componentTitle[component], err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of %s: %w", componentTitle[component], err))
 	}
 	msg := fmt.Sprintf("%s is not available: %s", componentTitle[component], what)
 	if detail := podTrouble(pods.Items, failedCreate); detail != "" {
 		msg += "; " + detail
 	}
-	return requeue(requeueWorkload, datasancev3.ReasonWorkloadUnavailable, msg+"."), nil
+	return outcome.Wait(datasancev3.ReasonWorkloadUnavailable, requeueWorkload, msg+".")
 }
 
 // lastFailedCreate is the message of the newest FailedCreate Event of a StatefulSet ("" when none).
@@ -120,7 +121,7 @@ func lastFailedCreate(ctx context.Context, s *scope, sts *appsv1.StatefulSet) (s
 	if err := s.r.List(ctx, &events, client.InNamespace(s.namespace()), client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(fields.Set{
 		"involvedObject.uid": string(sts.UID), "reason": "FailedCreate",
 	})}); err != nil {
-		return "", withReason(datasancev3.ReasonApplyFailed, fmt.Errorf("list the events of StatefulSet %s: %w", sts.Name, err))
+		return "", outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the events of StatefulSet %s: %w", sts.Name, err))
 	}
 	var newest *corev1.Event
 	for i := range events.Items {

@@ -24,11 +24,11 @@ func TestResult(t *testing.T) {
 		{name: "unclassified error backs off", err: errCause, wantErr: true},
 		{name: "retry backs off", err: Retry("GitPushFailed", errCause), wantErr: true, wantReason: "GitPushFailed"},
 		{name: "wrapped retry backs off", err: fmt.Errorf("step: %w", Retry("GitPushFailed", errCause)), wantErr: true, wantReason: "GitPushFailed"},
-		{name: "wait requeues without error", err: Wait("TenantAPIUnavailable", 5*time.Minute, errCause), wantRequeue: 5 * time.Minute, wantReason: "TenantAPIUnavailable"},
-		{name: "wait without delay is not dropped", err: Wait("X", 0, errCause), wantErr: true, wantReason: "X"},
+		{name: "wait requeues without error", err: Wait("TenantAPIUnavailable", 5*time.Minute, "waiting"), wantRequeue: 5 * time.Minute, wantReason: "TenantAPIUnavailable"},
+		{name: "hand-off ends the pass without error or requeue", err: fmt.Errorf("push: %w", Pending("GitPushPending", errCause)), wantReason: "GitPushPending"},
+		{name: "wait without delay is not dropped", err: Wait("X", 0, "waiting"), wantErr: true, wantReason: "X"},
 		{name: "stop is terminal", err: Stop("InvalidSpec", errCause), wantErr: true, wantTerminal: true, wantReason: "InvalidSpec"},
-		{name: "terminal stays terminal", err: Terminal("InvalidSpec", errCause), wantErr: true, wantTerminal: true, wantReason: "InvalidSpec"},
-		{name: "terminal wait is terminal", err: reconcile.TerminalError(Wait("X", time.Second, errCause)), wantErr: true, wantTerminal: true, wantReason: "X"},
+		{name: "terminal wait is terminal", err: reconcile.TerminalError(Wait("X", time.Second, "waiting")), wantErr: true, wantTerminal: true, wantReason: "X"},
 		{name: "joined keeps the first reason", err: errors.Join(Retry("A", errCause), Stop("B", errCause)), wantErr: true, wantTerminal: false, wantReason: "A"},
 	}
 	for _, tc := range cases {
@@ -54,51 +54,55 @@ func TestResult(t *testing.T) {
 	}
 }
 
-func TestIsTerminal(t *testing.T) {
+func TestClassify(t *testing.T) {
+	stopped := func() error { _, err := Result(Stop("R", errCause)); return err }()
 	cases := []struct {
-		name string
-		err  error
-		want bool
+		name                    string
+		err                     error
+		terminal, wait, pending bool
 	}{
-		{"nil", nil, false},
-		{"plain", errCause, false},
-		{"retry", Retry("R", errCause), false},
-		{"wait", Wait("R", time.Second, errCause), false},
-		{"stop before Result", Stop("R", errCause), false},
-		{"stop after Result", func() error { _, err := Result(Stop("R", errCause)); return err }(), true},
-		{"stripped terminal", StripTerminal(Terminal("R", errCause)), false},
-		{"terminal", Terminal("R", errCause), true},
-		{"controller-runtime terminal", reconcile.TerminalError(errCause), true},
+		{name: "nil"},
+		{name: "plain", err: errCause},
+		{name: "retry", err: Retry("R", errCause)},
+		{name: "wait", err: Wait("R", time.Second, "waiting"), wait: true},
+		{name: "wrapped wait", err: fmt.Errorf("step: %w", Wait("R", time.Second, "waiting")), wait: true},
+		{name: "pending", err: Pending("R", errCause), pending: true},
+		{name: "stop", err: Stop("R", errCause), terminal: true},
+		{name: "stop after Result", err: stopped, terminal: true},
+		{name: "retry wrapping a stop", err: Retry("R", Stop("S", errCause))},
+		{name: "controller-runtime terminal", err: reconcile.TerminalError(errCause), terminal: true},
 	}
 	for _, tc := range cases {
-		if got := IsTerminal(tc.err); got != tc.want {
-			t.Errorf("%s: IsTerminal = %v, want %v", tc.name, got, tc.want)
+		if got := IsTerminal(tc.err); got != tc.terminal {
+			t.Errorf("%s: IsTerminal = %v, want %v", tc.name, got, tc.terminal)
+		}
+		if got := IsWait(tc.err); got != tc.wait {
+			t.Errorf("%s: IsWait = %v, want %v", tc.name, got, tc.wait)
+		}
+		if got := IsPending(tc.err); got != tc.pending {
+			t.Errorf("%s: IsPending = %v, want %v", tc.name, got, tc.pending)
 		}
 	}
 }
 
-func TestFailureWrapsItsCause(t *testing.T) {
-	f := Retry("R", errCause)
-	if f.Error() != "cause" {
-		t.Errorf("Error() = %q, want the cause's text", f.Error())
+func TestErrorText(t *testing.T) {
+	e := Retry("R", errCause)
+	if e.Error() != "cause" {
+		t.Errorf("Error() = %q, want the cause's text", e.Error())
 	}
-	if !errors.Is(f, errCause) {
+	if !errors.Is(e, errCause) {
 		t.Error("errors.Is does not reach the cause")
 	}
-	if got := (&Failure{Reason: "OnlyReason"}).Error(); got != "OnlyReason" {
+	if got := Wait("R", time.Second, "Waiting for an address.").Error(); got != "Waiting for an address." {
+		t.Errorf("a wait's Error() = %q, want its message", got)
+	}
+	if got := (&Error{Reason: "OnlyReason"}).Error(); got != "OnlyReason" {
 		t.Errorf("Error() without a cause = %q", got)
 	}
-	var f2 *Failure
-	if stripped := StripTerminal(Terminal("R", errCause)); !errors.As(stripped, &f2) || f2.Reason != "R" {
-		t.Errorf("StripTerminal lost the Failure: %#v", stripped)
+	if got := Stop("R", errCause).On("Ready").Condition; got != "Ready" {
+		t.Errorf("On: Condition = %q", got)
 	}
-	if errors.Is(StripTerminal(Terminal("R", errCause)), reconcile.TerminalError(nil)) {
-		t.Error("StripTerminal kept the TerminalError wrapper")
-	}
-	if StripTerminal(errCause) != errCause { //nolint:errorlint // the very same error, not one wrapping it
-		t.Error("StripTerminal changed a non-terminal error")
-	}
-	for n, want := range map[Next]string{Backoff: "Backoff", RequeueAfter: "RequeueAfter", WaitForChange: "WaitForChange", Next(9): "Unknown"} {
+	for n, want := range map[Next]string{Backoff: "Backoff", RequeueAfter: "RequeueAfter", WaitForChange: "WaitForChange", HandOff: "HandOff", Next(9): "Unknown"} {
 		if n.String() != want {
 			t.Errorf("%d.String() = %q", n, n.String())
 		}
