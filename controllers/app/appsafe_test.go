@@ -16,7 +16,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
-// Issue 24 item 1: the push credential never enters a vCluster. Every Secret the vCluster holds
+// The push credential never enters a vCluster. Every Secret the vCluster holds
 // (all namespaces: the Flux copy, the pull Secret, anything else) is tried as push credentials
 // against the real Git server, in every way a Git client could use its values; every push is
 // refused. The push credentials themselves can push (the probe is able to fail), and the Flux
@@ -87,7 +87,7 @@ func pushAttempts(data map[string][]byte) []transport.AuthMethod {
 	return out
 }
 
-// Issue 24 item 1: an app created by an earlier version had its push credentials copied into
+// An app created by an earlier version had its push credentials copied into
 // the vCluster; the next pass deletes that copy when the app names no Flux credentials.
 func TestPushCredentialsCopyIsRemovedFromTheVCluster(t *testing.T) {
 	f := newFixture(t)

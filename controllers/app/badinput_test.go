@@ -347,7 +347,7 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}, mutate: func(f *fixture, a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = gitServer.URL("gone-" + f.repo) },
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitFailed, message: "not found"},
-		// Issue 24 item 4: spec.git.secretRef accepts Git credential shapes only.
+		// spec.git.secretRef accepts Git credential shapes only.
 		{name: "git Secret of a ServiceAccount token", setup: func(f *fixture, app string) string {
 			f.create(&corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "sa-token-" + app, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
@@ -373,7 +373,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "git Secret with empty values only", setup: secret("empty-values", corev1.SecretTypeOpaque, map[string][]byte{"username": {}, "password": {}}),
 			mutate:    withGitSecret("empty-values"),
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretInvalid, message: "no credential value", terminal: true},
-		// Issue 24 item 1: spec.git.fluxSecretRef never names credentials the operator pushes with.
+		// spec.git.fluxSecretRef never names credentials the operator pushes with.
 		{name: "flux Secret that is the push Secret", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
 		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "also spec.git.secretRef", terminal: true},

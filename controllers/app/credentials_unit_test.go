@@ -15,7 +15,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
-// Issue 24 item 4: credentials are never sent over plain http:// unless the operator runs with
+// Credentials are never sent over plain http:// unless the operator runs with
 // --app-allow-insecure-git-http; anonymous access over http:// is not refused (nothing to leak).
 func TestCredentialsOverPlainHTTPAreRefusedByDefault(t *testing.T) {
 	g := NewWithT(t)

@@ -8,8 +8,9 @@ import (
 )
 
 // gitSecretData keeps the data of the Git credentials Secrets the apps name, each under the UID
-// and resourceVersion it was read at (issue 27: host API requests per app per Flux interval
-// ≤ 0.1; reading both Secrets live on every pass cost 0.2 in make bench P5).
+// and resourceVersion it was read at (the goal: host API
+// requests per app per Flux interval ≤ 0.1; reading both Secrets live on every pass cost 0.2 in
+// make bench P5).
 //
 // The manager caches only the metadata of Secrets (controllers/cache.go). A pass looks the
 // Secret up there first; while its UID and resourceVersion are those of the kept data, the data

@@ -17,7 +17,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 )
 
-// The ControlPlane bad-input matrix (issue 13), part one: every field a user writes, with each
+// The ControlPlane bad-input matrix, part one: every field a user writes, with each
 // kind of wrong value the API server can judge, is refused at admission by the CRD's schema and
 // CEL rules, with a message that names the field. Each case starts from a ControlPlane the API
 // server admits (checked first, so a refusal is the case's doing). Values the API server cannot

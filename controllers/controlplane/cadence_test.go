@@ -12,7 +12,7 @@ import (
 )
 
 // With the Controller resetting every connection for 45 s, the reconciler in a manager keeps the
-// seed's cadence: about one pass per 3 s (counted as GET /status calls, one per pass), a stable
+// design's cadence: about one pass per 3 s (counted as GET /status calls, one per pass), a stable
 // condition message so the ControlPlane is not written on every pass (its own status writes
 // would otherwise trigger the next pass at once: a hot loop), and no runaway backoff: once the
 // Controller answers again the ControlPlane is ready within 30 s.

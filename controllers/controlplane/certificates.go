@@ -145,7 +145,7 @@ func ensureLeaf(ctx context.Context, s *scope, component string, c resources.TLS
 		return live.Data, nil
 	}
 	if parseErr != nil {
-		// Ours but damaged (edited by hand): issue it again rather than mount garbage.
+		// The operator's own but damaged (edited by hand): issue it again rather than mount garbage.
 		return issueLeaf(ctx, s, component, c, ca, live, "unreadable")
 	}
 	renewal := pki.CheckLeaf(kp.Cert, ca.Cert, c.Hosts, s.now)

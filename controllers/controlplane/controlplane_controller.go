@@ -131,7 +131,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	}
 	state := effectiveState(cp)
 	if state != datasancev3.ConditionReady && needsTransition(cp, state) {
-		// Make the new state visible before doing the work (docs/controlplane.md#effective-state, ours).
+		// Make the new state visible before doing the work (docs/controlplane.md#effective-state).
 		setState(cp, state, datasancev3.ReasonProgressing, progressingMessage(state))
 		r.event(cp, corev1.EventTypeNormal, stateEventReason(state), progressingMessage(state))
 		log.Info("ControlPlane state changed", "state", state, "generation", cp.Generation)

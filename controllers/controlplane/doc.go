@@ -54,12 +54,12 @@
 //
 // Every operand object carries exactly the upstream operator's labels (app.kubernetes.io/name:
 // iofog, instance, component, and managed-by: iofog-operator), so selectors written for upstream
-// objects match ours, and a controller owner reference to the ControlPlane — except the data
+// objects match this operator's, and a controller owner reference to the ControlPlane — except the data
 // stores kept on deletion (below). Objects are written with
 // server-side apply and the single field manager FieldOwner, with forced ownership. Before
 // applying, the fields this manager owns are extracted from the live object (managedFields) and
 // compared with the desired object; equal means no request at all, so a pass over an unchanged
-// ControlPlane sends no write. A field another actor changed or removed is no longer ours, so the
+// ControlPlane sends no write. A field another actor changed or removed is no longer this manager's, so the
 // comparison fails and the apply restores it. Roles, RoleBindings, the SQLite PVC and the router
 // TLS Secrets are create-once (docs/controlplane.md#create-once-objects): they are created, never applied, so an existing object
 // is never changed, not even after a stale cache read.

@@ -342,7 +342,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 
 // routerRegistration is the PUT /router body (docs/controlplane.md#router-registration): the fixed listener ports on the
 // LoadBalancer path; spec.ingresses.router ports on the ingress path, 0 meaning the default
-// (docs/controlplane.md#router-ingress-ports-of-0, ours).
+// (docs/controlplane.md#router-ingress-ports-of-0).
 func routerRegistration(spec *datasancev3.ControlPlaneSpec, host string) iofog.Router {
 	r := iofog.Router{Host: host, MessagingPort: routerconf.AMQPSPort, InterRouterPort: routerconf.InterRouterPort, EdgeRouterPort: routerconf.EdgePort}
 	if datasancev3.ServiceType(spec.Services.Router) == corev1.ServiceTypeLoadBalancer || spec.Ingresses.Router == nil {

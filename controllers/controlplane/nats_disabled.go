@@ -14,7 +14,7 @@ import (
 )
 
 // removeNats runs when spec.nats.enabled is false. NATS objects of an earlier enabled generation
-// are garbage then, but only the running parts go (ours; the spec leaves it open): StatefulSet
+// are garbage then, but only the running parts go (this operator's choice; the spec leaves it open): StatefulSet
 // nats, its PodDisruptionBudget and the three Services — the pods and the load balancers. Everything that carries state
 // or identity stays, so that enabling NATS again resumes where it stopped: the js-data PVCs
 // (JetStream data), the JetStream key (without it that data is unreadable), the CA Secrets (the

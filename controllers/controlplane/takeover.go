@@ -21,10 +21,10 @@ import (
 )
 
 // Taking over from the Datasance iofog-operator (docs/controlplane.md#taking-over-from-the-datasance-operator).
-// Its Deployments and StatefulSet have the names ours have but other selectors, which are
-// immutable: applying ours over them fails forever. So a pass first looks at the three workloads
+// Its Deployments and StatefulSet have the names this operator's have but other selectors, which are
+// immutable: applying this operator's over them fails forever. So a pass first looks at the three workloads
 // (takeOver): one of the Datasance operator's is deleted with its pods orphaned, so they keep
-// serving; anything else that is not ours stops the pass before it writes anything
+// serving; anything else that is not this operator's stops the pass before it writes anything
 // (ForeignWorkload). Once the garbage collector has released the pods, the components create
 // their workloads, and each hands over from the orphaned pods: its Services select the pods of
 // both operators, and the old pods are retired once new ones can take their place (a Deployment
@@ -69,7 +69,7 @@ func (s *scope) workloadSlots() []workloadSlot {
 // (TakingOver) until the garbage collector has removed them. Then it records, for each component
 // whose workload is marked resources.AnnotationTakingOver, or is missing where the Datasance
 // operator ran (datasanceRan), the pods of the Datasance operator still there (s.handovers). A
-// workload of ours without the mark costs nothing more than the cached read.
+// workload of this operator's without the mark costs nothing more than the cached read.
 func takeOver(ctx context.Context, s *scope) error {
 	var legacy []client.Object
 	var legacySlots, foreign, observe []workloadSlot

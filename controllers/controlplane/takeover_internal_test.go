@@ -17,7 +17,7 @@ func pods(names ...string) []corev1.Pod {
 	return out
 }
 
-// While the Datasance operator's NATS pods remain, ours run the ordinals below the lowest of
+// While the Datasance operator's NATS pods remain, this operator's run the ordinals below the lowest of
 // theirs, never more than the spec asks.
 func TestNatsHandoverReplicas(t *testing.T) {
 	for _, tc := range []struct {

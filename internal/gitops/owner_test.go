@@ -130,7 +130,7 @@ func TestFolderOfAnotherUIDIsTakenOverOnlyWhenAdopted(t *testing.T) {
 	g.Expect(readRemote(t, repo, nil).files(t)).To(HaveKeyWithValue("apps/web/a", "new"))
 }
 
-// Issue 24 item 2: a path that holds content without the owner's marker is refused, and
+// A path that holds content without the owner's marker is refused, and
 // nothing is pushed. Each case is content no app wrote: a README at the path, a folder a person
 // wrote, a Flux bootstrap folder.
 func TestUnmarkedContentIsNeverTakenOver(t *testing.T) {
@@ -172,7 +172,7 @@ func TestUnmarkedContentIsNeverTakenOver(t *testing.T) {
 	}
 }
 
-// Issue 24 item 2: deletion removes the files the app wrote (listed in its marker), not what
+// Deletion removes the files the app wrote (listed in its marker), not what
 // someone else put in its folder.
 func TestDeleteRemovesOnlyWhatTheAppWrote(t *testing.T) {
 	g := NewWithT(t)
@@ -217,7 +217,7 @@ func TestDeleteWithALegacyMarkerRemovesTheFolder(t *testing.T) {
 	g.Expect(readRemote(t, repo, nil).allFiles(t)).NotTo(HaveKey(HavePrefix("apps/web/")))
 }
 
-// Issue 24 item 2: dot-folders belong to the repository's tooling.
+// Dot-folders belong to the repository's tooling.
 func TestDotFoldersAreReserved(t *testing.T) {
 	for _, p := range []string{".github", ".github/workflows", "apps/.flux", ".kubeopera/web"} {
 		t.Run(p, func(t *testing.T) {

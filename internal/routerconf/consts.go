@@ -65,7 +65,8 @@ var templateTypes = map[string]bool{typeRouter: true, typeSite: true, typeAddres
 
 // ownedNames are the sslProfile and listener names the operator owns; on
 // merge, existing entries with these names are replaced by the template's.
-// Ours (docs/controlplane.md#router-configuration and docs/controlplane.md#router-configmap-merge): system-default is owned too, so an existing copy
+// This operator's choice (docs/controlplane.md#router-configuration and
+// docs/controlplane.md#router-configmap-merge): system-default is owned too, so an existing copy
 // is replaced instead of duplicated.
 var ownedNames = map[string]map[string]bool{
 	typeSSLProfile: {SystemDefaultProfile: true, SiteServerProfile: true, LocalServerProfile: true},

@@ -342,7 +342,7 @@ const methodText = `
 
 ## P3 memory goal
 
-Issue 27 asked for a peak RSS of at most 100 MiB at 100 ControlPlanes; the goal is now the
+The first goal was a peak RSS of at most 100 MiB at 100 ControlPlanes; the goal is now the
 Deployment's memory request (128 Mi, read from config/manager/manager.yaml) at 100 and 100 MiB at
 25. Measured on 2026-12-05 (` + "`go run ./test/bench -only scale`" + `, the operator's
 ` + "`/proc/<pid>/status`" + ` sampled every 0.5 s, heap profiles with ` + "`-heap-profile`" + `):

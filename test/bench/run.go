@@ -383,7 +383,7 @@ func (b *bench) scale(ctx context.Context) error {
 
 // rssGoal is P3's goal for the operator's peak RSS with n ControlPlanes, in MiB: 100 up to 25
 // ControlPlanes, and at 100 the memory request of the operator's Deployment
-// (config/manager/manager.yaml), what the scheduler reserves for it. Issue 27 asked for 100 at
+// (config/manager/manager.yaml), what the scheduler reserves for it. The first goal was 100 at
 // 100; docs/benchmarks.md ("P3 memory goal") shows with profiles why that counts the binary's
 // code pages and what 100 would cost.
 func rssGoal(n int) (float64, error) {

@@ -259,7 +259,7 @@ func (tr *trial) underKills(rng *rand.Rand, phase string) {
 		delay := time.Duration(rng.Int64N(int64(4 * time.Second)))
 		tr.t.Logf("%s %s: kill %d/%d after %v", tr.ns, phase, k+1, n, delay.Round(time.Millisecond))
 		select {
-		case <-time.After(delay): // the fault's moment, chosen by the seed; not a synchronisation
+		case <-time.After(delay): // the fault's moment, chosen by the random seed; not a synchronisation
 		case <-tr.ctx.Done():
 			return
 		}

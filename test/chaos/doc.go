@@ -60,7 +60,7 @@
 //     started (startup, cache sync and the reconcile passes all lie in that window on the test
 //     machine). The next process starts at once after a kill. The app trials keep the Git cache
 //     directory across kills, as an emptyDir survives a container restart.
-//   - The seed is CHAOS_SEED (default: the clock, printed as "chaos seed N"); CHAOS_TRIALS is the
+//   - The random seed is CHAOS_SEED (default: the clock, printed as "chaos seed N"); CHAOS_TRIALS is the
 //     number of trials per scenario (default 2, `make chaos`: 50).
 //   - The outage tests run the app with --app-retry-base=1s (production: 30s) so each ends in
 //     seconds; the bound scales with it.

@@ -48,7 +48,7 @@ func (k nkey) public() string {
 	return encodeNkey(append([]byte{k.prefix}, pub...))
 }
 
-// seed returns the seed text (SO..., SA..., SU...).
+// seed returns the nkey seed text (SO..., SA..., SU...).
 func (k nkey) seed() string {
 	raw := []byte{prefixSeed | k.prefix>>5, (k.prefix & 31) << 3}
 	return encodeNkey(append(raw, k.priv.Seed()...))

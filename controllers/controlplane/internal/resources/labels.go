@@ -8,7 +8,7 @@ import (
 
 // Standard labels of every operand object, exactly the upstream operator's (managed-by:
 // iofog-operator), so selectors, dashboards and policies written for upstream objects match
-// ours and objects created by either operator are the same. The operator's own Deployment
+// this operator's and objects created by either operator are the same. The operator's own Deployment
 // carries its own name.
 const (
 	labelName      = "app.kubernetes.io/name"

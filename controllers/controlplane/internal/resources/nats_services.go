@@ -25,7 +25,7 @@ var (
 )
 
 // NatsHeadlessService is Service nats-headless: clusterIP None, all five ports, the pod DNS names
-// nats-<i>.nats-headless the routes and SANs use. Not-ready pods are published (ours, as the
+// nats-<i>.nats-headless the routes and SANs use. Not-ready pods are published (as the
 // NATS Helm chart does) so that servers find each other while they start: readiness needs
 // JetStream, which needs the route mesh.
 func NatsHeadlessService(cp *datasancev3.ControlPlane) *corev1ac.ServiceApplyConfiguration {

@@ -112,7 +112,7 @@ func NatsStatefulSet(cp *datasancev3.ControlPlane, w NatsWorkload) *appsv1ac.Sta
 			WithServiceName(NatsHeadlessServiceName).
 			WithSelector(metaLabelSelector(selectorLabels(cp.Name, ComponentNats))).
 			// JetStream data outlives the StatefulSet and the ControlPlane: a PVC is deleted by
-			// hand only (docs/controlplane.md#spec-changes, ours).
+			// hand only (docs/controlplane.md#spec-changes).
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
 				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)).

@@ -174,7 +174,7 @@ func defaultIfEmpty[T ~string](v, def T) T {
 }
 
 // LoadBalancerAddress is the first ingress point of a load balancer status: its IP, or its
-// hostname when it has no IP (docs/controlplane.md#url-resolution, ours). Empty when none is published yet.
+// hostname when it has no IP (docs/controlplane.md#url-resolution). Empty when none is published yet.
 func LoadBalancerAddress(ingress []corev1.LoadBalancerIngress) string {
 	if len(ingress) == 0 {
 		return ""

@@ -22,7 +22,7 @@ const (
 	LabelDatasanceComponent = "datasance.com/component"
 	datasanceNameValue      = "pot"
 
-	// LegacyControllerIngressName is the Datasance operator's Controller Ingress (ours is
+	// LegacyControllerIngressName is the Datasance operator's Controller Ingress (this operator's is
 	// controller, as the upstream documentation names it).
 	LegacyControllerIngressName = "pot-controller"
 
@@ -90,7 +90,7 @@ func datasanceSelectorLabels(instance, component string) map[string]string {
 }
 
 // DatasancePodLabels select the pods (and ReplicaSets) the Datasance operator's workload of a
-// component left, and none of this operator's: ours never carry datasance.com/component.
+// component left, and none of this operator's: this operator's never carry datasance.com/component.
 func DatasancePodLabels(instance, component string) map[string]string {
 	return map[string]string{
 		labelName:               datasanceNameValue,

@@ -10,7 +10,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// A workload of a component's name is ours when it selects by our labels, the Datasance
+// A workload of a component's name is this operator's when it selects by our labels, the Datasance
 // operator's when it selects by exactly its labels (testfixture states them independently) and
 // nothing but this ControlPlane controls it, and foreign otherwise.
 func TestClassifyWorkload(t *testing.T) {
@@ -50,8 +50,8 @@ func TestClassifyWorkload(t *testing.T) {
 	}
 }
 
-// Pods of the Datasance operator are found by labels none of ours carries; the Services select
-// the pods of both operators during a handover, ours only otherwise.
+// Pods of the Datasance operator are found by labels none of this operator's carries; the Services select
+// the pods of both operators during a handover, this operator's only otherwise.
 func TestHandoverLabels(t *testing.T) {
 	g := NewWithT(t)
 	cp := testfixture.ControlPlane(testfixture.WithUID("uid-1"))
