@@ -8,8 +8,9 @@ const FieldOwner = "kubeopera-operator"
 // EventRecorderName is the reporting controller of the Events the reconciler emits.
 const EventRecorderName = "kubeopera-operator-controlplane"
 
-// Requeue delays (docs/controlplane.md#controller-reconcile-steps, docs/controlplane.md#router-service-and-address). Waiting for something outside the operator's control is a
-// requeue with one of these delays, never a blocking wait.
+// Requeue delays (docs/controlplane.md#controller-reconcile-steps,
+// docs/controlplane.md#router-service-and-address). Waiting for something outside the operator's
+// control is an outcome.Wait with one of these delays, never a blocking wait.
 const (
 	// requeueLoadBalancer: a LoadBalancer Service (controller or router) or the controller Ingress
 	// has no address yet.
@@ -21,8 +22,9 @@ const (
 	requeueControllerStatus = 3 * time.Second
 	// requeueRegistration: registering the router, the NATS hub or a CA failed transiently.
 	requeueRegistration = 10 * time.Second
-	// requeueTransition: a new condition (deploying, updating) was just written; the next pass
-	// does the work. The status write itself also triggers a watch event.
+	// requeueTransition: a new condition (deploying, updating) was just written; the next pass,
+	// after this delay, does the work (the operator's own status writes start no pass: see the
+	// ControlPlane predicate in SetupWithManager).
 	requeueTransition = time.Second
 	// requeueTakeover: pods the Datasance operator's workloads left are being replaced
 	// (takeover.go); pods are not watched, so their going is polled at this pace.
