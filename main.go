@@ -67,7 +67,7 @@ func run() int {
 		log.Error(err, "Unable to create the manager")
 		return 1
 	}
-	log.Info("Starting manager", "version", version, "namespaces", namespaces, "controlPlane", opts.EnableControlPlane, "apps", opts.EnableApps)
+	log.Info("Starting manager", "version", version, "namespaces", namespaces, "controlPlaneReconciler", opts.EnableControlPlane, "appReconciler", opts.EnableApps)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"sync"
 	"time"
 
@@ -182,7 +183,7 @@ func (s *scopedSecrets) holder(obj any, present bool) {
 	case present && sp == nil:
 		sp, err := s.startSpace(ns)
 		if err != nil {
-			ctrl.Log.WithName("cache").Error(err, "Cannot watch the Secrets of a namespace; they are read from the API server", "namespace", ns)
+			ctrl.Log.WithName("cache").Error(err, "Cannot watch the Secrets of a namespace; they are read from the API server", "Namespace", klog.KRef("", ns))
 			return
 		}
 		sp.holders[o.GetUID()] = true

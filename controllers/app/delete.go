@@ -19,6 +19,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
 )
 
@@ -144,7 +145,7 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 		render.FluxRoleBinding(s.app), render.FluxRole(s.app), render.FluxServiceAccount(s.app),
 	} {
 		if err := deleteIfManaged(ctx, vc, obj); err != nil {
-			return r.vclusterCleanupFailed(s, fmt.Sprintf("delete %s %s", kindOf(obj), client.ObjectKeyFromObject(obj)), err)
+			return r.vclusterCleanupFailed(s, fmt.Sprintf("delete %s %s", scheme.KindOf(obj), client.ObjectKeyFromObject(obj)), err)
 		}
 	}
 	gitSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: render.GitSecretName(s.app)}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // configureFlux applies the app's GitRepository and Kustomization in the vCluster (server-side
@@ -72,7 +74,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 	}
 	for _, obj := range []client.Object{render.FluxServiceAccount(s.app), render.FluxRole(s.app), render.FluxRoleBinding(s.app)} {
 		if err := apply(ctx, s.vc, obj); err != nil {
-			return fluxError("apply the Kustomization's "+kindOf(obj), err)
+			return fluxError("apply the Kustomization's "+scheme.KindOf(obj), err)
 		}
 	}
 	if err := apply(ctx, s.vc, ks); err != nil {
@@ -96,7 +98,7 @@ func (r *Reconciler) configureFlux(ctx context.Context, s *scope) error {
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return fmt.Errorf("convert %T: %w", obj, err)
+		return fmt.Errorf("convert %s: %w", scheme.KindOf(obj), err)
 	}
 	u := &unstructured.Unstructured{Object: raw}
 	unstructured.RemoveNestedField(u.Object, "status")
@@ -112,16 +114,16 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 		return notOwned(live)
 	case ownsExactly(live, u):
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, obj); err != nil {
-			return fmt.Errorf("convert the live %T: %w", obj, err)
+			return fmt.Errorf("convert the live %s: %w", scheme.KindOf(obj), err)
 		}
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", u.GetKind(), "name", u.GetName())
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", u.GetKind(), klog.KObj(u))
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(Name), client.ForceOwnership); err != nil {
 		return err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
-		return fmt.Errorf("convert the applied %T: %w", obj, err)
+		return fmt.Errorf("convert the applied %s: %w", scheme.KindOf(obj), err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // prepareVCluster creates the app namespace directly in the vCluster (not through Git: Flux's
@@ -173,16 +174,7 @@ func (e *notOwnedError) Error() string {
 }
 
 func notOwned(obj client.Object) error {
-	return &notOwnedError{kind: kindOf(obj), key: client.ObjectKeyFromObject(obj)}
-}
-
-// kindOf names obj's kind for a message: its TypeMeta's, or its Go type's.
-func kindOf(obj client.Object) string {
-	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
-		return kind
-	}
-	t := fmt.Sprintf("%T", obj)
-	return t[strings.LastIndex(t, ".")+1:]
+	return &notOwnedError{kind: scheme.KindOf(obj), key: client.ObjectKeyFromObject(obj)}
 }
 
 func isNotOwned(err error) bool {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"reflect"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +20,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // applyConfiguration is what the apply helpers need of a typed apply configuration.
@@ -42,19 +43,19 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 	switch err := s.r.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %s %s: %w", scheme.KindOf(live), key, err))
 	default:
 		current, err := extract(live, FieldOwner)
 		if err != nil {
-			return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("extract %T %s: %w", live, key, err))
+			return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("extract %s %s: %w", scheme.KindOf(live), key, err))
 		}
 		if sameJSON(current, desired) {
 			return false, nil
 		}
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", "kind", fmt.Sprintf("%T", live), "name", key.Name)
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", scheme.KindOf(live), klog.KRef(key.Namespace, key.Name))
 	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %s %s: %w", scheme.KindOf(live), key, err))
 	}
 	return true, nil
 }
@@ -89,7 +90,7 @@ func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj c
 		err = json.Unmarshal(raw, obj)
 	}
 	if err != nil {
-		return fmt.Errorf("convert %T: %w", desired, err)
+		return fmt.Errorf("convert %s %s: %w", scheme.KindOf(obj), ptr.Deref(desired.GetName(), ""), err)
 	}
 	return createObject(ctx, s, obj)
 }
@@ -99,9 +100,9 @@ func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj c
 func createObject(ctx context.Context, s *scope, obj client.Object) error {
 	switch err := s.r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
 	case apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), errCacheStale)
+		return fmt.Errorf("create %s %s: %w", scheme.KindOf(obj), obj.GetName(), errCacheStale)
 	case err != nil:
-		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("create %s %s: %w", scheme.KindOf(obj), obj.GetName(), err))
 	}
 	return nil
 }
@@ -126,7 +127,7 @@ func deleteOwned(ctx context.Context, s *scope, name string, live client.Object)
 		return nil
 	}
 	if err := s.r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
-		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s: %w", live, key, err))
+		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s %s: %w", scheme.KindOf(live), key, err))
 	}
 	return nil
 }
@@ -157,10 +158,10 @@ func releaseDataStore(ctx context.Context, s *scope, component string, obj clien
 	if len(kept) == len(refs) {
 		return nil
 	}
-	kind := dataStoreKind(obj)
+	kind := scheme.KindOf(obj)
 	base, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return fmt.Errorf("copy %T", obj)
+		return fmt.Errorf("copy %s", scheme.KindOf(obj))
 	}
 	obj.SetOwnerReferences(kept)
 	err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
@@ -174,22 +175,8 @@ func releaseDataStore(ctx context.Context, s *scope, component string, obj clien
 	case err != nil:
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("release %s %s from the ControlPlane: %w", kind, obj.GetName(), err))
 	}
-	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", "kind", kind, "name", obj.GetName())
+	ctrl.LoggerFrom(ctx).Info("Kept a data store out of garbage collection", kind, klog.KObj(obj))
 	return nil
-}
-
-// dataStoreKind is the kind of a data store releaseDataStore handles, as kubectl names it.
-func dataStoreKind(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Secret:
-		return "Secret"
-	case *corev1.PersistentVolumeClaim:
-		return "PersistentVolumeClaim"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
-	default:
-		return fmt.Sprintf("%T", obj)
-	}
 }
 
 // isControlledBy reports whether obj's controller reference points at uid.
@@ -231,6 +218,6 @@ func (s *scope) getExisting(ctx context.Context, name string, live client.Object
 	case apierrors.IsNotFound(err):
 		return false, nil
 	default:
-		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %T %s: %w", live, key, err))
+		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %s %s: %w", scheme.KindOf(live), key, err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"maps"
 	"strings"
 	"time"
@@ -273,12 +274,12 @@ func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, n
 	}
 	log := ctrl.LoggerFrom(ctx)
 	if rotation {
-		log.Info("Replaced the Controller's copy of a rotated CA", "ca", name, "controllerCertificatesDeleted", len(own))
+		log.Info("Replaced the Controller's copy of a rotated CA", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
 		s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
 			fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
 		return nil
 	}
-	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "ca", name, "controllerCertificatesDeleted", len(own))
+	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
 		"The Controller held another CA %s, on which no agent depended (it makes one itself when it provisions an agent without it); "+
 			"replaced it with the CA of Secret %s, which the hub uses.", name, name))
@@ -304,7 +305,7 @@ func adoptControllerCA(ctx context.Context, s *scope, component string, sec *cor
 		return requeueIfStale(fmt.Errorf("take the Controller's CA into Secret %s: %w", name, err))
 	}
 	s.recordCA(name, adopted.CertPEM)
-	ctrl.LoggerFrom(ctx).Info("Took the Controller's copy of a CA agents depend on into its Secret", "ca", name, "agentCertificates", len(agents))
+	ctrl.LoggerFrom(ctx).Info("Took the Controller's copy of a CA agents depend on into its Secret", "Secret", klog.KRef(s.namespace(), name), "agentCertificates", len(agents))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
 		"The Controller holds another CA %s, which agents' certificates depend on (%s): CA Secret %s now holds it, "+
 			"its earlier CA is kept under %s and %s, and the certificates under it are issued again.",
@@ -323,7 +324,7 @@ func importCA(ctx context.Context, s *scope, cs *controllerSession, name string,
 		}
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
-	ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "ca", name)
+	ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "Secret", klog.KRef(s.namespace(), name))
 	s.recordCA(name, ca.CertPEM)
 	return nil
 }
@@ -356,7 +357,7 @@ func missingCA(ctx context.Context, s *scope, component string, c resources.TLSS
 		return nil, err
 	}
 	s.recordCA(c.Name, ca.CertPEM)
-	ctrl.LoggerFrom(ctx).Info("Restored a missing CA Secret from the Controller's copy", "secret", c.Name)
+	ctrl.LoggerFrom(ctx).Info("Restored a missing CA Secret from the Controller's copy", "Secret", klog.KRef(s.namespace(), c.Name))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
 		fmt.Sprintf("CA Secret %s was missing; restored it from the Controller's copy of the CA.", c.Name))
 	return ca, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,7 +117,7 @@ func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSe
 	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
 		return nil, nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Created CA", "secret", c.Name)
+	ctrl.LoggerFrom(ctx).Info("Created CA", "Secret", klog.KRef(s.namespace(), c.Name))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
 	cs, err := s.controllerSession(ctx)
 	if err == nil {
@@ -181,7 +182,7 @@ func issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSS
 		return nil, err
 	}
 	s.renewBy(pki.RenewalTime(leaf.Cert.NotBefore, leaf.Cert.NotAfter))
-	ctrl.LoggerFrom(ctx).Info("Issued certificate", "secret", c.Name, "cause", cause, "notAfter", leaf.Cert.NotAfter)
+	ctrl.LoggerFrom(ctx).Info("Issued certificate", "Secret", klog.KRef(s.namespace(), c.Name), "cause", cause, "notAfter", leaf.Cert.NotAfter)
 	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued,
 		fmt.Sprintf("Issued the certificate in Secret %s (%s), signed by CA Secret %s, valid until %s.",
 			c.Name, cause, c.CAName, leaf.Cert.NotAfter.UTC().Format(time.RFC3339)))

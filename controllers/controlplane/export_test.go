@@ -26,7 +26,6 @@ const (
 var (
 	CredentialsHash = resources.KeyedHashData
 	UnkeyedHash     = resources.HashData
-	DataStoreKind   = dataStoreKind
 )
 
 // OtherControlPlanesOnDelete is the ControlPlane delete watch's mapping.

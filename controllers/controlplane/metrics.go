@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,7 @@ func (r *Reconciler) observeCertificates(ctx context.Context, cp *datasancev3.Co
 		err := r.Get(ctx, types.NamespacedName{Namespace: cp.Namespace, Name: name}, &sec)
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
-				ctrl.LoggerFrom(ctx).V(1).Info("Reading a TLS Secret for the expiry metric failed", "secret", name, "error", err.Error())
+				ctrl.LoggerFrom(ctx).V(1).Info("Reading a TLS Secret for the expiry metric failed", "Secret", klog.KRef(cp.Namespace, name), "error", err.Error())
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -138,7 +139,7 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 		return natsRestartKeys{}, err
 	}
 	if changed {
-		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "configMap", resources.NatsConfigMapName)
+		ctrl.LoggerFrom(ctx).Info("Wrote NATS server.conf", "ConfigMap", klog.KRef(s.namespace(), resources.NatsConfigMapName))
 	}
 	return keys, nil
 }

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -166,7 +167,7 @@ func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 			return err
 		}
 		if changed {
-			ctrl.LoggerFrom(ctx).Info("Stored NATS bootstrap Secret", "secret", *desired.GetName())
+			ctrl.LoggerFrom(ctx).Info("Stored NATS bootstrap Secret", "Secret", klog.KRef(s.namespace(), *desired.GetName()))
 		}
 	}
 	return nil

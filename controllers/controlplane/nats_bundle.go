@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,7 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 		return listErr
 	case data.exists() || natsRunning:
 		log.Info("The NATS JWT bundle is missing and the Controller's account list failed; not re-creating it with fewer accounts",
-			"configMap", resources.NatsJWTBundleMapName, "cause", iofog.Cause(listErr), "error", listErr.Error())
+			"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "cause", iofog.Cause(listErr), "error", listErr.Error())
 		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, requeueNatsBootstrap, fmt.Sprintf(
 			"ConfigMap %s (the NATS JWT bundle) is missing and the Controller's account list failed (%s): "+
 				"not re-creating it with fewer accounts, which would purge their JetStream data, and not rolling StatefulSet %s. "+
@@ -62,7 +63,7 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 	if err := createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
 		return err
 	}
-	log.Info("Created the NATS JWT bundle", "configMap", resources.NatsJWTBundleMapName, "accounts", len(bundle))
+	log.Info("Created the NATS JWT bundle", "ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "accounts", len(bundle))
 	if data.exists() || natsRunning {
 		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
 			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
@@ -90,7 +91,7 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 		return fmt.Errorf("set the system account of ConfigMap %s: %w", resources.NatsJWTBundleMapName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",
-		"configMap", resources.NatsJWTBundleMapName, "account", boot.systemAccount)
+		"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "account", boot.systemAccount)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func removeNats(ctx context.Context, s *scope) error {
 		if err := deleteOwned(ctx, s, o.name, o.obj); err != nil {
 			return err
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleted NATS object: NATS is disabled", "kind", o.kind, "name", o.name)
+		ctrl.LoggerFrom(ctx).Info("Deleted NATS object: NATS is disabled", o.kind, klog.KRef(s.namespace(), o.name))
 		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRemoved, fmt.Sprintf("NATS is disabled: deleted %s %s.", o.kind, o.name))
 	}
 	return nil

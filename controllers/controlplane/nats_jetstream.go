@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -64,7 +65,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 		if err := createObject(ctx, s, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
 			return "", err
 		}
-		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "secret", name)
+		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "Secret", klog.KRef(s.namespace(), name))
 		return key, nil
 	}
 	// The Secret exists without a key: fill it in, under an optimistic lock so that a key
@@ -77,7 +78,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 	if err := s.r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return "", outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
 	}
-	ctrl.LoggerFrom(ctx).Info("Wrote JetStream encryption key into empty Secret", "secret", name)
+	ctrl.LoggerFrom(ctx).Info("Wrote JetStream encryption key into empty Secret", "Secret", klog.KRef(s.namespace(), name))
 	return key, nil
 }
 

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -32,7 +33,7 @@ func emptyLegacyNatsRole(ctx context.Context, s *scope) error {
 	if err := s.r.Patch(ctx, role, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("empty Role %s: %w", resources.NatsRoleName, err))
 	}
-	ctrl.LoggerFrom(ctx).Info("Removed the rules of an earlier version's NATS Role: the NATS pods use no Kubernetes API", "role", resources.NatsRoleName)
+	ctrl.LoggerFrom(ctx).Info("Removed the rules of an earlier version's NATS Role: the NATS pods use no Kubernetes API", "Role", klog.KRef(s.namespace(), resources.NatsRoleName))
 	s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRoleEmptied,
 		fmt.Sprintf("Removed the rules of Role %s: the NATS pods read their files from mounted volumes and need no API access.", resources.NatsRoleName))
 	return nil

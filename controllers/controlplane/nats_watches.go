@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -10,6 +11,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // controlPlanesForNatsData maps an event of the NATS data a ControlPlane keeps but does not own —
@@ -31,7 +33,7 @@ func (r *Reconciler) controlPlanesForNatsData(ctx context.Context, obj client.Ob
 	}
 	var list datasancev3.ControlPlaneList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a NATS data object failed", "object", client.ObjectKeyFromObject(obj))
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a NATS data object failed", scheme.KindOf(obj), klog.KObj(obj))
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -108,7 +109,7 @@ func (r *Reconciler) otherControlPlanesOnDelete(ctx context.Context, obj client.
 	var list datasancev3.ControlPlaneList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a deleted ControlPlane's namespace failed; a refused duplicate there waits for its next event",
-			"controlPlane", client.ObjectKeyFromObject(obj))
+			"ControlPlane", klog.KObj(obj))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // Taking over from the Datasance iofog-operator (docs/controlplane.md#taking-over-from-the-datasance-operator).
@@ -171,7 +173,7 @@ func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Ob
 		if client.IgnoreNotFound(err) != nil {
 			return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s of the Datasance operator: %w", slots[i], err))
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleted a workload of the Datasance operator, orphaning its pods", "workload", slots[i].String())
+		ctrl.LoggerFrom(ctx).Info("Deleted a workload of the Datasance operator, orphaning its pods", slots[i].kind, klog.KRef(s.namespace(), slots[i].name))
 		s.r.event(s.cp, corev1.EventTypeNormal, datasancev3.ReasonTakingOver, fmt.Sprintf(
 			"Deleted %s of the Datasance operator, orphaning its pods: they keep serving until this operator's replace them.", slots[i]))
 	}
@@ -278,7 +280,7 @@ func deleteLegacy(ctx context.Context, s *scope, obj client.Object, propagation 
 	if client.IgnoreNotFound(err) != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s of the Datasance operator: %w", obj, obj.GetName(), err))
 	}
-	ctrl.LoggerFrom(ctx).Info("Retired an object of the Datasance operator", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+	ctrl.LoggerFrom(ctx).Info("Retired an object of the Datasance operator", scheme.KindOf(obj), klog.KObj(obj))
 	return nil
 }
 

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
@@ -60,7 +60,7 @@ func (h *harness) leaveDatasanceControlPlane(cp *datasancev3.ControlPlane, m *na
 	keep := func(obj client.Object) {
 		h.t.Helper()
 		create(obj)
-		left.uids[controlplane.DataStoreKind(obj)+"/"+obj.GetName()] = obj.GetUID()
+		left.uids[scheme.KindOf(obj)+"/"+obj.GetName()] = obj.GetUID()
 	}
 	secret := func(component, name string, typ corev1.SecretType, data map[string][]byte) {
 		s := &corev1.Secret{ObjectMeta: testfixture.DatasanceMeta(cp, component, name), Type: typ, Data: data}

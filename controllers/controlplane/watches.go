@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"k8s.io/klog/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+	"github.com/kubeopera/kubeopera-operator/internal/scheme"
 )
 
 // indexReferencedSecrets indexes ControlPlanes by the names of Secrets they read but do not own.
@@ -55,7 +57,7 @@ func (r *Reconciler) controlPlanesForSecret(ctx context.Context, obj client.Obje
 	var list datasancev3.ControlPlaneList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{indexReferencedSecrets: obj.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes that reference a Secret failed", "secret", client.ObjectKeyFromObject(obj))
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes that reference a Secret failed", "Secret", klog.KObj(obj))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -87,7 +89,7 @@ func (r *Reconciler) controlPlanesForWorkload(ctx context.Context, obj client.Ob
 	}
 	var list datasancev3.ControlPlaneList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a workload failed", "object", client.ObjectKeyFromObject(obj))
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ControlPlanes of a workload failed", scheme.KindOf(obj), klog.KObj(obj))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -4,6 +4,8 @@
 package scheme
 
 import (
+	"sync"
+
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,4 +28,20 @@ func New() *runtime.Scheme {
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
 	return s
+}
+
+// shared is the scheme KindOf reads: built once, never written after.
+var shared = sync.OnceValue(New)
+
+// KindOf names obj's kind as the API server does (Deployment, Secret, Kustomization): its
+// TypeMeta's when set, else the kind the operator's scheme registers for its Go type, else
+// "object". Logs and messages name kinds with it, never with the Go type (%T).
+func KindOf(obj runtime.Object) string {
+	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+		return kind
+	}
+	if gvks, _, err := shared().ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		return gvks[0].Kind
+	}
+	return "object"
 }
