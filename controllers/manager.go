@@ -150,9 +150,15 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.EnableApps {
 		secretHolders = append(secretHolders, &kubeoperav1alpha1.KubeOperaApp{})
 	}
+	var uncached []client.Object
+	if opts.EnableControlPlane {
+		uncached = controlplane.UncachedObjects()
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme(),
-		Cache:                   cacheOpts,
+		Scheme: Scheme(),
+		Cache:  cacheOpts,
+		// The kinds a reconciler reads only from the API server: never watched, never cached.
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
 		NewCache:                newScopedSecretsCache(secretHolders...),
 		Metrics:                 metricsServerOptions(opts),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,

@@ -8,7 +8,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
@@ -40,6 +45,15 @@ func TestManagerStartsWithoutTenantCRD(t *testing.T) {
 	cfg.Wrap(scopeRequests.wrap)
 	mgr, err := controllers.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
+
+	// The kinds the ControlPlane reconciler reads only from the API server
+	// (controlplane.UncachedObjects) never go through the cache: the manager's client answers
+	// them before the cache started, under RBAC that grants no watch on them.
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &appsv1.ReplicaSetList{}, &corev1.EventList{}} {
+		g.Expect(mgr.GetClient().List(context.Background(), list, client.InNamespace("default"))).To(Succeed(), "%T", list)
+	}
+	err = mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "none"}, &policyv1.PodDisruptionBudget{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a PodDisruptionBudget is read from the API server: %v", err)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -52,10 +52,11 @@ type Reconciler struct {
 	logins loginGate
 }
 
-// NewReconciler builds a Reconciler from the manager's client and event recorder.
+// NewReconciler builds a Reconciler from the manager's client and event recorder. The manager's
+// client must read UncachedObjects from the API server (client.CacheOptions.DisableFor).
 func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 	return &Reconciler{
-		Client:              uncachedReads{Client: mgr.GetClient(), live: mgr.GetAPIReader()},
+		Client:              mgr.GetClient(),
 		Options:             opts,
 		Recorder:            mgr.GetEventRecorder(EventRecorderName),
 		NewControllerClient: NewControllerClientFactory(opts.ControllerCAFile),
@@ -293,7 +294,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		// PodDisruptionBudgets are not watched: they are read from the API server
-		// (uncachedReads), so a manager whose RBAC predates them still starts; a changed budget
+		// (UncachedObjects), so a manager whose RBAC predates them still starts; a changed budget
 		// is repaired by the next pass.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.controlPlanesForSecret)).
 		// Workloads of an operand's name the ControlPlane does not control: a ForeignWorkload

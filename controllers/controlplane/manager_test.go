@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -104,6 +103,7 @@ func (h *harness) startManager() {
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: controlplane.UncachedObjects()}},
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 		Controller:             config.Controller{SkipNameValidation: new(true)},
 	})
@@ -114,14 +114,14 @@ func (h *harness) startManager() {
 	// the metadata watch already reported.
 	live := mgr.GetAPIReader()
 	liveSecrets := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-		switch obj.(type) {
-		case *corev1.Secret, *policyv1.PodDisruptionBudget: // PodDisruptionBudgets are never cached
+		if _, ok := obj.(*corev1.Secret); ok {
 			return live.Get(ctx, key, obj, opts...)
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}}
-	// Around the reconciler's own client, so its uncached reads (PodDisruptionBudgets, the pod
-	// and ReplicaSet lists of a takeover) stay uncached: the bundle grants no watch on them.
+	// Around the reconciler's own client, whose uncached reads (UncachedObjects: budgets, the
+	// pod and ReplicaSet lists of a takeover) go to the API server: the bundle grants no watch on
+	// them.
 	r.Client = interceptor.NewClient(interceptor.NewClient(noWatch{r.Client}, liveSecrets), h.countWrites())
 	r.NewControllerClient = h.clientFactory()
 	r.KeyGenerator = testKeyGenerator
