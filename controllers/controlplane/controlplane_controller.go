@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -79,15 +80,15 @@ var components = []component{
 }
 
 // Reconcile is the entry point for one ControlPlane: read it, run a pass, and persist status
-// (and the registration annotation) once, at the end. The pass ends with nil, a requeue of a ready
-// ControlPlane, or an internal/outcome error, which outcome.Result turns into what
-// controller-runtime reads.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Options.OnPass != nil {
-		// After the status patch: a test that waits for a pass sees what it wrote.
-		defer r.Options.OnPass(req.NamespacedName)
-	}
-	cp := &datasancev3.ControlPlane{}
+// (and the registration annotation) once, in endPass. The pass ends with nil, a requeue of a
+// ready ControlPlane, or an internal/outcome error, which endPass turns into what
+// controller-runtime reads, as the KubeOperaApp reconciler does.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	var base, cp *datasancev3.ControlPlane
+	// The one deferred call: whichever way the pass returns, endPass ends it (base is nil until
+	// there is a pass whose changes to write).
+	defer func() { result, retErr = r.endPass(ctx, req.NamespacedName, base, cp, result, retErr) }()
+	cp = &datasancev3.ControlPlane{}
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
 		forgetIfGone(req.NamespacedName, err)
 		if apierrors.IsNotFound(err) {
@@ -104,14 +105,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.logins.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	base := cp.DeepCopy()
+	base = cp.DeepCopy()
+	return r.run(ctx, cp)
+}
+
+// run runs the pass under its deadline; endPass's patch runs on the request's context, so a pass
+// that ran out of time still records why.
+func (r *Reconciler) run(ctx context.Context, cp *datasancev3.ControlPlane) (ctrl.Result, error) {
 	passCtx, cancel := context.WithTimeout(ctx, r.Options.passTimeout())
-	res, err := r.reconcile(passCtx, cp)
-	cancel()
-	// The patch runs on the request context, not the pass's: a pass that ran out of time still
-	// records why. A status not written is retried with the backoff, whatever the pass decided.
-	if patchErr := r.patchControlPlane(ctx, base, cp); patchErr != nil {
-		return outcome.Result(outcome.Retry(datasancev3.ReasonApplyFailed, errors.Join(err, patchErr)))
+	defer cancel()
+	return r.reconcile(passCtx, cp)
+}
+
+// endPass ends every pass: what the pass changed is written (a status patch that fails is
+// retried with the backoff, whatever the pass decided), Options.OnPass is told, and
+// outcome.Result turns the pass's error into what controller-runtime reads.
+func (r *Reconciler) endPass(ctx context.Context, key types.NamespacedName, base, cp *datasancev3.ControlPlane, res ctrl.Result, err error) (ctrl.Result, error) {
+	if base != nil {
+		if patchErr := r.patchControlPlane(ctx, base, cp); patchErr != nil {
+			err = outcome.Retry(datasancev3.ReasonApplyFailed, errors.Join(err, patchErr))
+		}
+	}
+	if r.Options.OnPass != nil {
+		// After the patch: a test that waits for a pass sees what it wrote.
+		r.Options.OnPass(key)
 	}
 	if err != nil {
 		return outcome.Result(err)
