@@ -14,6 +14,8 @@ import (
 	"github.com/fluxcd/gitkit"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
 // SSHAccess is what a client of the server's SSH endpoint needs.
@@ -28,7 +30,7 @@ type SSHAccess struct {
 
 // SecretData is the content of an SSH Git credentials Secret.
 func (a SSHAccess) SecretData() map[string][]byte {
-	return map[string][]byte{"identity": a.Identity, "known_hosts": a.KnownHosts}
+	return map[string][]byte{gitcred.Identity: a.Identity, gitcred.KnownHosts: a.KnownHosts}
 }
 
 // StartSSH serves the same repositories over SSH. Only one client key is accepted, and the

@@ -16,38 +16,12 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
-// Keys read from a credentials Secret by AuthFromSecretData. They follow the
-// Flux GitRepository Secret format, so the same Secret can be copied into the
-// vCluster for Flux.
-const (
-	// SecretKeyUsername and SecretKeyPassword select HTTP basic auth.
-	SecretKeyUsername = "username"
-	SecretKeyPassword = "password"
-	// SecretKeyToken selects HTTP basic auth with the token as password and
-	// SecretKeyUsername as user, or "git" when absent. This is what GitHub,
-	// GitLab and Gitea accept for personal, project and deploy tokens.
-	SecretKeyToken = "token"
-	// SecretKeyBearerToken selects an "Authorization: Bearer" header, for
-	// servers that accept OAuth bearer tokens on Git smart HTTP.
-	SecretKeyBearerToken = "bearerToken"
-	// SecretKeyCA is an optional PEM CA bundle for HTTPS, added to the system
-	// roots.
-	SecretKeyCA = "ca.crt"
-	// SecretKeyIdentity is the PEM private key for SSH; SecretKeyPassword is
-	// its passphrase when the key is encrypted.
-	SecretKeyIdentity = "identity"
-	// SecretKeyKnownHosts is required for SSH: host keys are always verified.
-	SecretKeyKnownHosts = "known_hosts"
-)
-
-const (
-	// defaultSSHUser is used when an ssh:// URL names no user.
-	defaultSSHUser = "git"
-	// defaultTokenUser is the basic-auth user sent with a "token".
-	defaultTokenUser = "git"
-)
+// defaultSSHUser is used when an ssh:// URL names no user.
+const defaultSSHUser = "git"
 
 // Auth holds the credentials for one repository. Build it with
 // AuthFromSecretData; the zero value is anonymous access. Auth never prints
@@ -100,13 +74,13 @@ func AuthFromSecretData(repoURL string, data map[string][]byte) (Auth, error) {
 	}
 }
 
-// The keys a credentials Secret may hold for each transport. Any other key means the Secret is
-// not a Git credential of that shape (a ServiceAccount token Secret holds "namespace", a TLS
-// Secret "tls.key", an SSH key Secret for an HTTPS URL "identity"): it is refused rather than
+// The keys a credentials Secret may hold for each transport (gitcred). Any other key means the
+// Secret is not a Git credential of that shape (a ServiceAccount token Secret holds "namespace", a
+// TLS Secret "tls.key", an SSH key Secret for an HTTPS URL "identity"): it is refused rather than
 // guessed at, so a Secret is never used as something it is not.
 var (
-	httpKeys = []string{SecretKeyUsername, SecretKeyPassword, SecretKeyToken, SecretKeyBearerToken, SecretKeyCA}
-	sshKeys  = []string{SecretKeyIdentity, SecretKeyKnownHosts, SecretKeyPassword}
+	httpKeys = gitcred.HTTPKeys()
+	sshKeys  = gitcred.SSHKeys()
 )
 
 // onlyKeys refuses data holding a key outside allowed. The message names the key, never a value.
@@ -126,24 +100,24 @@ func onlyKeys(data map[string][]byte, transportName string, allowed []string) er
 }
 
 func httpAuth(data map[string][]byte) (Auth, error) {
-	user := string(data[SecretKeyUsername])
-	pass := string(data[SecretKeyPassword])
-	token := string(data[SecretKeyToken])
-	bearer := string(data[SecretKeyBearerToken])
-	a := Auth{caBundle: data[SecretKeyCA]}
+	user := string(data[gitcred.Username])
+	pass := string(data[gitcred.Password])
+	token := string(data[gitcred.Token])
+	bearer := string(data[gitcred.BearerToken])
+	a := Auth{caBundle: data[gitcred.CA]}
 
 	switch {
 	case bearer != "" && (user != "" || pass != "" || token != ""):
 		return Auth{}, fmt.Errorf("%w: set either %q or %q/%q/%q, not both",
-			ErrInvalidAuth, SecretKeyBearerToken, SecretKeyUsername, SecretKeyPassword, SecretKeyToken)
+			ErrInvalidAuth, gitcred.BearerToken, gitcred.Username, gitcred.Password, gitcred.Token)
 	case token != "" && pass != "":
-		return Auth{}, fmt.Errorf("%w: set either %q or %q, not both", ErrInvalidAuth, SecretKeyToken, SecretKeyPassword)
+		return Auth{}, fmt.Errorf("%w: set either %q or %q, not both", ErrInvalidAuth, gitcred.Token, gitcred.Password)
 	case bearer != "":
 		a.method = &githttp.TokenAuth{Token: bearer}
 		a.secrets = []string{bearer}
 	case token != "":
 		if user == "" {
-			user = defaultTokenUser
+			user = gitcred.DefaultTokenUser
 		}
 		a.method = &githttp.BasicAuth{Username: user, Password: token}
 		a.secrets = []string{token}
@@ -151,7 +125,7 @@ func httpAuth(data map[string][]byte) (Auth, error) {
 		a.method = &githttp.BasicAuth{Username: user, Password: pass}
 		a.secrets = []string{pass}
 	case user != "" || pass != "":
-		return Auth{}, fmt.Errorf("%w: %q and %q must be set together", ErrInvalidAuth, SecretKeyUsername, SecretKeyPassword)
+		return Auth{}, fmt.Errorf("%w: %q and %q must be set together", ErrInvalidAuth, gitcred.Username, gitcred.Password)
 	case len(data) > 0 && len(a.caBundle) == 0:
 		// Keys present but all empty: fail closed rather than go anonymous.
 		return Auth{}, fmt.Errorf("%w: %w: the Secret holds no credential value", ErrInvalidAuth, ErrNotGitCredential)
@@ -161,24 +135,24 @@ func httpAuth(data map[string][]byte) (Auth, error) {
 }
 
 func sshAuth(ep *transport.Endpoint, data map[string][]byte) (Auth, error) {
-	identity := data[SecretKeyIdentity]
-	knownHosts := data[SecretKeyKnownHosts]
+	identity := data[gitcred.Identity]
+	knownHosts := data[gitcred.KnownHosts]
 	if len(knownHosts) == 0 {
 		return Auth{}, fmt.Errorf("%w: ssh repository needs %q in the Secret: host keys are always verified",
-			ErrInvalidAuth, SecretKeyKnownHosts)
+			ErrInvalidAuth, gitcred.KnownHosts)
 	}
 	if len(identity) == 0 {
-		return Auth{}, fmt.Errorf("%w: ssh repository needs a private key in %q", ErrInvalidAuth, SecretKeyIdentity)
+		return Auth{}, fmt.Errorf("%w: ssh repository needs a private key in %q", ErrInvalidAuth, gitcred.Identity)
 	}
 	user := ep.User
 	if user == "" {
 		user = defaultSSHUser
 	}
-	passphrase := string(data[SecretKeyPassword])
+	passphrase := string(data[gitcred.Password])
 	keys, err := gitssh.NewPublicKeys(user, identity, passphrase)
 	if err != nil {
 		// x/crypto parse errors describe the format, never the key bytes.
-		return Auth{}, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, SecretKeyIdentity, err)
+		return Auth{}, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, gitcred.Identity, err)
 	}
 	db, err := knownHostsDB(knownHosts)
 	if err != nil {
@@ -191,7 +165,7 @@ func sshAuth(ep *transport.Endpoint, data map[string][]byte) (Auth, error) {
 	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
 	algos := db.HostKeyAlgorithms(hostPort)
 	if len(algos) == 0 {
-		return Auth{}, fmt.Errorf("%w: %q has no key for host %s", ErrInvalidAuth, SecretKeyKnownHosts, hostPort)
+		return Auth{}, fmt.Errorf("%w: %q has no key for host %s", ErrInvalidAuth, gitcred.KnownHosts, hostPort)
 	}
 	keys.HostKeyCallback = db.HostKeyCallback()
 	// Offer only the algorithms known_hosts has keys for, otherwise the server
@@ -225,7 +199,7 @@ func knownHostsDB(content []byte) (*knownhosts.HostKeyDB, error) {
 	}
 	db, err := knownhosts.NewDB(f.Name())
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, SecretKeyKnownHosts, err)
+		return nil, fmt.Errorf("%w: parse %q: %w", ErrInvalidAuth, gitcred.KnownHosts, err)
 	}
 	return db, nil
 }

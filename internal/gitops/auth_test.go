@@ -18,6 +18,8 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
 func TestAuthFromSecretData(t *testing.T) {
@@ -66,8 +68,8 @@ func TestAuthFromSecretData(t *testing.T) {
 		{name: "https bearer and basic", url: httpsURL, data: data{"bearerToken": []byte("bearer-123456"), "username": []byte("bob"), "password": []byte("s3cret-pw")}, wantErr: "not both"},
 		{name: "https token and password", url: httpsURL, data: data{"token": []byte("tok-123456"), "password": []byte("s3cret-pw")}, wantErr: "not both"},
 		{name: "https with ssh key", url: httpsURL, data: data{"identity": identity}, wantErr: `key "identity" is not a Git credential key for an HTTP(S) repository`},
-		// Issue 24 item 4: only Git credential shapes. A ServiceAccount token Secret's data
-		// (token, ca.crt, namespace) must not become basic auth "git:<token>".
+		// Only Git credential shapes are accepted: a ServiceAccount token Secret's data (token,
+		// ca.crt, namespace) must not become basic auth "git:<token>".
 		{name: "service account token shape", url: httpsURL, data: data{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa"), "ca.crt": []byte("PEM"), "namespace": []byte("default")}, wantErr: `key "namespace"`},
 		{name: "tls secret shape", url: httpsURL, data: data{"tls.crt": []byte("PEM-cert"), "tls.key": []byte("PEM-key-123")}, wantErr: `key "tls.crt"`},
 		{name: "docker config shape", url: httpsURL, data: data{".dockerconfigjson": []byte(`{"auths":{}}`)}, wantErr: `key ".dockerconfigjson"`},
@@ -180,7 +182,7 @@ func TestApplyHTTPAuth(t *testing.T) {
 func TestApplyTokenAuth(t *testing.T) {
 	g := NewWithT(t)
 	const token = "tok-0123456789"
-	srv := newServer(t, func(s *gittestserver.GitServer) { s.Auth(defaultTokenUser, token) })
+	srv := newServer(t, func(s *gittestserver.GitServer) { s.Auth(gitcred.DefaultTokenUser, token) })
 	repo := testRepo(srv)
 	auth, err := AuthFromSecretData(repo.URL, map[string][]byte{"token": []byte(token)})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
 // FuzzAuthFromSecretData: whatever a Git credentials Secret holds, parsing it never panics,
@@ -21,8 +23,8 @@ func FuzzAuthFromSecretData(f *testing.F) {
 	f.Fuzz(func(t *testing.T, url, user, password, token, bearer, identity, knownHosts string) {
 		data := map[string][]byte{}
 		for k, v := range map[string]string{
-			SecretKeyUsername: user, SecretKeyPassword: password, SecretKeyToken: token,
-			SecretKeyBearerToken: bearer, SecretKeyIdentity: identity, SecretKeyKnownHosts: knownHosts,
+			gitcred.Username: user, gitcred.Password: password, gitcred.Token: token,
+			gitcred.BearerToken: bearer, gitcred.Identity: identity, gitcred.KnownHosts: knownHosts,
 		} {
 			if v != "" {
 				data[k] = []byte(v)

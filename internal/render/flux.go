@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
 // GitRepository renders the app's Flux GitRepository: the app's repository and branch, read with
@@ -90,33 +91,17 @@ func Kustomization(app *kubeoperav1alpha1.KubeOperaApp, folder string) (*kustomi
 	}, nil
 }
 
-// Keys of a Flux GitRepository credentials Secret.
-const (
-	fluxKeyUsername    = "username"
-	fluxKeyPassword    = "password"
-	fluxKeyBearerToken = "bearerToken"
-	fluxKeyCA          = "ca.crt"
-	fluxKeyIdentity    = "identity"
-	fluxKeyKnownHosts  = "known_hosts"
-)
-
-// hostKeyToken is the App Controller's HTTPS token key (see gitops.AuthFromSecretData); Flux has
-// no such key, so a token becomes username (default "git") and password.
-const (
-	hostKeyToken     = "token"
-	defaultTokenUser = "git"
-)
-
 // FluxGitSecret renders the copy of the app's read-only Flux credentials (spec.git.fluxSecretRef)
-// for Flux in the vCluster, from the host Secret's data, in Flux's GitRepository Secret format. Only the keys Flux reads for the
-// URL's transport are copied (SSH: identity, known_hosts and the key's passphrase in password;
-// HTTPS: username, password, bearerToken and ca.crt), so nothing else in the host Secret reaches
-// the vCluster.
+// for Flux in the vCluster, from the host Secret's data, in Flux's GitRepository Secret format.
+// Only the keys the App Controller accepts for the URL's transport are copied (gitcred.SSHKeys:
+// identity, known_hosts and the key's passphrase in password; gitcred.HTTPKeys: username,
+// password, bearerToken and ca.crt), so nothing else in the host Secret reaches the vCluster.
+// Flux reads these keys with the same meaning, but it has no token key: an HTTPS token becomes
+// password, with username gitcred.DefaultTokenUser unless the Secret names one.
 func FluxGitSecret(app *kubeoperav1alpha1.KubeOperaApp, data map[string][]byte) *corev1.Secret {
-	keys := []string{fluxKeyUsername, fluxKeyPassword, fluxKeyBearerToken, fluxKeyCA}
-	ssh := strings.HasPrefix(app.Spec.Git.URL, "ssh://")
-	if ssh {
-		keys = []string{fluxKeyIdentity, fluxKeyKnownHosts, fluxKeyPassword}
+	keys := gitcred.HTTPKeys()
+	if strings.HasPrefix(app.Spec.Git.URL, "ssh://") {
+		keys = gitcred.SSHKeys()
 	}
 	out := map[string][]byte{}
 	for _, k := range keys {
@@ -124,10 +109,11 @@ func FluxGitSecret(app *kubeoperav1alpha1.KubeOperaApp, data map[string][]byte) 
 			out[k] = v
 		}
 	}
-	if token := data[hostKeyToken]; len(token) > 0 && !ssh {
-		out[fluxKeyPassword] = token
-		if len(out[fluxKeyUsername]) == 0 {
-			out[fluxKeyUsername] = []byte(defaultTokenUser)
+	if token := out[gitcred.Token]; len(token) > 0 {
+		delete(out, gitcred.Token)
+		out[gitcred.Password] = token
+		if len(out[gitcred.Username]) == 0 {
+			out[gitcred.Username] = []byte(gitcred.DefaultTokenUser)
 		}
 	}
 	return &corev1.Secret{

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -380,6 +381,35 @@ func TestFluxGitSecret(t *testing.T) {
 	g.Expect(s.Data).To(Equal(map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h"), "password": []byte("p")}))
 	s = FluxGitSecret(ssh, map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h"), "token": []byte("t")})
 	g.Expect(s.Data).To(Equal(map[string][]byte{"identity": []byte("k"), "known_hosts": []byte("h")}))
+}
+
+// FluxGitSecret copies exactly the keys the App Controller accepts for the URL's transport
+// (gitcred.HTTPKeys, gitcred.SSHKeys), the token aside (Flux has none; TestFluxGitSecret): the
+// renderer keeps no list of keys of its own that could drift from the Git writer's.
+func TestFluxGitSecretCopiesTheGitCredentialKeys(t *testing.T) {
+	g := NewWithT(t)
+	data := map[string][]byte{"kubeconfig": []byte("not a Git credential")}
+	for _, k := range append(gitcred.HTTPKeys(), gitcred.SSHKeys()...) {
+		if k != gitcred.Token {
+			data[k] = []byte("value of " + k)
+		}
+	}
+	for _, tt := range []struct {
+		url  string
+		keys []string
+	}{
+		{url: "https://git.example.com/tenant/apps.git", keys: gitcred.HTTPKeys()},
+		{url: "ssh://git@git.example.com/tenant/apps.git", keys: gitcred.SSHKeys()},
+	} {
+		want := map[string][]byte{}
+		for _, k := range tt.keys {
+			if k != gitcred.Token {
+				want[k] = data[k]
+			}
+		}
+		s := FluxGitSecret(app(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = tt.url }), data)
+		g.Expect(s.Data).To(Equal(want), tt.url)
+	}
 }
 
 func TestRegistrySecret(t *testing.T) {

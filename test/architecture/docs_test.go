@@ -17,9 +17,24 @@ const sectionSign = "\u00a7"
 
 // TestNoSectionCitations fails for every Go file of the module that cites a section number.
 func TestNoSectionCitations(t *testing.T) {
-	root := filepath.Join("..", "..")
-	checked := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, path := range goFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if bytes.Contains(line, []byte(sectionSign)) {
+				t.Errorf("%s:%d cites a section number; link to docs/ instead: %s", path, i+1, bytes.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// goFiles lists the Go files of the module (tests included), as paths relative to this package.
+func goFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -30,25 +45,16 @@ func TestNoSectionCitations(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		checked++
-		for i, line := range bytes.Split(data, []byte("\n")) {
-			if bytes.Contains(line, []byte(sectionSign)) {
-				t.Errorf("%s:%d cites a section number; link to docs/ instead: %s", path, i+1, bytes.TrimSpace(line))
-			}
+		if strings.HasSuffix(path, ".go") {
+			files = append(files, path)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked < 100 {
-		t.Fatalf("checked only %d Go files; is the module root right?", checked)
+	if len(files) < 100 {
+		t.Fatalf("found only %d Go files; is the module root right?", len(files))
 	}
+	return files
 }
