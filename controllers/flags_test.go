@@ -1,14 +1,18 @@
 package controllers
 
 import (
+	"bytes"
 	"flag"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 )
 
 // The upstream iofog-operator's flags are accepted as aliases, so its Deployment's args do not
@@ -68,7 +72,8 @@ func TestFlagsConnectionAllowLists(t *testing.T) {
 	g.Expect(opts.Apps.AllowInternalGitHosts).To(BeFalse())
 }
 
-// The Git bounds reach the App Controller's options; 0 keeps the defaults (set by the reconciler).
+// The Git bounds reach the App Controller's options; without the flags they hold the reconciler's
+// defaults.
 func TestFlagsSetTheGitBounds(t *testing.T) {
 	g := NewWithT(t)
 	opts := parseFlags(g,
@@ -81,10 +86,48 @@ func TestFlagsSetTheGitBounds(t *testing.T) {
 	g.Expect(opts.Apps.MaxGitCacheSize).To(Equal(int64(-1)))
 
 	defaults := DefaultOptions()
-	g.Expect(defaults.Apps.MaxGitInflatedSize).To(BeZero())
-	g.Expect(defaults.Apps.MaxConcurrentGitOperations).To(BeZero())
-	g.Expect(defaults.Apps.MaxConcurrentGitOperationsPerHost).To(BeZero())
-	g.Expect(defaults.Apps.MaxGitCacheSize).To(BeZero())
+	g.Expect(defaults.Apps.MaxGitInflatedSize).To(BeEquivalentTo(app.DefaultMaxGitInflatedSize))
+	g.Expect(defaults.Apps.MaxConcurrentGitOperations).To(Equal(app.DefaultMaxConcurrentGitOperations))
+	g.Expect(defaults.Apps.MaxConcurrentGitOperationsPerHost).To(Equal(app.DefaultMaxConcurrentGitOperationsPerHost))
+	g.Expect(defaults.Apps.MaxGitCacheSize).To(BeEquivalentTo(app.DefaultMaxGitCacheSize))
+}
+
+// Every flag is registered with the value the operator uses when the flag is not given, so the
+// help prints it as "(default …)", the way the flag package shows the defaults of its own flags.
+// Help that explains a zero instead ("(0: 50)"), or a flag registered with 0 while the code puts
+// another value in its place, would hide the real default.
+func TestFlagsShowTheirRealDefaults(t *testing.T) {
+	g := NewWithT(t)
+	opts := DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	BindFlags(fs, &opts)
+	var help bytes.Buffer
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	g.Expect(help.String()).NotTo(ContainSubstring("(0:"))
+	g.Expect(help.String()).To(ContainSubstring("Requests per second to the Kubernetes API server, client-side. (default 50)"),
+		"a flag of a type of its own shows its default too")
+
+	numeric := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, err := strconv.ParseFloat(f.DefValue, 64); err == nil {
+			numeric++
+		} else if _, err := time.ParseDuration(f.DefValue); err == nil {
+			numeric++
+		}
+		switch f.DefValue {
+		case "0", "0s":
+			t.Errorf("--%s is registered with %s: register it with the value the operator uses in its place "+
+				"(or, if 0 is that value, let this test know)", f.Name, f.DefValue)
+		}
+	})
+	g.Expect(numeric).To(BeNumerically(">", 20), "the numeric flags were found")
+
+	// Zero values in the options still mean the defaults, whoever builds them.
+	cfg := hostConfig(&rest.Config{}, Options{})
+	g.Expect(cfg.QPS).To(Equal(opts.KubeAPIQPS))
+	g.Expect(cfg.Burst).To(Equal(opts.KubeAPIBurst))
+	g.Expect(durationOrNil(0)).To(BeNil(), "zero leaves leader election to controller-runtime, whose defaults these are")
 }
 
 // parseFlags binds the manager's flags to the default options and parses args.

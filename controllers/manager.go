@@ -55,13 +55,14 @@ type Options struct {
 	LeaderElectionID string
 	// LeaderElectionNamespace is where the Lease lives; empty means the pod's namespace.
 	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
-	// controller-runtime's defaults (15s, 10s, 2s).
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (DefaultLeaseDuration,
+	// DefaultRenewDeadline, DefaultRetryPeriod); zero leaves them to controller-runtime, whose
+	// defaults are the same.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// WatchNamespaces restricts the cache; nil means all namespaces (see ParseWatchNamespaces).
 	WatchNamespaces []string
 	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the host API server
-	// (client-side rate limit); zero keeps DefaultKubeAPIQPS and DefaultKubeAPIBurst.
+	// (client-side rate limit); zero or less means DefaultKubeAPIQPS and DefaultKubeAPIBurst.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 
@@ -91,6 +92,15 @@ const (
 	DefaultKubeAPIBurst = 100
 )
 
+// Leader election timings: controller-runtime's own defaults (defaultLeaseDuration,
+// defaultRenewDeadline and defaultRetryPeriod in sigs.k8s.io/controller-runtime/pkg/manager),
+// named here so that the flags show them.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
 // hostConfig is a copy of cfg with the manager's transport settings: no gzip (see New) and the
 // rate limits of opts.
 func hostConfig(cfg *rest.Config, opts Options) *rest.Config {
@@ -106,21 +116,25 @@ func hostConfig(cfg *rest.Config, opts Options) *rest.Config {
 	return cfg
 }
 
-// DefaultOptions returns the options main.go starts from.
+// DefaultOptions returns the options main.go starts from: every value the operator uses when no
+// flag says otherwise, so that BindFlags registers each flag with its real default.
 func DefaultOptions() Options {
+	apps := app.DefaultOptions()
+	apps.GitCacheDir = filepath.Join(os.TempDir(), Name, "git")
 	return Options{
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElectionID:       DefaultLeaderElectionID,
+		LeaseDuration:          DefaultLeaseDuration,
+		RenewDeadline:          DefaultRenewDeadline,
+		RetryPeriod:            DefaultRetryPeriod,
+		KubeAPIQPS:             DefaultKubeAPIQPS,
+		KubeAPIBurst:           DefaultKubeAPIBurst,
 		EnableControlPlane:     true,
 		EnableApps:             true,
 		ControlPlane:           controlplane.DefaultOptions(),
 		GitBatchWindow:         gitops.DefaultBatchWindow,
-		Apps: app.Options{
-			GitCacheDir: filepath.Join(os.TempDir(), Name, "git"),
-			// The flag shows it as its default; an empty list means it too (app.Options).
-			AllowedVClusterServers: app.DefaultAllowedVClusterServers(),
-		},
+		Apps:                   apps,
 	}
 }
 

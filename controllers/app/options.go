@@ -17,10 +17,9 @@ import (
 // tests assert the values instead of waiting for them.
 const (
 	// DefaultRetryBase is the first retry after a failure that depends on the vCluster or on
-	// Git (the seed's RequeueAfter: 30s). Failures are returned as errors, so the workqueue's
-	// per-item rate limiter schedules the retry (and controller-runtime's error metrics count
-	// it): each further consecutive failure of the same app doubles the delay, up to
-	// DefaultRetryMax; a success resets it.
+	// Git. Failures are returned as errors, so the workqueue's per-item rate limiter schedules
+	// the retry (and controller-runtime's error metrics count it): each further consecutive
+	// failure of the same app doubles the delay, up to DefaultRetryMax; a success resets it.
 	DefaultRetryBase = 30 * time.Second
 	// DefaultRetryMax caps the failure backoff.
 	DefaultRetryMax = 10 * time.Minute
@@ -87,7 +86,8 @@ const (
 	DefaultGitPathPrefix = render.DefaultPathPrefix
 )
 
-// Options configure the KubeOperaApp reconciler. Zero values take the defaults above.
+// Options configure the KubeOperaApp reconciler. Zero values take the defaults above
+// (DefaultOptions holds them all).
 type Options struct {
 	// GitCacheDir holds one local clone per (repository, branch).
 	GitCacheDir string
@@ -181,6 +181,12 @@ type Options struct {
 	// OnPass, when set, is called at the end of every pass with the app's key. Tests count
 	// passes with it (a bad input must not cause a hot loop); production code has no use for it.
 	OnPass func(types.NamespacedName)
+}
+
+// DefaultOptions returns the options with every default filled in: what the zero value means. The
+// manager's flags are registered with these values, so their help shows the real defaults.
+func DefaultOptions() Options {
+	return Options{}.withDefaults()
 }
 
 func (o Options) withDefaults() Options {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/test/testbed"
@@ -38,8 +39,9 @@ type Options struct {
 	SamplesDir string
 	// Manager are the operator's options, as make run parsed them. The sandbox sets the
 	// Controller endpoint (its fake Controller), the Git cache (under Dir), disables the metrics
-	// and health listeners, and shortens the app read-back interval (SyncPollInterval, when
-	// unset) so the demo converges in seconds.
+	// and health listeners, and shortens the app read-back interval (SyncPollInterval, when it
+	// is zero or the production default app.DefaultSyncPollInterval) so the demo converges in
+	// seconds.
 	Manager controllers.Options
 	// Log receives the stand-ins' logs (the operator logs through controller-runtime's global
 	// logger, as in production).
@@ -83,7 +85,8 @@ const (
 	tenantRepo = "tenant-a-apps"
 	// gitUser is the sandbox Git server's user (the password is random per start).
 	gitUser = "sandbox"
-	// sandboxSyncPoll is the app read-back interval in the sandbox (production default 15s).
+	// sandboxSyncPoll is the app read-back interval in the sandbox (app.DefaultSyncPollInterval in
+	// production).
 	sandboxSyncPoll = time.Second
 )
 
@@ -247,7 +250,9 @@ func (s *Sandbox) managerOptions(opts Options) (controllers.Options, error) {
 	o.Apps.AllowedVClusterServers = []string{"127.0.0.1"}
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.LeaderElect = false
-	if o.Apps.SyncPollInterval == 0 {
+	// controllers.DefaultOptions holds the production interval, which --app-sync-poll-interval
+	// shows as its default: the sandbox replaces it, as it does the zero value.
+	if o.Apps.SyncPollInterval == 0 || o.Apps.SyncPollInterval == app.DefaultSyncPollInterval {
 		o.Apps.SyncPollInterval = sandboxSyncPoll
 	}
 	return o, nil
