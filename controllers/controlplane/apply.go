@@ -121,7 +121,10 @@ func requeueIfStale(err error) error {
 func deleteOwned(ctx context.Context, s *scope, name string, live client.Object) error {
 	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
 	if err := s.r.Get(ctx, key, live); err != nil {
-		return outcome.Retry(datasancev3.ReasonApplyFailed, client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return outcome.Retry(datasancev3.ReasonApplyFailed, err)
 	}
 	if !isControlledBy(live, s.cp.UID) {
 		return nil

@@ -82,7 +82,8 @@ func reconcileIoFogController(ctx context.Context, s *scope) error {
 			"Deployment controller was created; waiting for the Controller to start.")
 	}
 	// A handover under way is a wait that says what the component waits for; the registration
-	// goes ahead meanwhile, and a failure or wait of its own wins over it.
+	// goes ahead meanwhile: a failure of its own wins over the handover's wait, a wait of its
+	// own does not.
 	handoverWait := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
 	if handoverWait != nil && !outcome.IsWait(handoverWait) {
 		return handoverWait
@@ -94,10 +95,11 @@ func reconcileIoFogController(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	if err := registerWithIoFogController(ctx, s, lbAddress); err != nil {
-		return err
+	err = registerWithIoFogController(ctx, s, lbAddress)
+	if handoverWait != nil && (err == nil || outcome.IsWait(err)) {
+		return handoverWait
 	}
-	return handoverWait
+	return err
 }
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
