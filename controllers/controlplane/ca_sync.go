@@ -9,12 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"k8s.io/klog/v2"
 	"maps"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
