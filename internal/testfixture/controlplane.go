@@ -1,12 +1,14 @@
-// Package testfixture holds the inputs and set-ups the module's tests share: ControlPlane
-// builders with named modifiers (ControlPlane, Sample and the With… functions) and the outage
-// helper (Outage) of the tests that take a dependency away while the operator works.
+// Package testfixture holds the inputs and set-ups the module's tests share: builders with
+// named modifiers of ControlPlanes (ControlPlane, Sample and the With… functions), KubeOperaApps
+// (KubeOperaApp and the App… functions) and Tenants (Tenant and the Tenant… functions), and the
+// outage helper (Outage) of the tests that take a dependency away while the operator works.
 //
 // It is for tests only: test/architecture checks that no package outside test/ imports it in
 // its own (non-test) files and that the operator's binary does not depend on it. It imports
 // nothing of the operator but the API types, so any test package can use it without a cycle,
-// the in-package tests of controllers/controlplane/internal/resources included. The builders
-// are pure: no client, no I/O (Sample reads the sample file and nothing else).
+// the in-package tests of controllers/controlplane/internal/resources and internal/tenant
+// included. The builders are pure: no client, no I/O (Sample reads the sample file and nothing
+// else).
 package testfixture
 
 import (
