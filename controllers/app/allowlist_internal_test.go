@@ -20,6 +20,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 func TestHostAllowed(t *testing.T) {
@@ -128,8 +129,8 @@ func TestInternalGitHostsAreRefusedByDefault(t *testing.T) {
 	}
 	reconciler := func(t *testing.T, gitURL string) *testReconciler {
 		vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
-		tr := newTestReconciler(t, vc, testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.UID, a.Spec.Git.URL = "uid-1", gitURL }),
-			readyTenant("t1", "cs-1"), kubeconfig)
+		tr := newTestReconciler(t, vc, testfixture.KubeOperaApp(testfixture.AppUID("uid-1"), testfixture.AppGitURL(gitURL)),
+			testfixture.Tenant(), kubeconfig)
 		tr.Options.AllowInsecureGitHTTP = true // anonymous http://, so an allowed pass reaches the server
 		return tr
 	}
@@ -194,8 +195,8 @@ func TestInternalGitHostClassesAreRefusedByDefault(t *testing.T) {
 		t.Run(gitURL, func(t *testing.T) {
 			g := NewWithT(t)
 			vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
-			tr := newTestReconciler(t, vc, testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = gitURL }),
-				readyTenant("t1", "cs-1"), kubeconfig)
+			tr := newTestReconciler(t, vc, testfixture.KubeOperaApp(testfixture.AppGitURL(gitURL)),
+				testfixture.Tenant(), kubeconfig)
 			tr.Options.PassTimeout = 2 * time.Second
 			a, err := tr.reconcileErr(t)
 			g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "%v", err)
@@ -216,7 +217,7 @@ func TestVClusterServersDefaultToClusterServices(t *testing.T) {
 		t.Helper()
 		kubeconfig := strings.Replace(testKubeconfig, "https://localhost:8443", server, 1)
 		unreachable := fake.NewClientBuilder().WithScheme(testScheme()).Build()
-		tr := newTestReconciler(t, unreachable, testApp(), readyTenant("t1", "cs-1"),
+		tr := newTestReconciler(t, unreachable, testfixture.KubeOperaApp(), testfixture.Tenant(),
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(kubeconfig)}})
 		if allowed != nil {
 			tr.Options.AllowedVClusterServers = allowed

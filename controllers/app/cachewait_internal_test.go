@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // laggingCache plays the manager's cache in front of the fake host: after a write to the app,
@@ -61,7 +62,7 @@ func (lc *laggingCache) beforeWrite(ctx context.Context, c client.Reader, obj cl
 // the second pass reads the app without its finalizer and status.
 func TestNextPassReadsThisPassesWrites(t *testing.T) {
 	g := NewWithT(t)
-	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "someone-else"))
+	tr := newTestReconciler(t, nil, testfixture.KubeOperaApp(), testfixture.Tenant(testfixture.TenantCloudSpace("someone-else")))
 	host := tr.host.(client.WithWatch)
 	lc := &laggingCache{lag: 3}
 	tr.Client = lc.client(host)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // Credentials are never sent over plain http:// unless the operator runs with
@@ -36,12 +37,9 @@ func TestCredentialsOverPlainHTTPAreRefusedByDefault(t *testing.T) {
 	// Through a pass: terminal, the reason on Ready, nothing recorded or written (status.path
 	// stays empty: placement is recorded right before the first write).
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: creds}
-	app := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.Git.URL = "http://git.example.com/apps.git"
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "creds"}
-	})
+	app := testfixture.KubeOperaApp(testfixture.AppGitURL("http://git.example.com/apps.git"), testfixture.AppGitSecret("creds"))
 	kubeconfig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}}
-	tr := newTestReconciler(t, nil, app, secret, readyTenant("t1", "cs-1"), kubeconfig)
+	tr := newTestReconciler(t, nil, app, secret, testfixture.Tenant(), kubeconfig)
 	a, err := tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitInsecureTransport))
@@ -100,11 +98,8 @@ func TestRepositoryCredentialsListEverySecretInEachRole(t *testing.T) {
 	}
 	copyableLabel := map[string]string{kubeoperav1alpha1.LabelFluxCredentials: "true"}
 	appOf := func(name, push, flux string) *kubeoperav1alpha1.KubeOperaApp {
-		return testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-			a.Name, a.UID, a.Spec.Git.URL = name, types.UID("uid-"+name), url
-			a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: push}
-			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: flux}
-		})
+		return testfixture.KubeOperaApp(testfixture.AppNamed(name), testfixture.AppUID(types.UID("uid-"+name)), testfixture.AppGitURL(url),
+			testfixture.AppGitSecret(push), testfixture.AppFluxSecret(flux))
 	}
 	tr := newTestReconciler(t, nil,
 		secret("shared", copyableLabel, "sh4red"), secret("plain-read", nil, "r3ad"),

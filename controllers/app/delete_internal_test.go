@@ -14,20 +14,19 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // deletingPlacedApp is app web being deleted after it was placed in Tenant t1's vCluster and
 // committed, with Git credentials that are gone (so the Git step is skipped and the test is about
 // the vCluster only), annotated with annotations.
 func deletingPlacedApp(annotations map[string]string) *kubeoperav1alpha1.KubeOperaApp {
-	return testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Finalizers = []string{kubeoperav1alpha1.Finalizer}
-		a.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		a.Annotations = annotations
-		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: "t1"}
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "deleted-creds"}
-		a.Status.Path, a.Status.Commit = "apps/ns/web", "0123456789abcdef0123456789abcdef01234567"
-	})
+	return testfixture.KubeOperaApp(
+		testfixture.AppFinalizers(kubeoperav1alpha1.Finalizer), testfixture.AppDeleting(time.Now()), testfixture.AppAnnotations(annotations),
+		testfixture.AppPlacedIn("ns", "t1"), testfixture.AppGitSecret("deleted-creds"),
+		func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Status.Path, a.Status.Commit = "apps/ns/web", "0123456789abcdef0123456789abcdef01234567"
+		})
 }
 
 // The finalizer exists so that no workload runs on without its KubeOperaApp: a deletion never
@@ -50,7 +49,7 @@ func TestDeleteNeverLeavesAPlacedWorkloadRunning(t *testing.T) {
 	for name, breakIt := range cannotReach {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			tr := newTestReconciler(t, nil, deletingPlacedApp(nil), readyTenant("t1", "cs-1"), kubeconfig())
+			tr := newTestReconciler(t, nil, deletingPlacedApp(nil), testfixture.Tenant(), kubeconfig())
 			breakIt(tr)
 			for range 2 {
 				a, err := tr.reconcileErr(t)
@@ -62,7 +61,7 @@ func TestDeleteNeverLeavesAPlacedWorkloadRunning(t *testing.T) {
 			g.Expect(tr.countEvents("Warning TenantGone")).To(BeZero())
 
 			// An administrator abandons the vCluster explicitly: the deletion ends.
-			tr = newTestReconciler(t, nil, deletingPlacedApp(abandon), readyTenant("t1", "cs-1"), kubeconfig())
+			tr = newTestReconciler(t, nil, deletingPlacedApp(abandon), testfixture.Tenant(), kubeconfig())
 			breakIt(tr)
 			_, a := tr.reconcile(t)
 			g.Expect(a.Name).To(BeEmpty(), "the app should be gone")
@@ -78,7 +77,7 @@ func TestDeleteNeverLeavesAPlacedWorkloadRunning(t *testing.T) {
 			Labels: map[string]string{render.LabelManagedBy: render.ManagedBy},
 		}}
 		vc := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(ks).Build()
-		leaving := readyTenant("t1", "cs-1")
+		leaving := testfixture.Tenant()
 		leaving.Finalizers = []string{"tenants.test/vcluster"}
 		leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 		tr := newTestReconciler(t, vc, app, leaving, kubeconfig())

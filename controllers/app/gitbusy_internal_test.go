@@ -27,6 +27,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // heldBranch is a test reconciler whose Git writer writes to a Git server on loopback and, once
@@ -71,7 +72,7 @@ func newHeldBranch(t *testing.T) *heldBranch {
 		forward.ServeHTTP(w, r)
 	}))
 	t.Cleanup(counting.Close)
-	h.app = testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = counting.URL + "/org/apps.git" })
+	h.app = testfixture.KubeOperaApp(testfixture.AppGitURL(counting.URL + "/org/apps.git"))
 	h.repo = gitops.Repo{URL: h.app.Spec.Git.URL, Branch: render.Branch(h.app)}
 	return h
 }

@@ -14,6 +14,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 func TestIngressHostAllowed(t *testing.T) {
@@ -51,7 +52,7 @@ func TestCheckIngress(t *testing.T) {
 	g := NewWithT(t)
 	r := &Reconciler{Options: Options{AllowedIngressHosts: []string{"*.example.com"}, AllowedClusterIssuers: []string{"letsencrypt"}}}
 	with := func(in *kubeoperav1alpha1.IngressSpec) *kubeoperav1alpha1.KubeOperaApp {
-		return testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = in })
+		return testfixture.KubeOperaApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Ingress = in })
 	}
 	g.Expect(r.checkIngress(with(nil))).To(Succeed())
 	g.Expect(r.checkIngress(with(&kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}))).To(Succeed())
@@ -152,7 +153,7 @@ func TestSyncedWaitsForTheIngress(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			tr := newTestReconciler(t, nil)
-			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a := testfixture.KubeOperaApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Status.Commit = commit
 				a.Spec.App.Ports = []kubeoperav1alpha1.AppPort{{Name: "http", ContainerPort: 8080}}
 				a.Spec.Ingress = &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt"}

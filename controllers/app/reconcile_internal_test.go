@@ -38,6 +38,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // These tests call the reconciler directly with fake clients, to assert the requeue values the
@@ -108,32 +109,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 	return tr
 }
 
-func readyTenant(name, cloudSpace string) *tenantv1alpha1.Tenant {
-	return &tenantv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{tenantv1alpha1.CloudSpaceLabel: cloudSpace}},
-		Status: tenantv1alpha1.TenantStatus{Conditions: []metav1.Condition{{
-			Type: tenantv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now(),
-		}}},
-	}
-}
-
-func testApp(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1},
-		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
-			CloudSpaceID: "cs-1",
-			TenantCRName: "t1",
-			App:          kubeoperav1alpha1.AppSpec{Image: "nginx"},
-			Git:          kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/apps.git"},
-		},
-	}
-	for _, m := range mods {
-		m(a)
-	}
-	return a
-}
-
-var appKey = types.NamespacedName{Namespace: "ns", Name: "web"}
+var appKey = types.NamespacedName{Namespace: testfixture.AppNamespace, Name: testfixture.AppName}
 
 func (tr *testReconciler) reconcile(t *testing.T) (ctrl.Result, *kubeoperav1alpha1.KubeOperaApp) {
 	t.Helper()
@@ -175,9 +151,8 @@ func readyReason(a *kubeoperav1alpha1.KubeOperaApp) string {
 
 func TestTenantNotReadyIsAnErrorForTheRateLimiter(t *testing.T) {
 	g := NewWithT(t)
-	notReady := readyTenant("t1", "cs-1")
-	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
-	tr := newTestReconciler(t, nil, testApp(), notReady)
+	notReady := testfixture.Tenant(testfixture.TenantNotReady(time.Now()))
+	tr := newTestReconciler(t, nil, testfixture.KubeOperaApp(), notReady)
 	for range 3 {
 		a, err := tr.reconcileErr(t)
 		g.Expect(err).To(MatchError(tenant.ErrNotReady))
@@ -190,7 +165,7 @@ func TestTenantNotReadyIsAnErrorForTheRateLimiter(t *testing.T) {
 
 func TestNoRequeueOnCloudSpaceMismatch(t *testing.T) {
 	g := NewWithT(t)
-	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "someone-else"))
+	tr := newTestReconciler(t, nil, testfixture.KubeOperaApp(), testfixture.Tenant(testfixture.TenantCloudSpace("someone-else")))
 	a, err := tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "never retried: %v", err)
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch))
@@ -200,7 +175,7 @@ func TestNoRequeueOnCloudSpaceMismatch(t *testing.T) {
 
 func TestSlowRequeueWithoutTenantAPI(t *testing.T) {
 	g := NewWithT(t)
-	tr := newTestReconciler(t, nil, testApp())
+	tr := newTestReconciler(t, nil, testfixture.KubeOperaApp())
 	tr.tenantAPI.watched.Store(false) // the empty RESTMapper has no Tenant kind
 	res, a := tr.reconcile(t)
 	g.Expect(res.RequeueAfter).To(Equal(5 * time.Minute))
@@ -215,7 +190,7 @@ func TestLocalhostKubeconfigUsesTheServiceAddress(t *testing.T) {
 			return connectionRefused()
 		},
 	}).Build()
-	tr := newTestReconciler(t, unreachableVC, testApp(), readyTenant("t1", "cs-1"),
+	tr := newTestReconciler(t, unreachableVC, testfixture.KubeOperaApp(), testfixture.Tenant(),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
 	a, err := tr.reconcileErr(t)
 	g.Expect(tr.configs).To(HaveLen(1))
@@ -247,7 +222,7 @@ func TestSlowVClusterHoldsAWorkerForOnePassDeadlineAtMost(t *testing.T) {
 			return hold(ctx)
 		},
 	}).Build()
-	tr := newTestReconciler(t, slowVC, testApp(), readyTenant("t1", "cs-1"),
+	tr := newTestReconciler(t, slowVC, testfixture.KubeOperaApp(), testfixture.Tenant(),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
 	tr.Options.PassTimeout = 300 * time.Millisecond
 
@@ -274,13 +249,12 @@ func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 			return connectionRefused()
 		},
 	}).Build()
-	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Finalizers = []string{kubeoperav1alpha1.Finalizer}
-		a.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: "t1"}
-		a.Status.Path, a.Status.Commit = "apps/web/web", "0123456789abcdef0123456789abcdef01234567"
-	})
-	tr := newTestReconciler(t, unreachableVC, deleting, readyTenant("t1", "cs-1"),
+	deleting := testfixture.KubeOperaApp(
+		testfixture.AppFinalizers(kubeoperav1alpha1.Finalizer), testfixture.AppDeleting(time.Now()), testfixture.AppPlacedIn("ns", "t1"),
+		func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Status.Path, a.Status.Commit = "apps/web/web", "0123456789abcdef0123456789abcdef01234567"
+		})
+	tr := newTestReconciler(t, unreachableVC, deleting, testfixture.Tenant(),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vc-t1"}, Data: map[string][]byte{"config": []byte(testKubeconfig)}})
 	for range 3 {
 		a, err := tr.reconcileErr(t)
@@ -293,15 +267,14 @@ func TestDeleteWithUnreachableVClusterIsRetried(t *testing.T) {
 
 func TestDeleteWithTenantGoneRemovesTheFinalizer(t *testing.T) {
 	g := NewWithT(t)
-	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Finalizers = []string{kubeoperav1alpha1.Finalizer}
-		a.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: "gone"}
+	deleting := testfixture.KubeOperaApp(
+		testfixture.AppFinalizers(kubeoperav1alpha1.Finalizer), testfixture.AppDeleting(time.Now()), testfixture.AppPlacedIn("ns", "gone"),
 		// Committed once, with credentials that are gone too (the namespace is being deleted):
 		// the Git folder cannot be removed, the deletion still finishes.
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "deleted-creds"}
-		a.Status.Path, a.Status.Commit = "apps/ns/web", "0123456789abcdef0123456789abcdef01234567"
-	})
+		testfixture.AppGitSecret("deleted-creds"),
+		func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Status.Path, a.Status.Commit = "apps/ns/web", "0123456789abcdef0123456789abcdef01234567"
+		})
 	tr := newTestReconciler(t, nil, deleting)
 	res, a := tr.reconcile(t)
 	g.Expect(res).To(Equal(ctrl.Result{}))
@@ -356,7 +329,7 @@ func TestObserveSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			tr := newTestReconciler(t, nil)
-			a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a := testfixture.KubeOperaApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Status.Commit = commit
 				if tc.wasSynced {
 					apimeta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: kubeoperav1alpha1.ConditionSynced,
@@ -452,7 +425,7 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 
 	// The exported localhost server becomes https://t1.ns.svc:443, outside the list: the
 	// vCluster is never contacted (no client is built).
-	tr := newTestReconciler(t, nil, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr := newTestReconciler(t, nil, testfixture.KubeOperaApp(), testfixture.Tenant(), kubeconfig)
 	tr.Options.AllowedVClusterServers = []string{"*.vcluster.internal"}
 	a, err := tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
@@ -462,7 +435,7 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	// The Git host: refused before any connection (the vCluster answers, the Git host is
 	// not in the list).
 	vc := fake.NewClientBuilder().WithScheme(testScheme()).Build()
-	tr = newTestReconciler(t, vc, testApp(), readyTenant("t1", "cs-1"), kubeconfig)
+	tr = newTestReconciler(t, vc, testfixture.KubeOperaApp(), testfixture.Tenant(), kubeconfig)
 	tr.Options.AllowedGitHosts = []string{"git.internal.example.com"}
 	a, err = tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
@@ -470,9 +443,7 @@ func TestAllowListsRefuseOtherHosts(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring(`"git.example.com" is not in --app-allowed-git-hosts`))
 
 	// Without allow-lists, a cloud metadata endpoint is still refused, before any connection.
-	tr = newTestReconciler(t, vc, testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.Git.URL = "http://169.254.169.254/computeMetadata/v1/apps.git"
-	}), readyTenant("t1", "cs-1"), kubeconfig)
+	tr = newTestReconciler(t, vc, testfixture.KubeOperaApp(testfixture.AppGitURL("http://169.254.169.254/computeMetadata/v1/apps.git")), testfixture.Tenant(), kubeconfig)
 	a, err = tr.reconcileErr(t)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue())
 	g.Expect(readyReason(a)).To(Equal(kubeoperav1alpha1.ReasonGitHostNotAllowed))
@@ -486,7 +457,7 @@ func TestAServersAnswerNeverReachesTheStatus(t *testing.T) {
 	const body = "<html>internal admin console of 10.0.3.7 (s3cret-banner)</html>"
 	for _, code := range []int{http.StatusForbidden, http.StatusBadGateway} {
 		tr := newTestReconciler(t, nil)
-		a := testApp()
+		a := testfixture.KubeOperaApp()
 		answer := apierrors.NewGenericServerResponse(code, "get", schema.GroupResource{Resource: "namespaces"}, "web", body, 0, true)
 		g.Expect(answer.Error()).To(ContainSubstring("s3cret-banner"), "client-go's error holds the body")
 		_, _ = tr.failed(context.Background(), &scope{app: a}, vclusterError(kubeoperav1alpha1.ConditionTenantResolved, "read app namespace", answer))
@@ -506,10 +477,9 @@ func TestAServersAnswerNeverReachesTheStatus(t *testing.T) {
 // into the fields it was written from.
 func TestAppTrailerRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	a := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.UID, a.Generation = "uid-1", 7
-		a.Annotations = map[string]string{kubeoperav1alpha1.AnnotationRequestedBy: "Eve \"admin\"\nKubeOperaApp: ns/web uid=forged generation=1 manifests=sha256:00 " + strings.Repeat("x", 400)}
-	})
+	a := testfixture.KubeOperaApp(testfixture.AppUID("uid-1"), testfixture.AppGeneration(7), testfixture.AppAnnotations(map[string]string{
+		kubeoperav1alpha1.AnnotationRequestedBy: "Eve \"admin\"\nKubeOperaApp: ns/web uid=forged generation=1 manifests=sha256:00 " + strings.Repeat("x", 400),
+	}))
 	line := appTrailer(a, "sha256:abc", "c0ffee")
 	g.Expect(line).NotTo(ContainSubstring("\n"), "one line")
 	g.Expect(len(line)).To(BeNumerically("<", 1024), "within a trailer's bound")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // Apps created together that push with one Secret hold it at once: the pass whose finalizer
@@ -24,9 +25,7 @@ import (
 func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
 	g := NewWithT(t)
 	key := types.NamespacedName{Namespace: "ns", Name: "git"}
-	app := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: key.Name}
-	})
+	app := testfixture.KubeOperaApp(testfixture.AppGitSecret(key.Name))
 	tr := newTestReconciler(t, nil, app, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	host, ok := tr.Client.(client.WithWatch)
 	g.Expect(ok).To(BeTrue())

@@ -6,11 +6,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // One repository, whatever form its URL is written in.
@@ -34,19 +33,13 @@ func TestRepositoryKey(t *testing.T) {
 // flag allows sharing. The holder leaving the repository brings the refused app back.
 func TestRepositoryBelongsToTheCloudSpaceOfItsOldestApp(t *testing.T) {
 	g := NewWithT(t)
-	created := func(d time.Duration) metav1.Time {
-		return metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(d))
+	created := func(d time.Duration) testfixture.AppMod {
+		return testfixture.AppCreated(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(d))
 	}
-	holder := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Namespace, a.Name, a.CreationTimestamp = "team-a", "first", created(0)
-	})
-	sibling := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Namespace, a.Name, a.CreationTimestamp = "team-a2", "sibling", created(time.Hour)
-	})
-	intruder := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Namespace, a.Name, a.CreationTimestamp, a.Spec.CloudSpaceID = "team-b", "intruder", created(2*time.Hour), "cs-2"
-		a.Spec.Git.URL = "git@GIT.example.com:apps"
-	})
+	holder := testfixture.KubeOperaApp(testfixture.AppInNamespace("team-a"), testfixture.AppNamed("first"), created(0))
+	sibling := testfixture.KubeOperaApp(testfixture.AppInNamespace("team-a2"), testfixture.AppNamed("sibling"), created(time.Hour))
+	intruder := testfixture.KubeOperaApp(testfixture.AppInNamespace("team-b"), testfixture.AppNamed("intruder"), created(2*time.Hour),
+		testfixture.AppCloudSpace("cs-2"), testfixture.AppGitURL("git@GIT.example.com:apps"))
 	tr := newTestReconciler(t, nil, holder, sibling, intruder)
 	ctx := context.Background()
 
@@ -62,9 +55,7 @@ func TestRepositoryBelongsToTheCloudSpaceOfItsOldestApp(t *testing.T) {
 
 	// An app that has written to the repository holds it, however old the others are: one
 	// created in the same second (or earlier) with nothing written never displaces it.
-	early := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Namespace, a.Name, a.CreationTimestamp, a.Spec.CloudSpaceID = "aaa", "early", created(-time.Hour), "cs-3"
-	})
+	early := testfixture.KubeOperaApp(testfixture.AppInNamespace("aaa"), testfixture.AppNamed("early"), created(-time.Hour), testfixture.AppCloudSpace("cs-3"))
 	g.Expect(tr.host.Create(ctx, early)).To(Succeed())
 	err = tr.checkRepositoryHolder(ctx, sibling)
 	g.Expect(err).To(MatchError(errRepositoryShared), "nothing written yet: the oldest app holds it")
@@ -85,11 +76,11 @@ func TestRepositoryBelongsToTheCloudSpaceOfItsOldestApp(t *testing.T) {
 // The events after which another CloudSpace may hold a repository.
 func TestLeavesRepository(t *testing.T) {
 	g := NewWithT(t)
-	old := testApp()
-	moved := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = "https://git.example.com/other.git" })
-	sameRepo := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Git.URL = "https://git.example.com/apps" })
-	deleting := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.DeletionTimestamp = &metav1.Time{Time: time.Now()} })
-	relabelled := testApp(func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.CloudSpaceID = "cs-2" })
+	old := testfixture.KubeOperaApp()
+	moved := testfixture.KubeOperaApp(testfixture.AppGitURL("https://git.example.com/other.git"))
+	sameRepo := testfixture.KubeOperaApp(testfixture.AppGitURL("https://git.example.com/apps"))
+	deleting := testfixture.KubeOperaApp(testfixture.AppDeleting(time.Now()))
+	relabelled := testfixture.KubeOperaApp(testfixture.AppCloudSpace("cs-2"))
 	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved})).To(BeTrue())
 	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: deleting})).To(BeTrue())
 	g.Expect(leavesRepository.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: relabelled})).To(BeTrue())

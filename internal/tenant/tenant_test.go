@@ -18,37 +18,29 @@ import (
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// newTenant builds a Tenant of CloudSpace cs in namespace ns; ready > 0 makes it Ready since
-// t0+ready seconds.
+// newTenant is Tenant name of CloudSpace cs (none when empty) in namespace ns: ready > 0 makes it
+// Ready since t0+ready seconds, 0 not Ready since t0.
 func newTenant(name, cs string, ready int) tenantv1alpha1.Tenant {
-	t := tenantv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
-	if cs != "" {
-		t.Labels = map[string]string{tenantv1alpha1.CloudSpaceLabel: cs}
-	}
-	status := metav1.ConditionFalse
+	readiness := testfixture.TenantNotReady(t0)
 	if ready > 0 {
-		status = metav1.ConditionTrue
+		readiness = testfixture.TenantReady(t0.Add(time.Duration(ready) * time.Second))
 	}
-	t.Status.Conditions = []metav1.Condition{{
-		Type: tenantv1alpha1.ConditionReady, Status: status, Reason: "Test",
-		LastTransitionTime: metav1.NewTime(t0.Add(time.Duration(ready) * time.Second)),
-	}}
-	return t
+	return *testfixture.Tenant(testfixture.TenantNamed(name), testfixture.TenantCloudSpace(cs), readiness)
 }
 
+// newApp is an app of CloudSpace cs-1 in namespace ns naming Tenant tenantName (none when empty),
+// placed in Tenant ns/pinned when pinned is not empty.
 func newApp(tenantName string, pinned string) *kubeoperav1alpha1.KubeOperaApp {
-	a := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns"},
-		Spec:       kubeoperav1alpha1.KubeOperaAppSpec{CloudSpaceID: "cs-1", TenantCRName: tenantName},
-	}
+	mods := []testfixture.AppMod{testfixture.AppTenant(tenantName)}
 	if pinned != "" {
-		a.Status.Tenant = &kubeoperav1alpha1.TenantReference{Namespace: "ns", Name: pinned}
+		mods = append(mods, testfixture.AppPlacedIn("ns", pinned))
 	}
-	return a
+	return testfixture.KubeOperaApp(mods...)
 }
 
 func fakeReader(tenants ...tenantv1alpha1.Tenant) client.Reader {
