@@ -125,8 +125,8 @@ const eventManualChangeReverted = "ManualChangeReverted"
 // (gitops.Writer.Log) and compares the folder across each such commit (gitops.Writer.SameFolder);
 // commits older than that history are not looked at. A history that cannot be read is logged:
 // the revert is still reported by the caller's commit, without the commits' names. The error is
-// a hand-off (outcome.Pending) only: another batch of the branch holds its clone, and the pass ends to
-// ask again once it is free.
+// a hand-off (outcome.Pending) only: another batch of the branch holds its clone, and the pass
+// ends to ask again once it is free.
 func (r *Reconciler) changesMadeOutside(ctx context.Context, s *scope, repo gitops.Repo, path, head, since string) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
 	entries, err := r.writer.Log(ctx, repo)
@@ -255,8 +255,8 @@ func skipHint(app *kubeoperav1alpha1.KubeOperaApp) string {
 }
 
 // submitManifests submits the app's folder to the Git writer unless the same content is
-// already submitted, and returns the outcome once it is known, a hand-off (outcome.Pending) until then (see
-// pushes.go). The caller forgets the outcome once it has read it: the next pass submits again,
+// already submitted, and returns the outcome once it is known, a hand-off (outcome.Pending) until
+// then (see pushes.go). The caller forgets the outcome once it has read it: the next pass submits again,
 // which re-verifies the folder (no commit when the branch already holds it).
 func (r *Reconciler) submitManifests(ctx context.Context, s *scope, repo gitops.Repo, change gitops.Change) (gitops.Result, error) {
 	fp, folder := fingerprint(repo, change), folderOf(repo, change)

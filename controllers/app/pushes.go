@@ -22,8 +22,8 @@ import (
 
 // A pass does not wait for its push. commitManifests submits the app's folder to the Git writer
 // (gitops.Writer.Submit) and, while the batch holding it is queued or being pushed, ends the pass
-// with a hand-off (outcome.Pending): no status write, no requeue, the worker is free for other apps. When the
-// batch is pushed or fails, the writer calls back and the app is added to the workqueue; that
+// with a hand-off (outcome.Pending): no status write, no requeue, the worker is free for other
+// apps. When the batch is pushed or fails, the writer calls back and the app is added to the workqueue; that
 // next pass submits nothing new (the same content is pending or done), reads the outcome and goes
 // on from there (status commit, vCluster, Flux), or reports the failure as a synchronous write
 // did. The removal of a folder (a deleted app, the old folder of a move) goes the same way: a

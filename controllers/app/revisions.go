@@ -188,8 +188,8 @@ func restoredCommit(app *kubeoperav1alpha1.KubeOperaApp, manifests string) strin
 // already held the manifests), status.commit is the newest entry's, the commit that last
 // changed the folder, not the branch head. A history that cannot be read is logged and left to
 // start again with this commit: it is a view of Git, which keeps it. The error is a
-// hand-off (outcome.Pending) only: another batch of the branch holds its clone, and the pass ends to read
-// the history once it is free.
+// hand-off (outcome.Pending) only: another batch of the branch holds its clone, and the pass ends
+// to read the history once it is free.
 func (r *Reconciler) restoreHistory(ctx context.Context, s *scope, repo gitops.Repo, res gitops.Result, manifests string) error {
 	entries, err := r.writer.Log(ctx, repo)
 	if errors.Is(err, gitops.ErrBranchBusy) {
