@@ -172,6 +172,9 @@ func TestDeleteWithUnreachableThenReachableVCluster(t *testing.T) {
 	server := serverOf(f, vclusterKubeconfig)
 	kubeconfig.Data["config"] = []byte(strings.Replace(string(vclusterKubeconfig), server, "https://"+closedAddress(f), 1))
 	f.g.Expect(host.Client.Update(f.ctx, kubeconfig)).To(Succeed())
+	// Deleted only once a pass found the vCluster unreachable: the operator's caches then hold
+	// the new kubeconfig, so the deletion cannot use the old client.
+	f.waitCondition("patient", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonVClusterUnreachable)
 
 	f.deleteApp("patient")
 	a := f.waitCondition("patient", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonDeleteFailed)
@@ -266,6 +269,9 @@ func TestDeleteWithUnreachableVClusterIsAbandonedOnRequest(t *testing.T) {
 	server := serverOf(f, vclusterKubeconfig)
 	kubeconfig.Data["config"] = []byte(strings.Replace(string(vclusterKubeconfig), server, "https://"+closedAddress(f), 1))
 	f.g.Expect(host.Client.Update(f.ctx, kubeconfig)).To(Succeed())
+	// The changed kubeconfig brings the app back; once that pass finds the vCluster unreachable,
+	// the operator's caches hold the new kubeconfig, so the deletion cannot use the old client.
+	f.waitCondition("castaway", kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, kubeoperav1alpha1.ReasonVClusterUnreachable)
 	t.Cleanup(func() {
 		// What the abandoned vCluster still holds.
 		_ = vcluster.Client.Delete(f.ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: fluxName}})
