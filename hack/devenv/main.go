@@ -77,7 +77,7 @@ func run() error {
 	}
 
 	fmt.Printf("No reachable cluster (%s): starting the local sandbox (see docs/sandbox.md).\n", source)
-	return runSandbox(ctx, opts, zapOpts, *view)
+	return runSandbox(ctx, sandboxOptions(fs, opts), zapOpts, *view)
 }
 
 // remoteConfig returns the $KUBECONFIG (or in-cluster, or ~/.kube/config) configuration when its
@@ -109,6 +109,21 @@ func start(ctx context.Context, cfg *rest.Config, opts controllers.Options) erro
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// syncPollFlag is the flag of the app read-back interval (controllers.BindFlags).
+const syncPollFlag = "app-sync-poll-interval"
+
+// sandboxOptions are the operator's options in the sandbox: as parsed by fs, with the sandbox's
+// app read-back interval unless the command line chose one. The production interval waits
+// minutes for a Flux that applies a commit in about a second.
+func sandboxOptions(fs *flag.FlagSet, opts controllers.Options) controllers.Options {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == syncPollFlag })
+	if !set {
+		opts.Apps.SyncPollInterval = sandbox.SyncPollInterval
+	}
+	return opts
 }
 
 func envOr(key, fallback string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeopera/kubeopera-operator/controllers"
+	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/test/sandbox"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
@@ -75,4 +78,24 @@ func childrenOf(pid int) []string {
 		}
 	}
 	return out
+}
+
+// In the sandbox the app read-back interval is the sandbox's, unless the command line gives one:
+// also when it gives the production default, which the flag shows.
+func TestSandboxKeepsAnIntervalTheUserGave(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{args: nil, want: sandbox.SyncPollInterval},
+		{args: []string{"--app-sync-poll-interval=15s"}, want: 15 * time.Second},
+		{args: []string{"--app-sync-poll-interval=" + app.DefaultSyncPollInterval.String()}, want: app.DefaultSyncPollInterval},
+	} {
+		g := NewWithT(t)
+		opts := controllers.DefaultOptions()
+		fs := flag.NewFlagSet("devenv", flag.ContinueOnError)
+		controllers.BindFlags(fs, &opts)
+		g.Expect(fs.Parse(tc.args)).To(Succeed())
+		g.Expect(sandboxOptions(fs, opts).Apps.SyncPollInterval).To(Equal(tc.want), "args %v", tc.args)
+	}
 }

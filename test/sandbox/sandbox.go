@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubeopera/kubeopera-operator/controllers"
-	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/test/testbed"
@@ -38,10 +37,11 @@ type Options struct {
 	// <repository>/config/samples).
 	SamplesDir string
 	// Manager are the operator's options, as make run parsed them. The sandbox sets the
-	// Controller endpoint (its fake Controller), the Git cache (under Dir), disables the metrics
-	// and health listeners, and shortens the app read-back interval (SyncPollInterval, when it
-	// is zero or the production default app.DefaultSyncPollInterval) so the demo converges in
-	// seconds.
+	// Controller endpoint (its fake Controller), the Git cache (under Dir) and disables the
+	// metrics and health listeners. A zero app read-back interval (Apps.SyncPollInterval) becomes
+	// SyncPollInterval; a caller that starts from controllers.DefaultOptions sets it to
+	// SyncPollInterval itself unless the user chose one (make run does), so the demo converges
+	// in seconds.
 	Manager controllers.Options
 	// Log receives the stand-ins' logs (the operator logs through controller-runtime's global
 	// logger, as in production).
@@ -85,10 +85,11 @@ const (
 	tenantRepo = "tenant-a-apps"
 	// gitUser is the sandbox Git server's user (the password is random per start).
 	gitUser = "sandbox"
-	// sandboxSyncPoll is the app read-back interval in the sandbox (app.DefaultSyncPollInterval in
-	// production).
-	sandboxSyncPoll = time.Second
 )
+
+// SyncPollInterval is the app read-back interval in the sandbox: Flux there applies a commit in
+// about a second (controllers/app DefaultSyncPollInterval, 2 minutes, in production).
+const SyncPollInterval = time.Second
 
 // Start starts every part of the sandbox, installs the samples and runs the operator against the
 // host API server. On error, whatever did start is stopped again. The operator and the local
@@ -250,10 +251,8 @@ func (s *Sandbox) managerOptions(opts Options) (controllers.Options, error) {
 	o.Apps.AllowedVClusterServers = []string{"127.0.0.1"}
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.LeaderElect = false
-	// controllers.DefaultOptions holds the production interval, which --app-sync-poll-interval
-	// shows as its default: the sandbox replaces it, as it does the zero value.
-	if o.Apps.SyncPollInterval == 0 || o.Apps.SyncPollInterval == app.DefaultSyncPollInterval {
-		o.Apps.SyncPollInterval = sandboxSyncPoll
+	if o.Apps.SyncPollInterval == 0 {
+		o.Apps.SyncPollInterval = SyncPollInterval
 	}
 	return o, nil
 }

@@ -55,7 +55,9 @@ func TestSandbox(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	begin := time.Now()
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Manager: controllers.DefaultOptions(), Log: logger})
+	opts := controllers.DefaultOptions()
+	opts.Apps.SyncPollInterval = sandbox.SyncPollInterval // as make run sets it
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Manager: opts, Log: logger})
 	// Missing tools (envtest binaries, Flux controllers, git) fail the test: only -short skips.
 	g.Expect(err).NotTo(HaveOccurred())
 	stopped := false
