@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
-	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // cacheScopeObjects creates, before the manager starts, what assertCacheScope looks for: an
@@ -113,7 +113,10 @@ func assertSecretScope(ctx context.Context, g Gomega, c client.Client, mgrCache 
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})).To(Succeed())
 	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "git"},
 		Data: map[string][]byte{"password": []byte("p")}})).To(Succeed())
-	g.Expect(c.Create(ctx, apptest.App(appNS, "a", "cs", "https://git.example.com/apps.git"))).To(Succeed())
+	g.Expect(c.Create(ctx, testfixture.KubeOperaApp(
+		testfixture.AppInNamespace(appNS), testfixture.AppNamed("a"), testfixture.AppNotYetCreated(), testfixture.AppCloudSpace("cs"),
+		testfixture.AppTenant(""), testfixture.AppExampleWorkload("a"), testfixture.AppGitURL("https://git.example.com/apps.git"),
+	))).To(Succeed())
 	g.Eventually(func() int {
 		return scopeRequests.count("GET /api/v1/namespaces/"+appNS+"/secrets?", "watch=true")
 	}, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 1), "the app's namespace is not watched")

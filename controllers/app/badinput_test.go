@@ -21,6 +21,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // badInput is one row of the bad-input matrix: a field a user writes (spec.* of the
@@ -66,7 +67,7 @@ func TestBadInputMatrix(t *testing.T) {
 	tenantWithKubeconfig := func(kubeconfig string) func(*fixture, string) string {
 		return func(f *fixture, app string) string {
 			name := "tn-" + app
-			_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, time.Now().Add(-time.Minute))
+			err := apptest.CreateTenant(f.ctx, host.Client, f.tenant(name, testfixture.TenantReady(time.Now().Add(-time.Minute))))
 			f.g.Expect(err).NotTo(HaveOccurred())
 			f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, []byte(kubeconfig)))
 			return name
@@ -277,18 +278,19 @@ func TestBadInputMatrix(t *testing.T) {
 			a.Spec.TenantCRName, a.Spec.CloudSpaceID = "", "cloudspace-without-tenants"
 		}), condition: tenantCond, reason: kubeoperav1alpha1.ReasonTenantNotFound, message: "cloudspace-without-tenants"},
 		{name: "Tenant of another CloudSpace", setup: func(f *fixture, app string) string {
-			_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "tn-"+app, "another-cloudspace", time.Now())
+			err := apptest.CreateTenant(f.ctx, host.Client,
+				f.tenant("tn-"+app, testfixture.TenantCloudSpace("another-cloudspace"), testfixture.TenantReady(time.Now())))
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return "tn-" + app
 		}, condition: tenantCond, reason: kubeoperav1alpha1.ReasonTenantCloudSpaceMismatch, message: "another-cloudspace", terminal: true},
 		{name: "Tenant not Ready", setup: func(f *fixture, app string) string {
-			_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "tn-"+app, f.cloudSpace, time.Time{})
+			err := apptest.CreateTenant(f.ctx, host.Client, f.tenant("tn-"+app, testfixture.TenantWithoutConditions()))
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return "tn-" + app
 		}, condition: tenantCond, reason: kubeoperav1alpha1.ReasonTenantNotReady},
 		// The Tenant's exported kubeconfig.
 		{name: "kubeconfig Secret missing", setup: func(f *fixture, app string) string {
-			_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "tn-"+app, f.cloudSpace, time.Now().Add(-time.Minute))
+			err := apptest.CreateTenant(f.ctx, host.Client, f.tenant("tn-"+app, testfixture.TenantReady(time.Now().Add(-time.Minute))))
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return "tn-" + app
 		}, condition: tenantCond, reason: kubeoperav1alpha1.ReasonKubeconfigInvalid, message: "not found"},

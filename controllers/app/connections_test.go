@@ -11,6 +11,7 @@ import (
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // proxiedTenant adds a Ready Tenant whose exported kubeconfig reaches the vCluster API server
@@ -25,7 +26,7 @@ func (f *fixture) proxiedTenant(name string) *apptest.ConnProxy {
 	f.t.Cleanup(proxy.Stop)
 	// The API server's certificate names 127.0.0.1, so it verifies through the proxy.
 	kubeconfig := kubeconfigWithServer(f, "https://"+proxy.Addr())
-	_, err = apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, time.Now().Add(-time.Minute))
+	err = apptest.CreateTenant(f.ctx, host.Client, f.tenant(name, testfixture.TenantReady(time.Now().Add(-time.Minute))))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, kubeconfig))
 	return proxy

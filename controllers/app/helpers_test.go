@@ -22,6 +22,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 const (
@@ -82,11 +83,23 @@ var fluxCredentialsLabel = map[string]string{kubeoperav1alpha1.LabelFluxCredenti
 
 func (f *fixture) gitURL() string { return gitServer.URL(f.repo) }
 
+// tenant builds Tenant name of the fixture's namespace and CloudSpace, changed by mods.
+func (f *fixture) tenant(name string, mods ...testfixture.TenantMod) *tenantv1alpha1.Tenant {
+	return testfixture.Tenant(append([]testfixture.TenantMod{
+		testfixture.TenantInNamespace(f.ns), testfixture.TenantNamed(name), testfixture.TenantCloudSpace(f.cloudSpace),
+	}, mods...)...)
+}
+
 // addTenant creates a Tenant of the fixture's CloudSpace, Ready since readySince (zero: not
 // Ready), with its exported kubeconfig Secret vc-<name> holding the vCluster's kubeconfig.
 func (f *fixture) addTenant(name string, readySince time.Time) *tenantv1alpha1.Tenant {
 	f.t.Helper()
-	t, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, readySince)
+	readiness := testfixture.TenantReady(readySince)
+	if readySince.IsZero() {
+		readiness = testfixture.TenantWithoutConditions()
+	}
+	t := f.tenant(name, readiness)
+	err := apptest.CreateTenant(f.ctx, host.Client, t)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(host.Client.Create(f.ctx, apptest.KubeconfigSecret(f.ns, "vc-"+name, vclusterKubeconfig))).To(Succeed())
 	return t
@@ -96,7 +109,7 @@ func (f *fixture) addTenant(name string, readySince time.Time) *tenantv1alpha1.T
 // vc-<name> holds kubeconfig (a vCluster of the test's own, ownVCluster).
 func (f *fixture) addTenantIn(name string, kubeconfig []byte) {
 	f.t.Helper()
-	_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, name, f.cloudSpace, time.Now())
+	err := apptest.CreateTenant(f.ctx, host.Client, f.tenant(name, testfixture.TenantReady(time.Now())))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.create(apptest.KubeconfigSecret(f.ns, "vc-"+name, kubeconfig))
 }
@@ -133,17 +146,14 @@ func ownVCluster(t *testing.T, what string, crdDirs ...string) (*apptest.Cluster
 	return vc, kubeconfig
 }
 
-// newApp builds an app of the fixture (its repository, its Git Secret, tenantCRName = tenant).
-func (f *fixture) newApp(name, tenant string, mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := apptest.App(f.ns, name, f.cloudSpace, f.gitURL(), func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = tenant
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
-		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: fluxSecret}
-	})
-	for _, m := range mods {
-		m(a)
-	}
-	return a
+// newApp builds an app of the fixture (its repository, its Git Secrets, tenantCRName = tenant)
+// with the example workload, changed by mods.
+func (f *fixture) newApp(name, tenant string, mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
+	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
+		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppCloudSpace(f.cloudSpace), testfixture.AppTenant(tenant), testfixture.AppExampleWorkload(name),
+		testfixture.AppGitURL(f.gitURL()), testfixture.AppGitSecret(gitSecret), testfixture.AppFluxSecret(fluxSecret),
+	}, mods...)...)
 }
 
 func (f *fixture) create(objs ...client.Object) {

@@ -15,6 +15,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // kstatus is what kstatus (the library behind Flux health checks and cli-utils' apply status)
@@ -107,7 +108,8 @@ func TestKstatusReportsEachOutcome(t *testing.T) {
 	})
 
 	t.Run("terminal failure is failed", func(t *testing.T) {
-		_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "foreign", "another-cloudspace", time.Now())
+		err := apptest.CreateTenant(f.ctx, host.Client,
+			f.tenant("foreign", testfixture.TenantCloudSpace("another-cloudspace"), testfixture.TenantReady(time.Now())))
 		f.g.Expect(err).NotTo(HaveOccurred())
 		f.g.Expect(host.Client.Create(f.ctx, apptest.KubeconfigSecret(f.ns, "vc-foreign", vclusterKubeconfig))).To(Succeed())
 		f.create(f.newApp("intruder", "foreign"))

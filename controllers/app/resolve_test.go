@@ -14,6 +14,7 @@ import (
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 func TestResolveByTenantName(t *testing.T) {
@@ -39,7 +40,8 @@ func TestResolveByCloudSpaceTakesEarliestReadyAndPins(t *testing.T) {
 	// Same CloudSpace label in another namespace: never considered.
 	otherNS, err := apptest.Namespace(f.ctx, host.Client, "other")
 	f.g.Expect(err).NotTo(HaveOccurred())
-	_, err = apptest.CreateTenant(f.ctx, host.Client, otherNS, "elsewhere", f.cloudSpace, now.Add(-3*time.Hour))
+	err = apptest.CreateTenant(f.ctx, host.Client,
+		f.tenant("elsewhere", testfixture.TenantInNamespace(otherNS), testfixture.TenantReady(now.Add(-3*time.Hour))))
 	f.g.Expect(err).NotTo(HaveOccurred())
 
 	f.create(f.newApp("legacy", ""))
@@ -60,7 +62,8 @@ func TestResolveByCloudSpaceTakesEarliestReadyAndPins(t *testing.T) {
 
 func TestTenantCloudSpaceMismatchIsRefused(t *testing.T) {
 	f := newFixture(t)
-	foreign, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "foreign", "another-cloudspace", time.Now())
+	foreign := f.tenant("foreign", testfixture.TenantCloudSpace("another-cloudspace"), testfixture.TenantReady(time.Now()))
+	err := apptest.CreateTenant(f.ctx, host.Client, foreign)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(host.Client.Create(f.ctx, apptest.KubeconfigSecret(f.ns, "vc-foreign", vclusterKubeconfig))).To(Succeed())
 	f.create(f.newApp("intruder", "foreign"))
@@ -110,7 +113,7 @@ func TestTenantNotFound(t *testing.T) {
 
 func TestBadKubeconfigThenFixed(t *testing.T) {
 	f := newFixture(t)
-	_, err := apptest.CreateTenant(f.ctx, host.Client, f.ns, "broken", f.cloudSpace, time.Now())
+	err := apptest.CreateTenant(f.ctx, host.Client, f.tenant("broken", testfixture.TenantReady(time.Now())))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	secret := apptest.KubeconfigSecret(f.ns, "vc-broken", []byte("this is: [not a kubeconfig"))
 	f.create(f.newApp("app", "broken"))

@@ -18,6 +18,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // A host cluster without the Tenant CRD: the reconciler starts (no Tenant watch) and apps report
@@ -54,7 +55,10 @@ func TestTenantAPIUnavailable(t *testing.T) {
 
 	ns, err := apptest.Namespace(ctx, bare.Client, "no-tenants")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(bare.Client.Create(ctx, apptest.App(ns, "waiting", "cs-1", "https://git.example.com/x.git"))).To(Succeed())
+	g.Expect(bare.Client.Create(ctx, testfixture.KubeOperaApp(
+		testfixture.AppInNamespace(ns), testfixture.AppNamed("waiting"), testfixture.AppNotYetCreated(), testfixture.AppTenant(""),
+		testfixture.AppExampleWorkload("waiting"), testfixture.AppGitURL("https://git.example.com/x.git"),
+	))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		a := &kubeoperav1alpha1.KubeOperaApp{}
 		g.Expect(bare.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waiting"}, a)).To(Succeed())

@@ -3,33 +3,39 @@ package apptest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
-	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 )
 
-// CreateTenant creates a Tenant of CloudSpace cloudSpace in ns. readySince non-zero makes it
-// Ready since then (status written through the status subresource, as the tenant-controller
-// does).
-func CreateTenant(ctx context.Context, c client.Client, ns, name, cloudSpace string, readySince time.Time) (*tenantv1alpha1.Tenant, error) {
-	t := &tenantv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if cloudSpace != "" {
-		t.Labels = map[string]string{tenantv1alpha1.CloudSpaceLabel: cloudSpace}
-		t.Spec.CloudSpaceID = cloudSpace
-	}
+// CreateTenant creates the Tenant t, then writes the status conditions t was built with
+// through the status subresource, as the tenant-controller does (the API server drops the status
+// of a create). The written conditions record the generation the create gave t, and their
+// transition times are truncated to the second, the precision the API server stores. A Tenant
+// without conditions is only created. t is updated to what the API server stored.
+func CreateTenant(ctx context.Context, c client.Client, t *tenantv1alpha1.Tenant) error {
+	// Kept aside: the create decodes the API server's answer, which has no status, into t.
+	conditions := slices.Clone(t.Status.Conditions)
 	if err := c.Create(ctx, t); err != nil {
-		return nil, fmt.Errorf("create tenant: %w", err)
+		return fmt.Errorf("create tenant: %w", err)
 	}
-	if readySince.IsZero() {
-		return t, nil
+	if len(conditions) == 0 {
+		return nil
 	}
-	return t, SetTenantReady(ctx, c, t, true, readySince)
+	for i := range conditions {
+		conditions[i].LastTransitionTime = metav1.NewTime(conditions[i].LastTransitionTime.Truncate(time.Second))
+		conditions[i].ObservedGeneration = t.Generation
+	}
+	t.Status.Conditions = conditions
+	if err := c.Status().Update(ctx, t); err != nil {
+		return fmt.Errorf("update tenant status: %w", err)
+	}
+	return nil
 }
 
 // SetTenantReady sets the Tenant's Ready condition.
@@ -63,24 +69,4 @@ func Namespace(ctx context.Context, c client.Client, prefix string) (string, err
 		return "", fmt.Errorf("create namespace: %w", err)
 	}
 	return ns.Name, nil
-}
-
-// App builds a KubeOperaApp with one HTTP port, changed by mods.
-func App(ns, name, cloudSpace, gitURL string, mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
-			CloudSpaceID: cloudSpace,
-			App: kubeoperav1alpha1.AppSpec{
-				Image:    "ghcr.io/example/" + name + ":1.0.0",
-				Replicas: ptr.To[int32](1),
-				Ports:    []kubeoperav1alpha1.AppPort{{Name: "http", ContainerPort: 8080, ServicePort: 80}},
-			},
-			Git: kubeoperav1alpha1.GitSpec{URL: gitURL, Branch: "main"},
-		},
-	}
-	for _, m := range mods {
-		m(a)
-	}
-	return a
 }

@@ -64,6 +64,12 @@ func AppGeneration(generation int64) AppMod {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Generation = generation }
 }
 
+// AppNotYetCreated clears what KubeOperaApp sets as the API server would on create
+// (metadata.generation), leaving the app as a test sends it to Create.
+func AppNotYetCreated() AppMod {
+	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Generation = 0 }
+}
+
 // AppCreated sets the app's creation timestamp.
 func AppCreated(at time.Time) AppMod {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.CreationTimestamp = metav1.NewTime(at) }
@@ -119,6 +125,26 @@ func AppReplicas(n int32) AppMod {
 // AppPorts sets the container and Service ports.
 func AppPorts(ports ...kubeoperav1alpha1.AppPort) AppMod {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.App.Ports = ports }
+}
+
+// AppHTTPPort sets one port, named http: the container listens on 8080, the Service serves it
+// on 80.
+func AppHTTPPort() AppMod {
+	return AppPorts(kubeoperav1alpha1.AppPort{Name: "http", ContainerPort: 8080, ServicePort: 80})
+}
+
+// AppExampleWorkload gives the app the workload of the example app the suites that run the
+// operator against an API server deploy: image ghcr.io/example/<image>:1.0.0 (image is by
+// convention the app's name), one replica, one HTTP port (AppHTTPPort), committed to branch
+// main.
+func AppExampleWorkload(image string) AppMod {
+	return func(a *kubeoperav1alpha1.KubeOperaApp) {
+		for _, m := range []AppMod{
+			AppImage("ghcr.io/example/" + image + ":1.0.0"), AppReplicas(1), AppHTTPPort(), AppGitBranch("main"),
+		} {
+			m(a)
+		}
+	}
 }
 
 // AppIngress sets spec.ingress.

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
@@ -66,6 +67,24 @@ func TestKubeOperaAppMods(t *testing.T) {
 
 	// A later mod overrides an earlier one.
 	g.Expect(KubeOperaApp(AppImage("a"), AppImage("b")).Spec.App.Image).To(Equal("b"))
+
+	g.Expect(KubeOperaApp(AppNotYetCreated()).Generation).To(BeZero())
+}
+
+// The example workload sets the app's image, replicas, ports and branch, and nothing else.
+func TestAppExampleWorkload(t *testing.T) {
+	g := NewWithT(t)
+	httpPort := []kubeoperav1alpha1.AppPort{{Name: "http", ContainerPort: 8080, ServicePort: 80}}
+	g.Expect(KubeOperaApp(AppHTTPPort()).Spec.App.Ports).To(Equal(httpPort))
+
+	a := KubeOperaApp(AppExampleWorkload("shop"))
+	g.Expect(a.Spec.App).To(Equal(kubeoperav1alpha1.AppSpec{
+		Image: "ghcr.io/example/shop:1.0.0", Replicas: ptr.To[int32](1), Ports: httpPort,
+	}))
+	g.Expect(a.Spec.Git).To(Equal(kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/apps.git", Branch: "main"}))
+	want := KubeOperaApp()
+	want.Spec.App, want.Spec.Git = a.Spec.App, a.Spec.Git
+	g.Expect(a).To(Equal(want), "only the workload and the branch change")
 }
 
 // The default Tenant is the one the default app names, Ready, of the app's CloudSpace.
@@ -95,6 +114,10 @@ func TestTenantMods(t *testing.T) {
 	g.Expect(tn.Status.Conditions[0].LastTransitionTime).To(Equal(metav1.NewTime(at)))
 
 	g.Expect(Tenant(TenantNotReady(at), TenantReady(at)).Status.Conditions[0].Status).To(Equal(metav1.ConditionTrue),
+		"a later mod overrides an earlier one")
+
+	g.Expect(Tenant(TenantWithoutConditions()).Status.Conditions).To(BeNil())
+	g.Expect(Tenant(TenantWithoutConditions(), TenantReady(at)).Status.Conditions).To(HaveLen(1),
 		"a later mod overrides an earlier one")
 
 	unlabelled := Tenant(TenantCloudSpace(""))

@@ -66,6 +66,12 @@ func TenantNotReady(since time.Time) TenantMod {
 	return readyCondition(metav1.ConditionFalse, since)
 }
 
+// TenantWithoutConditions removes the Tenant's status conditions: a Tenant the tenant-controller
+// has not reported on yet, neither Ready nor not Ready.
+func TenantWithoutConditions() TenantMod {
+	return func(t *tenantv1alpha1.Tenant) { t.Status.Conditions = nil }
+}
+
 func readyCondition(status metav1.ConditionStatus, since time.Time) TenantMod {
 	return func(t *tenantv1alpha1.Tenant) {
 		t.Status.Conditions = []metav1.Condition{{

@@ -36,6 +36,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // The tenant the apps go to: a Ready Tenant with its exported kubeconfig (the tenant API server,
@@ -174,7 +175,10 @@ func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKube
 	if err := createNamespace(ctx, h.Client, ns); err != nil {
 		return err
 	}
-	if _, err := apptest.CreateTenant(ctx, h.Client, ns, tenantName, cloudSpace, time.Now()); err != nil {
+	if err := apptest.CreateTenant(ctx, h.Client, testfixture.Tenant(
+		testfixture.TenantInNamespace(ns), testfixture.TenantNamed(tenantName), testfixture.TenantCloudSpace(cloudSpace),
+		testfixture.TenantReady(time.Now()),
+	)); err != nil {
 		return err
 	}
 	if err := h.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-"+tenantName, tenantKubeconfig)); err != nil {
@@ -191,10 +195,11 @@ func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKube
 }
 
 func benchApp(ns, name, repoURL string) *kubeoperav1alpha1.KubeOperaApp {
-	return apptest.App(ns, name, cloudSpace, repoURL, func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = tenantName
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecretName}
-	})
+	return testfixture.KubeOperaApp(
+		testfixture.AppInNamespace(ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppCloudSpace(cloudSpace), testfixture.AppTenant(tenantName), testfixture.AppExampleWorkload(name),
+		testfixture.AppGitURL(repoURL), testfixture.AppGitSecret(gitSecretName),
+	)
 }
 
 // expectedFiles are the repository paths of an app's folder: its manifests and the Git writer's

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // appArgs are the manager flags of the KubeOperaApp trials: only the App Controller, a Git cache
@@ -65,7 +66,10 @@ const (
 func newAppFixture(ctx context.Context, g Gomega, ns, repo, gitURL string) *appFixture {
 	f := &appFixture{ns: ns, repo: repo, gitURL: gitURL}
 	g.Expect(host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	_, err := apptest.CreateTenant(ctx, host.Client, ns, appTenant, "cs-"+ns, time.Now())
+	err := apptest.CreateTenant(ctx, host.Client, testfixture.Tenant(
+		testfixture.TenantInNamespace(ns), testfixture.TenantNamed(appTenant), testfixture.TenantCloudSpace("cs-"+ns),
+		testfixture.TenantReady(time.Now()),
+	))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(host.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-"+appTenant, tenantKubeconfig))).To(Succeed())
 	g.Expect(host.Client.Create(ctx, &corev1.Secret{
@@ -75,10 +79,11 @@ func newAppFixture(ctx context.Context, g Gomega, ns, repo, gitURL string) *appF
 }
 
 func (f *appFixture) app() *kubeoperav1alpha1.KubeOperaApp {
-	return apptest.App(f.ns, appName, "cs-"+f.ns, f.gitURL, func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = appTenant
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: appGitAuth}
-	})
+	return testfixture.KubeOperaApp(
+		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(appName), testfixture.AppNotYetCreated(),
+		testfixture.AppCloudSpace("cs-"+f.ns), testfixture.AppTenant(appTenant), testfixture.AppExampleWorkload(appName),
+		testfixture.AppGitURL(f.gitURL), testfixture.AppGitSecret(appGitAuth),
+	)
 }
 
 func (f *appFixture) key() types.NamespacedName {

@@ -19,6 +19,7 @@ import (
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/controllers/app"
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testbed"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
@@ -98,7 +99,10 @@ func (e *env) cloudSpace(g Gomega, tenant, cloudSpace string) string {
 	ctx := context.Background()
 	ns, err := apptest.Namespace(ctx, e.host.Client, "cs")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = apptest.CreateTenant(ctx, e.host.Client, ns, tenant, cloudSpace, time.Now())
+	err = apptest.CreateTenant(ctx, e.host.Client, testfixture.Tenant(
+		testfixture.TenantInNamespace(ns), testfixture.TenantNamed(tenant), testfixture.TenantCloudSpace(cloudSpace),
+		testfixture.TenantReady(time.Now()),
+	))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(e.host.Client.Create(ctx, apptest.KubeconfigSecret(ns, "vc-"+tenant, e.tenantKubeconfig))).To(Succeed())
 	g.Expect(e.host.Client.Create(ctx, &corev1.Secret{
@@ -113,15 +117,11 @@ func (e *env) cloudSpace(g Gomega, tenant, cloudSpace string) string {
 
 // app builds an app of the CloudSpace ns in Tenant tenant, committed to repo with the
 // CloudSpace's credentials, changed by mods.
-func (e *env) app(ns, name, tenant, cloudSpace, repo string, mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := apptest.App(ns, name, cloudSpace, e.git.URL(repo), func(a *kubeoperav1alpha1.KubeOperaApp) {
-		a.Spec.TenantCRName = tenant
-		a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git"}
-		a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}
-		a.Spec.Flux.Interval = "10s"
-	})
-	for _, m := range mods {
-		m(a)
-	}
-	return a
+func (e *env) app(ns, name, tenant, cloudSpace, repo string, mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
+	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
+		testfixture.AppInNamespace(ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppCloudSpace(cloudSpace), testfixture.AppTenant(tenant), testfixture.AppExampleWorkload(name),
+		testfixture.AppGitURL(e.git.URL(repo)), testfixture.AppGitSecret("git"), testfixture.AppFluxSecret("git-readonly"),
+		func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Interval = "10s" },
+	}, mods...)...)
 }

@@ -106,7 +106,11 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 	git, err := apptest.StartGitServer("git-user", "git-password")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(git.Stop)
-	g.Expect(env.Client.Create(ctx, apptest.App(nsUnreachable, "web", "no-such-cloud-space", git.URL("apps")))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, testfixture.KubeOperaApp(
+		testfixture.AppInNamespace(nsUnreachable), testfixture.AppNamed("web"), testfixture.AppNotYetCreated(),
+		testfixture.AppCloudSpace("no-such-cloud-space"), testfixture.AppTenant(""), testfixture.AppExampleWorkload("web"),
+		testfixture.AppGitURL(git.URL("apps")),
+	))).To(Succeed())
 	writer := gitops.NewWriter(t.TempDir())
 	badAuth, err := gitops.AuthFromSecretData(git.URL("apps"), map[string][]byte{
 		"username": []byte("git-user"), "password": []byte("wrong"),
