@@ -11,6 +11,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // announceChange announces to the Git writer every app it sees created or updated (the
@@ -19,10 +20,7 @@ import (
 // Flux has pruned it, so its change is not about to come. It passes every event on.
 func TestAnnounceChangeAnnouncesAppsAboutToSubmit(t *testing.T) {
 	const url = "https://git.example.com/org/apps.git"
-	app := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1},
-		Spec:       kubeoperav1alpha1.KubeOperaAppSpec{Git: kubeoperav1alpha1.GitSpec{URL: url}},
-	}
+	app := testfixture.KubeOperaApp(testfixture.AppGitURL(url))
 	onBranch := app.DeepCopy()
 	onBranch.Spec.Git.Branch = "staging"
 	deleting := app.DeepCopy()

@@ -14,6 +14,7 @@ import (
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // kstatusOf is what kstatus (Flux health checks, cli-utils) computes for the app.
@@ -123,10 +124,10 @@ func TestSummarizeForKstatus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			app := &kubeoperav1alpha1.KubeOperaApp{
-				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "cs", Generation: 3},
-				Status:     kubeoperav1alpha1.KubeOperaAppStatus{ObservedGeneration: 2, Conditions: tc.conditions},
-			}
+			app := testfixture.KubeOperaApp(testfixture.AppInNamespace("cs"), testfixture.AppGeneration(3),
+				func(a *kubeoperav1alpha1.KubeOperaApp) {
+					a.Status = kubeoperav1alpha1.KubeOperaAppStatus{ObservedGeneration: 2, Conditions: tc.conditions}
+				})
 			// What an earlier pass left: the opposite kstatus condition, to be replaced.
 			apimeta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
 				Type: kubeoperav1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Old", Message: "old",

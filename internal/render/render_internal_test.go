@@ -15,47 +15,38 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/gitcred"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// app builds a KubeOperaApp for the tests, changed by mods.
-func app(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "cs-1"},
-		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
-			CloudSpaceID: "cs-1",
-			App: kubeoperav1alpha1.AppSpec{
-				Image:    "ghcr.io/example/web:1.2.3",
-				Replicas: ptr.To[int32](2),
-				Ports: []kubeoperav1alpha1.AppPort{
-					{Name: "http", ContainerPort: 8080, ServicePort: 80},
-					{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
-				},
-				Env:     []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "Z", Value: "last"}, {Name: "A", Value: "first"}},
-				Command: []string{"/web"},
-				Args:    []string{"--serve"},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstrName("http")}}},
-			},
-			Registry: &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "registry-credentials"}},
-			Git: kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/tenant/apps.git", SecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git"},
-				FluxSecretRef: &kubeoperav1alpha1.LocalSecretReference{Name: "git-readonly"}},
-			Ingress: &kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt", ClassName: "nginx"},
+// app builds the KubeOperaApp of the golden files, web in namespace cs-1 with every field the
+// manifests render set, changed by mods.
+func app(mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
+	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
+		testfixture.AppInNamespace("cs-1"), testfixture.AppImage("ghcr.io/example/web:1.2.3"), testfixture.AppReplicas(2),
+		testfixture.AppPorts(
+			kubeoperav1alpha1.AppPort{Name: "http", ContainerPort: 8080, ServicePort: 80},
+			kubeoperav1alpha1.AppPort{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+		),
+		func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.Spec.App.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "Z", Value: "last"}, {Name: "A", Value: "first"}}
+			a.Spec.App.Command = []string{"/web"}
+			a.Spec.App.Args = []string{"--serve"}
+			a.Spec.App.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+			}
+			a.Spec.App.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstrName("http")}}}
+			a.Spec.Registry = &kubeoperav1alpha1.RegistrySpec{SecretRef: kubeoperav1alpha1.LocalSecretReference{Name: "registry-credentials"}}
 		},
-	}
-	for _, m := range mods {
-		m(a)
-	}
-	return a
+		testfixture.AppGitURL("https://git.example.com/tenant/apps.git"), testfixture.AppGitSecret("git"), testfixture.AppFluxSecret("git-readonly"),
+		testfixture.AppIngress(kubeoperav1alpha1.IngressSpec{Host: "web.example.com", TLS: true, ClusterIssuer: "letsencrypt", ClassName: "nginx"}),
+	}, mods...)...)
 }
 
 func TestManifestsGolden(t *testing.T) {

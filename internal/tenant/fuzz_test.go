@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
 // fuzzKubeconfig is an exported vCluster kubeconfig with the fields the fuzzer varies.
@@ -45,7 +43,7 @@ func FuzzRESTConfig(f *testing.F) {
 	f.Add("{{{{", "")
 	f.Add(fuzzKubeconfig("https://LOCALHOST", "secret-value-1", ""), "secret-value-1")
 
-	tn := &tenantv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "vc", Namespace: "team-a"}}
+	tn := testfixture.Tenant(testfixture.TenantNamed("vc"), testfixture.TenantInNamespace("team-a"))
 	f.Fuzz(func(t *testing.T, kubeconfig, secret string) {
 		cfg, err := RESTConfig([]byte(kubeconfig), tn, ConfigOptions{})
 		if err != nil {

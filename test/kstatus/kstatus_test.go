@@ -23,6 +23,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -256,11 +257,10 @@ func TestArgoCDHealthChecksInDocs(t *testing.T) {
 	appCheck := argoChecks(t, "app-controller.md")["kubeopera.io_KubeOperaApp"]
 	g.Expect(appCheck).NotTo(BeEmpty(), "no Argo CD health check in docs/app-controller.md")
 	app := func(observed int64, conds ...metav1.Condition) map[string]any {
-		a := &kubeoperav1alpha1.KubeOperaApp{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kubeoperav1alpha1.GroupVersion.String(), Kind: "KubeOperaApp"},
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "cs", Generation: 2},
-			Status:     kubeoperav1alpha1.KubeOperaAppStatus{ObservedGeneration: observed, Conditions: conds},
-		}
+		a := testfixture.KubeOperaApp(testfixture.AppInNamespace("cs"), testfixture.AppGeneration(2), func(a *kubeoperav1alpha1.KubeOperaApp) {
+			a.TypeMeta = metav1.TypeMeta{APIVersion: kubeoperav1alpha1.GroupVersion.String(), Kind: "KubeOperaApp"}
+			a.Status = kubeoperav1alpha1.KubeOperaAppStatus{ObservedGeneration: observed, Conditions: conds}
+		})
 		return toUnstructured(t, a).Object
 	}
 	cond := func(condType string, s metav1.ConditionStatus, reason string) metav1.Condition {

@@ -22,13 +22,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
 	"github.com/kubeopera/kubeopera-operator/internal/render"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -60,22 +60,14 @@ func admitPod(ns string, tpl corev1.PodTemplateSpec) error {
 	return env.AdmitPod(context.Background(), ns, tpl)
 }
 
-func app(mods ...func(*kubeoperav1alpha1.KubeOperaApp)) *kubeoperav1alpha1.KubeOperaApp {
-	a := &kubeoperav1alpha1.KubeOperaApp{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"},
-		Spec: kubeoperav1alpha1.KubeOperaAppSpec{
-			CloudSpaceID: "cs-1",
-			App: kubeoperav1alpha1.AppSpec{
-				Image: "nginx:1.27",
-				Ports: []kubeoperav1alpha1.AppPort{{Name: "http", ContainerPort: 8080}},
-			},
-			Git: kubeoperav1alpha1.GitSpec{URL: "https://git.example.com/t/apps.git"},
-		},
-	}
-	for _, m := range mods {
-		m(a)
-	}
-	return a
+// app builds the tenant app whose Deployment the tests submit: web in namespace team-a, image
+// nginx:1.27 with one container port, changed by mods.
+func app(mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
+	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
+		testfixture.AppInNamespace("team-a"), testfixture.AppImage("nginx:1.27"),
+		testfixture.AppPorts(kubeoperav1alpha1.AppPort{Name: "http", ContainerPort: 8080}),
+		testfixture.AppGitURL("https://git.example.com/t/apps.git"),
+	}, mods...)...)
 }
 
 // The negative control: the namespace really enforces, so the other cases can fail.

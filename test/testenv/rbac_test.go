@@ -15,6 +15,7 @@ import (
 
 	tenantv1alpha1 "github.com/kubeopera/kubeopera-operator/api/external/tenant/v1alpha1"
 	kubeoperav1alpha1 "github.com/kubeopera/kubeopera-operator/api/kubeopera/v1alpha1"
+	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
@@ -45,9 +46,9 @@ func TestManagerConfigNamespaced(t *testing.T) {
 		"list Secrets cluster-wide":              c.List(ctx, &corev1.SecretList{}),
 		"list Tenants cluster-wide":              c.List(ctx, &tenantv1alpha1.TenantList{}),
 		"list Tenants in an unwatched namespace": c.List(ctx, &tenantv1alpha1.TenantList{}, client.InNamespace("unwatched")),
-		"create a KubeOperaApp": c.Create(ctx, &kubeoperav1alpha1.KubeOperaApp{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "x"},
-		}),
+		"create a KubeOperaApp": c.Create(ctx, testfixture.KubeOperaApp(
+			testfixture.AppInNamespace("watched"), testfixture.AppNamed("x"),
+		)),
 		"get a Namespace":      c.Get(ctx, client.ObjectKey{Name: "watched"}, &corev1.Namespace{}),
 		"create a ClusterRole": c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "escalate"}}),
 		"list Nodes":           c.List(ctx, &corev1.NodeList{}),
