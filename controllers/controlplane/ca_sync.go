@@ -145,7 +145,7 @@ func importedCAs(cp *datasancev3.ControlPlane) map[string]string {
 // agreeOnCA makes the Controller's copy of CA name agree with ca, the CA its Secret sec holds,
 // or says why it cannot (decideCA). Nothing is called when the Controller was last seen to hold
 // ca, unless force (a full registration: the Controller may have lost its database since).
-func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) error {
+func (r *Reconciler) agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) error {
 	name := sec.Name
 	if err, ok := s.caChecks[name]; ok {
 		return err
@@ -154,7 +154,7 @@ func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 		return nil
 	}
 	// A failure is this pass's answer for the CA too: reported once, not asked again.
-	err := compareCA(ctx, s, component, sec, ca)
+	err := r.compareCA(ctx, s, component, sec, ca)
 	if err != nil {
 		s.rememberCA(name, err)
 	}
@@ -163,9 +163,9 @@ func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 
 // compareCA is agreeOnCA's call to the Controller: the CA is imported when the Controller lacks
 // it, recorded when it holds the same, and otherwise decided by decideCA.
-func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) error {
+func (r *Reconciler) compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) error {
 	name := sec.Name
-	cs, err := s.controllerSession(ctx)
+	cs, err := r.controllerSession(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 		s.recordCA(name, ca.CertPEM)
 		return nil
 	}
-	return decideCA(ctx, s, cs, component, sec, ca, info)
+	return r.decideCA(ctx, s, cs, component, sec, ca, info)
 }
 
 // decideCA settles a CA whose Secret and Controller copies differ (docs/controlplane.md#cas-the-controller-makes).
@@ -201,7 +201,7 @@ func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 //   - Agents' certificates under it otherwise: the Controller's copy wins (the agents trust it and
 //     it cannot be replaced). An operator-made Secret takes it, keeping its own CA under
 //     previous-tls.*; a Secret the user brought is a conflict a person decides.
-func decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) error {
+func (r *Reconciler) decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) error {
 	name := sec.Name
 	rotation := s.recordedCA(name, []byte(theirs.Data.Certificate))
 	own, agents, err := certificatesSignedBy(ctx, cs, name)
@@ -210,18 +210,18 @@ func decideCA(ctx context.Context, s *scope, cs *controllerSession, component st
 	}
 	switch {
 	case len(agents) == 0:
-		return replaceControllerCA(ctx, s, cs, name, ca, own, rotation)
+		return r.replaceControllerCA(ctx, s, cs, name, ca, own, rotation)
 	case rotation:
-		return s.caWait(component, outcome.Wait(datasancev3.ReasonCARotationBlocked, requeueCARotation, fmt.Sprintf(
+		return r.caWait(s, component, outcome.Wait(datasancev3.ReasonCARotationBlocked, requeueCARotation, fmt.Sprintf(
 			"CA Secret %s holds a new CA, but agents' certificates signed by the Controller's copy (%s) keep the Controller from replacing it; "+
 				"no certificate is issued under the new CA. Delete those certificates in the Controller (re-provisioning their agents) to finish the rotation, "+
 				"or delete Secret %s to restore the Controller's CA (docs/controlplane.md#ca-rotation).", name, strings.Join(agents, ", "), name)))
 	case sec.Labels[resources.LabelManagedBy] != resources.LabelManagedByValue:
-		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s, which you brought, holds another CA than the Controller's CA %s, which agents' certificates depend on (%s): nothing is signed under either. "+
 				"Delete Secret %s to take the Controller's CA, or see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), name)))
 	}
-	return adoptControllerCA(ctx, s, component, sec, ca, theirs, agents)
+	return r.adoptControllerCA(ctx, s, component, sec, ca, theirs, agents)
 }
 
 // certificatesSignedBy lists the certificates the Controller's CA name signed: its own
@@ -250,14 +250,14 @@ const execSessionCertificatePrefix = "controller-exec-session-client"
 // replaceControllerCA replaces the Controller's copy of CA name, on which no agent depends, with
 // the Secret's ca: its own exec-session certificates are deleted first (the Controller Deployment
 // rolls, so that its processes make new ones under the new CA), then the CA, then the import.
-func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) error {
+func (r *Reconciler) replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) error {
 	for _, cert := range own {
 		if err := cs.api.DeleteCertificate(ctx, cert); err != nil && !errors.Is(err, iofog.ErrNotFound) {
 			return registrationFailure(ctx, err, cs.loginRejected)
 		}
 	}
 	if len(own) > 0 {
-		if err := restartControllerPods(ctx, s); err != nil {
+		if err := r.restartControllerPods(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -275,12 +275,12 @@ func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, n
 	log := ctrl.LoggerFrom(ctx)
 	if rotation {
 		log.Info("Replaced the Controller's copy of a rotated CA", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
-		s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
+		r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
 			fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
 		return nil
 	}
 	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
+	r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
 		"The Controller held another CA %s, on which no agent depended (it makes one itself when it provisions an agent without it); "+
 			"replaced it with the CA of Secret %s, which the hub uses.", name, name))
 	return nil
@@ -289,11 +289,11 @@ func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, n
 // adoptControllerCA writes the Controller's copy of the CA into the operator-made Secret sec,
 // keeping the Secret's CA under previous-tls.*, and ends the pass: the next one issues the leaves
 // under the adopted CA. A copy the operator cannot use (pki.ParseCA) is CAConflict.
-func adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) error {
+func (r *Reconciler) adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) error {
 	name := sec.Name
 	adopted, err := pki.ParseCA([]byte(theirs.Data.Certificate), []byte(theirs.Data.PrivateKey))
 	if err != nil {
-		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s holds another CA than the Controller's CA %s, which agents' certificates depend on (%s), and the Controller's copy cannot be used (%s): "+
 				"nothing is signed under either; see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), caProblem(err))))
 	}
@@ -301,12 +301,12 @@ func adoptControllerCA(ctx context.Context, s *scope, component string, sec *cor
 	updated := sec.DeepCopy()
 	maps.Copy(updated.Data, pki.SecretData(adopted, nil))
 	updated.Data[previousCAKey], updated.Data[previousCAPrivateKey] = ca.CertPEM, ca.KeyPEM
-	if err := s.r.Patch(ctx, updated, client.MergeFromWithOptions(sec, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(sec, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return requeueIfStale(fmt.Errorf("take the Controller's CA into Secret %s: %w", name, err))
 	}
 	s.recordCA(name, adopted.CertPEM)
 	ctrl.LoggerFrom(ctx).Info("Took the Controller's copy of a CA agents depend on into its Secret", "Secret", klog.KRef(s.namespace(), name), "agentCertificates", len(agents))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
+	r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
 		"The Controller holds another CA %s, which agents' certificates depend on (%s): CA Secret %s now holds it, "+
 			"its earlier CA is kept under %s and %s, and the certificates under it are issued again.",
 		name, strings.Join(agents, ", "), name, previousCAKey, previousCAPrivateKey))
@@ -332,8 +332,8 @@ func importCA(ctx context.Context, s *scope, cs *controllerSession, name string,
 // missingCA decides what a missing CA Secret becomes: the Controller's copy when it has one
 // (restored, never replaced by a new CA it does not hold), else nil, to be generated and
 // imported.
-func missingCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec) (*pki.KeyPair, error) {
-	cs, err := s.controllerSession(ctx)
+func (r *Reconciler) missingCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec) (*pki.KeyPair, error) {
+	cs, err := r.controllerSession(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -347,18 +347,18 @@ func missingCA(ctx context.Context, s *scope, component string, c resources.TLSS
 	}
 	ca, err := pki.ParseCA([]byte(info.Data.Certificate), []byte(info.Data.PrivateKey))
 	if err != nil {
-		err := s.caFailure(component, outcome.Stop(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
+		err := r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
 			"CA Secret %s is missing and the Controller's copy of CA %s cannot be restored (%s): create Secret %s with the CA the Controller holds",
 			c.Name, c.Name, caProblem(err), c.Name)))
 		return nil, err
 	}
-	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
+	if err := r.createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
 		err := requeueIfStale(err)
 		return nil, err
 	}
 	s.recordCA(c.Name, ca.CertPEM)
 	ctrl.LoggerFrom(ctx).Info("Restored a missing CA Secret from the Controller's copy", "Secret", klog.KRef(s.namespace(), c.Name))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
+	r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
 		fmt.Sprintf("CA Secret %s was missing; restored it from the Controller's copy of the CA.", c.Name))
 	return ca, nil
 }
@@ -378,14 +378,14 @@ func caProblem(err error) string {
 }
 
 // caFailure reports a terminal CA failure with one Warning Event per cause (warnOnce).
-func (s *scope) caFailure(component string, err error) error {
-	s.warnOnce(component, reasonOf(err), err.Error())
+func (r *Reconciler) caFailure(s *scope, component string, err error) error {
+	r.warnOnce(s, component, reasonOf(err), err.Error())
 	return err
 }
 
 // caWait reports a CA wait with one Warning Event per cause (warnOnce).
-func (s *scope) caWait(component string, w *outcome.Error) error {
-	s.warnOnce(component, w.Reason, w.Message)
+func (r *Reconciler) caWait(s *scope, component string, w *outcome.Error) error {
+	r.warnOnce(s, component, w.Reason, w.Message)
 	return w
 }
 
@@ -395,10 +395,10 @@ func (s *scope) caWait(component string, w *outcome.Error) error {
 // component already did so in this pass. A CA Secret whose content the Controller was not seen
 // to hold is left to its component, which compares it before it issues leaves under it (and
 // alone replaces the Controller's copy in a rotation); the registration waits for it.
-func importCAs(ctx context.Context, s *scope, names []string) error {
+func (r *Reconciler) importCAs(ctx context.Context, s *scope, names []string) error {
 	for _, name := range names {
 		sec := &corev1.Secret{}
-		found, err := s.getExisting(ctx, name, sec)
+		found, err := r.getExisting(ctx, s, name, sec)
 		if err != nil {
 			return err
 		}
@@ -416,7 +416,7 @@ func importCAs(ctx context.Context, s *scope, names []string) error {
 			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
 				fmt.Sprintf("Waiting for CA Secret %s to be compared with the Controller's copy.", name))
 		}
-		if err := agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil {
+		if err := r.agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil {
 			return err
 		}
 	}

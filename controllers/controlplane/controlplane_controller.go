@@ -68,13 +68,13 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 // after the other (no goroutines: every step is one API call or less, see the package doc) and
 // their results are combined.
 var components = []component{
-	{name: resources.ComponentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentRouter, run: (*Reconciler).reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Router.ComponentStatus
 	}},
-	{name: resources.ComponentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentNats, run: (*Reconciler).reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Nats.ComponentStatus
 	}},
-	{name: resources.ComponentController, run: reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentController, run: (*Reconciler).reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Controller.ComponentStatus
 	}},
 }
@@ -158,7 +158,7 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 
 	s := newScope(r, cp, state == datasancev3.ConditionReady)
 	defer s.closeSession()
-	o := runPass(ctx, s)
+	o := r.runPass(ctx, s)
 	r.observeCertificates(ctx, cp)
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
@@ -190,9 +190,9 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 
 // runPass takes the workloads over from the Datasance operator where it left some (takeOver,
 // which ends the pass while it waits or refuses), then runs the components and combines them.
-func runPass(ctx context.Context, s *scope) passOutcome {
+func (r *Reconciler) runPass(ctx context.Context, s *scope) passOutcome {
 	log := ctrl.LoggerFrom(ctx)
-	if err := takeOver(ctx, s); err != nil {
+	if err := r.takeOver(ctx, s); err != nil {
 		if !outcome.IsWait(err) {
 			log.V(1).Info("Taking over failed", "reason", reasonOf(err), "error", err.Error())
 		}
@@ -200,7 +200,7 @@ func runPass(ctx context.Context, s *scope) passOutcome {
 	}
 	errs := make([]error, 0, len(components))
 	for _, c := range components {
-		err := c.run(ctx, s)
+		err := c.run(r, ctx, s)
 		setComponentStatus(c.status(&s.cp.Status), err)
 		errs = append(errs, err)
 		observeComponent(s.cp, c.name, err)

@@ -49,61 +49,61 @@ func (g registration) hash() string {
 // Controller process not seen before (a restarted or new pod; any pod may answer) is asked
 // whether it still holds the registration (readBackRegistration), and only a Controller that
 // lost it is registered again.
-func registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) error {
-	reg, err := desiredRegistration(ctx, s)
+func (r *Reconciler) registerWithIoFogController(ctx context.Context, s *scope, lbAddress string) error {
+	reg, err := r.desiredRegistration(ctx, s)
 	if err != nil {
 		return err
 	}
 	hash := reg.hash()
 	if s.steady && s.cp.Annotations[resources.AnnotationRegistration] == hash {
 		// A CA Secret that changed was compared with the Controller's copy by its component.
-		if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
+		if !r.registered.due(s.cp, s.now, r.Options.controllerVerifyInterval()) {
 			return nil
 		}
-		cs, err := s.controllerStatus(ctx)
+		cs, err := r.controllerStatus(ctx, s)
 		if err != nil {
 			return err
 		}
-		if s.r.registered.knownProcess(s.cp, cs.status, s.now) {
+		if r.registered.knownProcess(s.cp, cs.status, s.now) {
 			return nil
 		}
-		held, err := readBackRegistration(ctx, s, reg)
+		held, err := r.readBackRegistration(ctx, s, reg)
 		if err != nil {
 			return err
 		}
 		if held {
-			s.r.registered.record(s.cp, cs.status, s.now)
+			r.registered.record(s.cp, cs.status, s.now)
 			return nil
 		}
 		ctrl.LoggerFrom(ctx).Info("The Controller lost the registration (a process restarted on an empty database); registering again",
 			"uptimeSec", cs.status.UptimeSec)
 	}
 
-	cs, err := s.controllerSession(ctx)
+	cs, err := r.controllerSession(ctx, s)
 	if err != nil {
 		return err
 	}
-	if err := register(ctx, s, cs, reg); err != nil {
+	if err := r.register(ctx, s, cs, reg); err != nil {
 		// A registration that stopped part-way leaves the Controller holding some of reg: the
 		// annotation no longer claims all of it, so the next pass registers in full and meets
 		// the same failure, instead of a read-back that compares the router and hub only.
 		delete(s.cp.Annotations, resources.AnnotationRegistration)
 		return err
 	}
-	if err := checkExternalReachability(ctx, s, lbAddress); err != nil {
+	if err := r.checkExternalReachability(ctx, s, lbAddress); err != nil {
 		return err
 	}
 	if s.cp.Annotations == nil {
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[resources.AnnotationRegistration] = hash
-	s.r.registered.record(s.cp, cs.status, s.now)
+	r.registered.record(s.cp, cs.status, s.now)
 	return nil
 }
 
 // register tells the Controller reg: PUT /router, PUT /nats/hub (NATS only) and the CA step
 // (importCAs).
-func register(ctx context.Context, s *scope, cs *controllerSession, reg registration) error {
+func (r *Reconciler) register(ctx context.Context, s *scope, cs *controllerSession, reg registration) error {
 	if err := cs.api.PutDefaultRouter(ctx, reg.Router); err != nil {
 		return registrationFailure(ctx, err, cs.loginRejected)
 	}
@@ -112,7 +112,7 @@ func register(ctx context.Context, s *scope, cs *controllerSession, reg registra
 			return registrationFailure(ctx, err, cs.loginRejected)
 		}
 	}
-	return importCAs(ctx, s, reg.CAs)
+	return r.importCAs(ctx, s, reg.CAs)
 }
 
 // readBackRegistration asks the Controller whether it still holds reg: GET /router, and
@@ -120,8 +120,8 @@ func register(ctx context.Context, s *scope, cs *controllerSession, reg registra
 // are not echoed). A 404 means it does not. The CAs are not read: they live in the same
 // database, and a Controller that lost it lost the router too. Costs a login, once per
 // Controller process (registrations).
-func readBackRegistration(ctx context.Context, s *scope, reg registration) (bool, error) {
-	cs, err := s.controllerSession(ctx)
+func (r *Reconciler) readBackRegistration(ctx context.Context, s *scope, reg registration) (bool, error) {
+	cs, err := r.controllerSession(ctx, s)
 	if err != nil {
 		return false, err
 	}
@@ -153,18 +153,18 @@ func readBackRegistration(ctx context.Context, s *scope, reg registration) (bool
 // desiredRegistration computes what to register: the default router (docs/controlplane.md#router-registration), the NATS hub
 // (NATS only, docs/controlplane.md#hub-registration-and-ca-import) and the CAs to import. It requeues while the router LoadBalancer has no
 // address, and fails when a non-LoadBalancer router has no ingress address.
-func desiredRegistration(ctx context.Context, s *scope) (registration, error) {
-	host, err := s.routerAddress(ctx)
+func (r *Reconciler) desiredRegistration(ctx context.Context, s *scope) (registration, error) {
+	host, err := r.routerAddress(ctx, s)
 	if err != nil {
 		return registration{}, err
 	}
 	reg := registration{
-		BaseURL: internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp),
+		BaseURL: internalControllerURL(r.Options.ControllerEndpointTemplate, s.cp),
 		Router:  routerRegistration(s.spec, host),
 		CAs:     append([]string(nil), resources.RouterCASecretNames...),
 	}
 	if s.natsEnabled() {
-		hub, err := natsHubRegistration(ctx, s)
+		hub, err := r.natsHubRegistration(ctx, s)
 		if err != nil {
 			return registration{}, err
 		}
@@ -184,13 +184,13 @@ func desiredRegistration(ctx context.Context, s *scope) (registration, error) {
 // loginRetryInterval, as long as fewer than maxRejectedLogins logins in a row were rejected;
 // after that it is terminal until the credentials change (spec or the referenced Secret, both
 // watched). Changed credentials are tried once, at once.
-func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, err error) {
-	key, err := rolloutKey(ctx, s)
+func (r *Reconciler) login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasancev3.ControlPlaneSpec) (rejected bool, err error) {
+	key, err := r.rolloutKey(ctx, s)
 	if err != nil {
 		return false, err
 	}
 	creds := credentialsFingerprint(key, s.spec, resolved)
-	if wait, held := s.r.logins.held(s.cp, creds, s.now); held {
+	if wait, held := r.logins.held(s.cp, creds, s.now); held {
 		return false, loginRefused(wait)
 	}
 	var token string
@@ -213,17 +213,17 @@ func login(ctx context.Context, s *scope, api ControllerAPI, resolved *datasance
 	}
 	switch {
 	case err == nil:
-		s.r.logins.succeeded(s.cp)
+		r.logins.succeeded(s.cp)
 		api.SetToken(token)
 		return false, nil
 	case errors.Is(err, iofog.ErrInvalidCredentials):
-		n := s.r.logins.rejected(s.cp, creds, s.now)
+		n := r.logins.rejected(s.cp, creds, s.now)
 		ctrl.LoggerFrom(ctx).Info("The Controller rejected the operator's credentials; not logging in again until they change",
 			"mode", s.spec.Auth.Mode, "rejectedInARow", n)
-		wait, _ := s.r.logins.held(s.cp, creds, s.now)
+		wait, _ := r.logins.held(s.cp, creds, s.now)
 		refused := loginRefused(wait)
 		// One Warning Event per rejected login (at most maxRejectedLogins in a row), not per pass.
-		s.r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, refused.Error())
+		r.event(s.cp, corev1.EventTypeWarning, datasancev3.ReasonLoginFailed, refused.Error())
 		s.announce(refused.Error())
 		return true, refused
 	case s.spec.Auth.Mode == datasancev3.AuthModeExternal && isCertificateMismatch(err):
@@ -307,7 +307,7 @@ func registrationFailure(ctx context.Context, err error, loginRejected bool) err
 // verifies the certificate, with the ControlPlane's trust, against the name external clients use:
 // the host of the public URL (spec.controller.publicUrl, or the LoadBalancer address when the URL
 // is derived from it). A certificate that does not cover that name is ControllerCertificateInvalid.
-func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) error {
+func (r *Reconciler) checkExternalReachability(ctx context.Context, s *scope, lbAddress string) error {
 	switch {
 	case datasancev3.ServiceType(s.spec.Services.Controller) == corev1.ServiceTypeLoadBalancer:
 		if lbAddress == "" {
@@ -318,7 +318,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
 			ep.ServerNames = []string{name}
 		}
-		api, err := s.controllerClient(ctx, ep)
+		api, err := r.controllerClient(ctx, s, ep)
 		if err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func checkExternalReachability(ctx context.Context, s *scope, lbAddress string) 
 		}
 	case s.spec.ControllerIngressMode():
 		ing := &networkingv1.Ingress{}
-		found, err := s.getExisting(ctx, resources.ControllerName, ing)
+		found, err := r.getExisting(ctx, s, resources.ControllerName, ing)
 		if err != nil {
 			return err
 		}

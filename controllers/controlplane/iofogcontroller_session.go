@@ -51,22 +51,22 @@ type controllerSession struct {
 // controllerStatus returns the pass's Controller client after a successful GET /status, creating
 // it on first use. Failures are a requeue (Controller unavailable, 3 s) or an error (certificate
 // invalid, bad trust input).
-func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, error) {
+func (r *Reconciler) controllerStatus(ctx context.Context, s *scope) (*controllerSession, error) {
 	cs := &s.session
 	if cs.opened {
 		return cs, cs.openErr
 	}
 	cs.opened = true
-	cs.baseURL = internalControllerURL(s.r.Options.ControllerEndpointTemplate, s.cp)
+	cs.baseURL = internalControllerURL(r.Options.ControllerEndpointTemplate, s.cp)
 	names := internalServerNames(s.spec, cs.baseURL, s.cp.Status.Controller.PublicURL)
 	ep := ControllerEndpoint{BaseURL: cs.baseURL, ServerNames: names}
-	idpCAs, err := identityProviderTrust(ctx, s)
+	idpCAs, err := r.identityProviderTrust(ctx, s)
 	if err != nil {
 		cs.openErr = err
 		return cs, err
 	}
 	ep.IdentityProviderCAs = idpCAs
-	api, err := s.controllerClient(ctx, ep)
+	api, err := r.controllerClient(ctx, s, ep)
 	if err != nil {
 		cs.openErr = err
 		return cs, err
@@ -87,8 +87,8 @@ func (s *scope) controllerStatus(ctx context.Context) (*controllerSession, error
 // result is login's LoginFailed requeue (or terminal error) for every component that asks, so
 // nothing is called without a token, no CA is compared or imported, and the login gate
 // (docs/controlplane.md#login-lockout) decides when the next login is tried.
-func (s *scope) controllerSession(ctx context.Context) (*controllerSession, error) {
-	cs, err := s.controllerStatus(ctx)
+func (r *Reconciler) controllerSession(ctx context.Context, s *scope) (*controllerSession, error) {
+	cs, err := r.controllerStatus(ctx, s)
 	if err != nil {
 		return cs, err
 	}
@@ -100,12 +100,12 @@ func (s *scope) controllerSession(ctx context.Context) (*controllerSession, erro
 		cs.loginErr = err
 		return cs, err
 	}
-	resolved, err := s.credentials(ctx)
+	resolved, err := r.credentials(ctx, s)
 	if err != nil {
 		cs.loginErr = err
 		return cs, err
 	}
-	cs.loginRejected, cs.loginErr = login(ctx, s, cs.api, resolved)
+	cs.loginRejected, cs.loginErr = r.login(ctx, s, cs.api, resolved)
 	return cs, cs.loginErr
 }
 
@@ -131,15 +131,15 @@ func (s *scope) awaitOwnController() error {
 }
 
 // controllerClient builds a client for ep with the ControlPlane's trust (https only).
-func (s *scope) controllerClient(ctx context.Context, ep ControllerEndpoint) (ControllerAPI, error) {
+func (r *Reconciler) controllerClient(ctx context.Context, s *scope, ep ControllerEndpoint) (ControllerAPI, error) {
 	if s.spec.ControllerHTTPS() {
-		cas, err := controllerTrust(ctx, s)
+		cas, err := r.controllerTrust(ctx, s)
 		if err != nil {
 			return nil, err
 		}
 		ep.CAs = cas
 	}
-	api, err := s.r.NewControllerClient(ep)
+	api, err := r.NewControllerClient(ep)
 	if err != nil {
 		return nil, outcome.Retry(datasancev3.ReasonControllerUnavailable, err)
 	}
@@ -160,11 +160,11 @@ func (s *scope) closeSession() {
 // or key is no error, the chain may be public) and the key spec.controller.caSecretRef names
 // (caBundleFromRef). A ca.crt that holds no PEM certificate is InvalidCertificate (terminal: the
 // Secret watch brings the ControlPlane back).
-func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
+func (r *Reconciler) controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 	var bundle []byte
 	if name := s.spec.Controller.SecretName; name != "" {
 		sec := &corev1.Secret{}
-		found, err := s.getExisting(ctx, name, sec)
+		found, err := r.getExisting(ctx, s, name, sec)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +176,7 @@ func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 			bundle = append(bundle, ca...)
 		}
 	}
-	value, err := caBundleFromRef(ctx, s, s.spec.Controller.CASecretRef, "controller CA", "spec.controller.caSecretRef")
+	value, err := r.caBundleFromRef(ctx, s, s.spec.Controller.CASecretRef, "controller CA", "spec.controller.caSecretRef")
 	if err != nil || len(value) == 0 {
 		return bundle, err
 	}
@@ -186,11 +186,11 @@ func controllerTrust(ctx context.Context, s *scope) ([]byte, error) {
 // identityProviderTrust is the PEM bundle spec.auth.caSecretRef names, trusted for the external
 // identity provider's discovery document and token endpoint (caBundleFromRef); nil in embedded
 // mode, where the login goes to the Controller.
-func identityProviderTrust(ctx context.Context, s *scope) ([]byte, error) {
+func (r *Reconciler) identityProviderTrust(ctx context.Context, s *scope) ([]byte, error) {
 	if s.spec.Auth.Mode != datasancev3.AuthModeExternal {
 		return nil, nil
 	}
-	return caBundleFromRef(ctx, s, s.spec.Auth.CASecretRef, "identity provider CA", "spec.auth.caSecretRef")
+	return r.caBundleFromRef(ctx, s, s.spec.Auth.CASecretRef, "identity provider CA", "spec.auth.caSecretRef")
 }
 
 // caBundleFromRef reads the PEM CA bundle that ref (the spec field named field) selects from a
@@ -199,12 +199,12 @@ func identityProviderTrust(ctx context.Context, s *scope) ([]byte, error) {
 // a value that holds no PEM certificate InvalidCertificate, all terminal: the referenced-Secret
 // watch brings the ControlPlane back when the Secret changes. Messages name the Secret, key and
 // field, never the content.
-func caBundleFromRef(ctx context.Context, s *scope, ref *corev1.SecretKeySelector, what, field string) ([]byte, error) {
+func (r *Reconciler) caBundleFromRef(ctx context.Context, s *scope, ref *corev1.SecretKeySelector, what, field string) ([]byte, error) {
 	if ref == nil {
 		return nil, nil
 	}
 	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, ref.Name, sec)
+	found, err := r.getExisting(ctx, s, ref.Name, sec)
 	if err != nil {
 		return nil, err
 	}

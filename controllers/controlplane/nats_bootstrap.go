@@ -42,30 +42,30 @@ func (b *natsBootstrap) operatorPublicKey() string {
 // earlier pass is used instead, so drift repair does not call the Controller; the Controller is
 // asked again when something of it is missing, or when the Controller holds another NATS
 // operator than the stored one (natsOperatorChanged, docs/controlplane.md#nats-operator-changes).
-func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+func (r *Reconciler) obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
 	var stored *natsBootstrap
 	if s.steady {
 		var err error
-		if stored, err = storedNatsBootstrap(ctx, s); err != nil {
+		if stored, err = r.storedNatsBootstrap(ctx, s); err != nil {
 			return nil, err
 		}
-		if stored != nil && !natsOperatorChanged(ctx, s, stored) {
+		if stored != nil && !r.natsOperatorChanged(ctx, s, stored) {
 			return stored, nil
 		}
 	}
-	b, err := fetchNatsBootstrap(ctx, s)
+	b, err := r.fetchNatsBootstrap(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	if stored != nil && stored.operatorPublicKey() != b.operatorPublicKey() {
 		ctrl.LoggerFrom(ctx).Info("The Controller's NATS operator changed; the hub follows it",
 			"trusted", stored.operatorPublicKey(), "controller", b.operatorPublicKey())
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsOperatorChanged, fmt.Sprintf(
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsOperatorChanged, fmt.Sprintf(
 			"The Controller's NATS operator changed from %s to %s (rotated, or a new Controller database): "+
 				"the hub now trusts %s, and its pods restart to load it.",
 			stored.operatorPublicKey(), b.operatorPublicKey(), b.operatorPublicKey()))
 	}
-	if err := storeNatsBootstrap(ctx, s, b); err != nil {
+	if err := r.storeNatsBootstrap(ctx, s, b); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -85,19 +85,19 @@ func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 // A Controller that cannot be asked (down, login refused, an older one without the route) counts
 // as unchanged here: the NATS objects keep the stored material, and the Controller component
 // reports the failure.
-func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) bool {
+func (r *Reconciler) natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) bool {
 	trusted := stored.operatorPublicKey()
 	if _, signer := resources.NatsJWTSubjectIssuer(stored.systemAccountJWT); signer != trusted {
 		return true
 	}
-	if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
+	if !r.registered.due(s.cp, s.now, r.Options.controllerVerifyInterval()) {
 		return false
 	}
-	cs, err := s.controllerStatus(ctx)
-	if err != nil || s.r.registered.seen(s.cp, cs.status) {
+	cs, err := r.controllerStatus(ctx, s)
+	if err != nil || r.registered.seen(s.cp, cs.status) {
 		return false
 	}
-	cs, err = s.controllerSession(ctx)
+	cs, err = r.controllerSession(ctx, s)
 	if err != nil {
 		return false
 	}
@@ -113,8 +113,8 @@ func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) b
 // fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
 // fails (403 while it is not the Kubernetes control plane, 404 while its NATS Secrets are
 // missing, 5xx), is waited for with a requeue (docs/controlplane.md#nats-pass-order: it retries until the API responds).
-func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
-	c, err := natsControllerClient(ctx, s)
+func (r *Reconciler) fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+	c, err := r.natsControllerClient(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +147,8 @@ func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
 // component): GET /status answered and logged in (docs/controlplane.md#nats-pass-order steps 1–2, docs/controlplane.md#login). Rejected
 // credentials are tolerated as in the Controller component: the bootstrap then fails and is
 // retried.
-func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, error) {
-	cs, err := s.controllerSession(ctx)
+func (r *Reconciler) natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, error) {
+	cs, err := r.controllerSession(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -157,12 +157,12 @@ func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, error) 
 
 // storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it
 // differs (docs/controlplane.md#nats-bootstrap).
-func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
+func (r *Reconciler) storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 	for _, desired := range []*corev1ac.SecretApplyConfiguration{
 		resources.NatsOperatorSeedSecret(s.cp, b.operatorSeed),
 		resources.NatsSysCredsSecret(s.cp, b.creds),
 	} {
-		changed, err := applyIfChanged(ctx, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
+		changed, err := applyIfChanged(ctx, r, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 // storedNatsBootstrap reads back what earlier passes stored: the two bootstrap Secrets, the
 // operator JWT and system account of server.conf, and the system account JWT of the JWT bundle.
 // It returns nil when any of it is missing.
-func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+func (r *Reconciler) storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
 	var seed, creds corev1.Secret
 	var conf, bundle corev1.ConfigMap
 	for _, o := range []struct {
@@ -186,7 +186,7 @@ func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 		{resources.NatsOperatorSeedSecretName, &seed}, {resources.NatsSysCredsSecretName, &creds},
 		{resources.NatsConfigMapName, &conf}, {resources.NatsJWTBundleMapName, &bundle},
 	} {
-		if found, err := s.getExisting(ctx, o.name, o.obj); err != nil || !found {
+		if found, err := r.getExisting(ctx, s, o.name, o.obj); err != nil || !found {
 			return nil, err
 		}
 	}

@@ -29,20 +29,20 @@ import (
 // is created on a first install (no StatefulSet nats and no JetStream PVC: nothing to lose);
 // otherwise nothing is created and the pass ends before the StatefulSet, with a requeue
 // (NatsAccountsUnavailable): a bundle with fewer accounts would purge their streams.
-func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) error {
+func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) error {
 	var live corev1.ConfigMap
-	found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &live)
+	found, err := r.getExisting(ctx, s, resources.NatsJWTBundleMapName, &live)
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
+		if err := r.syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
 			return err
 		}
-		return releaseDataStore(ctx, s, resources.ComponentNats, &live)
+		return r.releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	accounts, listErr := natsAccounts(ctx, s)
+	accounts, listErr := r.natsAccounts(ctx, s)
 	switch {
 	case listErr == nil:
 	case ctx.Err() != nil:
@@ -60,12 +60,12 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 			"cause", iofog.Cause(listErr), "error", listErr.Error())
 	}
 	bundle := resources.NatsJWTBundle(boot.systemAccount, boot.systemAccountJWT, accounts)
-	if err := createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
+	if err := r.createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
 		return err
 	}
 	log.Info("Created the NATS JWT bundle", "ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "accounts", len(bundle))
 	if data.exists() || natsRunning {
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
 			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
 	}
 	return nil
@@ -77,7 +77,7 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 // Controller's operator changed (docs/controlplane.md#nats-operator-changes) before its NATS
 // reconcile task wrote the bundle: the hub must resolve the system account it is told to use,
 // signed by the operator it trusts. The Controller writes the same JWT when its task runs.
-func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, live *corev1.ConfigMap) error {
+func (r *Reconciler) syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, live *corev1.ConfigMap) error {
 	key := resources.NatsJWTKey(boot.systemAccount)
 	if !boot.fetched || live.Data[key] == boot.systemAccountJWT {
 		return nil
@@ -87,7 +87,7 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 		live.Data = map[string]string{}
 	}
 	live.Data[key] = boot.systemAccountJWT
-	if err := s.r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("set the system account of ConfigMap %s: %w", resources.NatsJWTBundleMapName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",
@@ -96,8 +96,8 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 }
 
 // natsAccounts lists the Controller's NATS accounts over the pass's Controller session.
-func natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
-	api, err := natsControllerClient(ctx, s)
+func (r *Reconciler) natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
+	api, err := r.natsControllerClient(ctx, s)
 	switch {
 	case outcome.IsWait(err):
 		// The Controller cannot be asked in this pass: for the bundle, the list failed.
@@ -109,9 +109,9 @@ func natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
 }
 
 // natsStatefulSet returns StatefulSet nats, or nil when it does not exist.
-func natsStatefulSet(ctx context.Context, s *scope) (*appsv1.StatefulSet, error) {
+func (r *Reconciler) natsStatefulSet(ctx context.Context, s *scope) (*appsv1.StatefulSet, error) {
 	var live appsv1.StatefulSet
-	found, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
+	found, err := r.getExisting(ctx, s, resources.NatsStatefulSetName, &live)
 	if err != nil || !found {
 		return nil, err
 	}

@@ -16,19 +16,19 @@ import (
 // yet — else ingresses.nats.address, else "". It is used for the server certificates' SANs,
 // leafnodes.advertise and the hub registration. It is observed once per pass and kept in the
 // scope, so the NATS component and the hub registration use the same address.
-func natsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
+func (r *Reconciler) natsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
 	if o := s.observed.nats; o != nil {
 		return o.address, o.waiting, o.err
 	}
-	address, waiting, err = observeNatsExternalAddress(ctx, s)
+	address, waiting, err = r.observeNatsExternalAddress(ctx, s)
 	s.observed.nats = &natsObservation{address: address, waiting: waiting, err: err}
 	return address, waiting, err
 }
 
-func observeNatsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
+func (r *Reconciler) observeNatsExternalAddress(ctx context.Context, s *scope) (address string, waiting bool, err error) {
 	if datasancev3.ServiceType(s.spec.Services.Nats) == corev1.ServiceTypeLoadBalancer {
 		var svc corev1.Service
-		if found, err := s.getExisting(ctx, resources.NatsServiceName, &svc); err != nil || !found {
+		if found, err := r.getExisting(ctx, s, resources.NatsServiceName, &svc); err != nil || !found {
 			return "", err == nil, err
 		}
 		address := resources.LoadBalancerAddress(svc.Status.LoadBalancer.Ingress)
@@ -44,8 +44,8 @@ func observeNatsExternalAddress(ctx context.Context, s *scope) (address string, 
 // to skip the registration when there is no external NATS address (docs/controlplane.md#hub-registration-without-an-address; while a LoadBalancer
 // address is pending, the NATS component requeues, and a later pass registers). The Controller
 // component calls it only when NATS is enabled.
-func natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, error) {
-	address, _, err := natsExternalAddress(ctx, s)
+func (r *Reconciler) natsHubRegistration(ctx context.Context, s *scope) (*iofog.NatsHub, error) {
+	address, _, err := r.natsExternalAddress(ctx, s)
 	if err != nil || address == "" {
 		return nil, err
 	}
