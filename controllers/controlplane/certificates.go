@@ -49,7 +49,7 @@ func (e *notSignedError) Error() string {
 // Warning Event per cause (badCertificate). A stale cache never makes it overwrite a Secret:
 // creates are Create (AlreadyExists) and renewals carry the resourceVersion read (Conflict); both
 // are a short requeue.
-func (r *Reconciler) ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
+func (r *Reconciler) ensureCertificates(ctx context.Context, s *scope, conv controllerConversation, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(certs))
 	cas := make(map[string]*pki.KeyPair, 2)
 	for _, c := range certs {
@@ -59,7 +59,7 @@ func (r *Reconciler) ensureCertificates(ctx context.Context, s *scope, component
 			return nil, err
 		}
 		if c.IsCA() {
-			ca, secretData, err := r.ensureCA(ctx, s, component, c, live, found)
+			ca, secretData, err := r.ensureCA(ctx, s, conv, component, c, live, found)
 			if err != nil {
 				if err != nil {
 					err = requeueIfStale(err)
@@ -88,7 +88,7 @@ func (r *Reconciler) ensureCertificates(ctx context.Context, s *scope, component
 // Controller's copy when the Secret is missing (restored), or a new CA when neither exists
 // (generated, created, imported). A CA Secret an earlier version created owned is released,
 // so that deleting the ControlPlane keeps it.
-func (r *Reconciler) ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
+func (r *Reconciler) ensureCA(ctx context.Context, s *scope, conv controllerConversation, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
 	if found {
 		ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 		if err != nil {
@@ -97,12 +97,12 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope, component string, c
 		if err := r.releaseDataStore(ctx, s, component, live); err != nil {
 			return nil, nil, err
 		}
-		if err := r.agreeOnCA(ctx, s, component, live, ca, false); err != nil {
+		if err := r.agreeOnCA(ctx, s, conv, component, live, ca, false); err != nil {
 			return nil, nil, err
 		}
 		return ca, live.Data, nil
 	}
-	restored, err := r.missingCA(ctx, s, component, c)
+	restored, err := r.missingCA(ctx, s, conv, component, c)
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -119,11 +119,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope, component string, c
 	}
 	ctrl.LoggerFrom(ctx).Info("Created CA", "Secret", klog.KRef(s.namespace(), c.Name))
 	r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
-	cs, err := r.controllerSession(ctx, s)
-	if err == nil {
-		err = importCA(ctx, s, cs, c.Name, ca)
-	}
-	if err != nil {
+	if err := importCA(ctx, s, conv, c.Name, ca); err != nil {
 		return nil, nil, err
 	}
 	return ca, secretData, nil

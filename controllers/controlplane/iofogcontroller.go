@@ -27,7 +27,7 @@ import (
 // pod template: a changed Secret rolls the pods when the Deployment is applied. Pods the
 // Datasance operator's Deployment left are handed over after the registration (takeover.go); on
 // SQLite they are stopped before this operator's Deployment is created.
-func (r *Reconciler) reconcileIoFogController(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileIoFogController(ctx context.Context, s *scope, conv controllerConversation) error {
 	// Every credential reference is resolved before anything of the Controller is written: a
 	// missing Secret or key writes nothing (no half-resolved credential Secrets).
 	resolved, err := r.credentials(ctx, s)
@@ -95,7 +95,7 @@ func (r *Reconciler) reconcileIoFogController(ctx context.Context, s *scope) err
 			return err
 		}
 	}
-	err = r.registerWithIoFogController(ctx, s, lbAddress)
+	err = r.registerWithIoFogController(ctx, s, conv, lbAddress)
 	if handoverWait != nil && (err == nil || outcome.IsWait(err)) {
 		return handoverWait
 	}

@@ -20,7 +20,7 @@ import (
 // Services; the external address (waiting for a LoadBalancer's); the TLS Secrets; the storage in
 // force, server.conf and the JWT bundle; the StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
 // running parts of an earlier enabled generation (removeNats).
-func (r *Reconciler) reconcileNats(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileNats(ctx context.Context, s *scope, conv controllerConversation) error {
 	if err := r.emptyLegacyNatsRole(ctx, s); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (r *Reconciler) reconcileNats(ctx context.Context, s *scope) error {
 		return outcome.Stop(datasancev3.ReasonInvalidConfiguration, err)
 	}
 
-	boot, err := r.obtainNatsBootstrap(ctx, s)
+	boot, err := r.obtainNatsBootstrap(ctx, s, conv)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileNats(ctx context.Context, s *scope) error {
 		return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName))
 	}
-	_, err = r.ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	_, err = r.ensureCertificates(ctx, s, conv, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (r *Reconciler) reconcileNats(ctx context.Context, s *scope) error {
 	if err != nil {
 		return requeueIfStale(err)
 	}
-	if err := r.ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil {
+	if err := r.ensureNatsJWTBundle(ctx, s, conv, boot, data, live != nil); err != nil {
 		return requeueIfStale(err)
 	}
 	// The StatefulSet's wait for its pods (awaitStatefulSet) is reported after its disruption

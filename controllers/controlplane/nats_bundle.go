@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
@@ -29,7 +30,7 @@ import (
 // is created on a first install (no StatefulSet nats and no JetStream PVC: nothing to lose);
 // otherwise nothing is created and the pass ends before the StatefulSet, with a requeue
 // (NatsAccountsUnavailable): a bundle with fewer accounts would purge their streams.
-func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) error {
+func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, conv controllerConversation, boot *natsBootstrap, data natsData, natsRunning bool) error {
 	var live corev1.ConfigMap
 	found, err := r.getExisting(ctx, s, resources.NatsJWTBundleMapName, &live)
 	if err != nil {
@@ -42,24 +43,28 @@ func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, boot *na
 		return r.releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	accounts, listErr := r.natsAccounts(ctx, s)
+	accounts, listErr := conv.NatsAccounts(ctx)
+	var cause string
+	if failed := (*conversation.CallError)(nil); errors.As(listErr, &failed) {
+		cause = failed.Cause
+	}
 	switch {
 	case listErr == nil:
 	case ctx.Err() != nil:
 		return listErr
 	case data.exists() || natsRunning:
 		log.Info("The NATS JWT bundle is missing and the Controller's account list failed; not re-creating it with fewer accounts",
-			"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "cause", iofog.Cause(listErr), "error", listErr.Error())
-		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, requeueNatsBootstrap, fmt.Sprintf(
+			"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "cause", cause, "error", listErr.Error())
+		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, conversation.RequeueNatsBootstrap, fmt.Sprintf(
 			"ConfigMap %s (the NATS JWT bundle) is missing and the Controller's account list failed (%s): "+
 				"not re-creating it with fewer accounts, which would purge their JetStream data, and not rolling StatefulSet %s. "+
 				"Restore the ConfigMap, or make GET /api/v3/nats/accounts answer.",
-			resources.NatsJWTBundleMapName, iofog.Cause(listErr), resources.NatsStatefulSetName))
+			resources.NatsJWTBundleMapName, cause, resources.NatsStatefulSetName))
 	default:
 		log.Info("The Controller's account list failed; the new NATS JWT bundle holds the system account only",
-			"cause", iofog.Cause(listErr), "error", listErr.Error())
+			"cause", cause, "error", listErr.Error())
 	}
-	bundle := resources.NatsJWTBundle(boot.systemAccount, boot.systemAccountJWT, accounts)
+	bundle := accounts.Bundle(boot.systemAccount, boot.systemAccountJWT)
 	if err := r.createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
 		return err
 	}
@@ -93,19 +98,6 @@ func (r *Reconciler) syncSystemAccountJWT(ctx context.Context, s *scope, boot *n
 	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",
 		"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "account", boot.systemAccount)
 	return nil
-}
-
-// natsAccounts lists the Controller's NATS accounts over the pass's Controller session.
-func (r *Reconciler) natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
-	api, err := r.natsControllerClient(ctx, s)
-	switch {
-	case outcome.IsWait(err):
-		// The Controller cannot be asked in this pass: for the bundle, the list failed.
-		return nil, fmt.Errorf("list NATS accounts: %s", err.Error())
-	case err != nil:
-		return nil, err
-	}
-	return api.NatsAccounts(ctx)
 }
 
 // natsStatefulSet returns StatefulSet nats, or nil when it does not exist.

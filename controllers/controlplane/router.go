@@ -27,7 +27,7 @@ var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy
 // Service → address → TLS Secrets → ConfigMap → Deployment, then the handover from the
 // Datasance operator's router pods while any is left (takeover.go), and done once the Deployment
 // is available (workloads.go).
-func (r *Reconciler) reconcileRouter(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileRouter(ctx context.Context, s *scope, conv controllerConversation) error {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
 	if err := r.applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
 		return err
@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileRouter(ctx context.Context, s *scope) error {
 		return err
 	}
 
-	secrets, err := r.ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
+	secrets, err := r.ensureCertificates(ctx, s, conv, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
 	if err != nil {
 		return err
 	}

@@ -25,17 +25,12 @@ type scope struct {
 	steady bool
 	// images are the operand images in force (spec.images over the operator defaults).
 	images resources.Images
-	// session is the pass's one Controller API session (iofogcontroller_session.go).
-	session controllerSession
 	// renewAt is the earliest renewal time of the leaf certificates the pass kept (zero: none);
 	// a ready pass requeues for it (certificates.go).
 	renewAt time.Time
 	// announced holds the messages of failures whose Warning Event a component emitted itself
 	// (or, unchanged since the last pass, already had), so the state change does not repeat it.
 	announced map[string]bool
-	// caChecks holds the outcome of comparing each CA Secret with the Controller's copy in this
-	// pass (ca_sync.go): a later step does not ask again, nor report a failure twice.
-	caChecks map[string]error
 	// restartController is set when the pass replaced a CA the Controller's processes keep in
 	// memory (ca_sync.go, replaceControllerCA): the Controller Deployment rolls.
 	restartController bool
