@@ -73,7 +73,7 @@ func createIfAbsent[T client.Object](ctx context.Context, r *Reconciler, s *scop
 	if err != nil || found {
 		return false, err
 	}
-	switch err := r.createOnce(ctx, s, desired, live); {
+	switch err := r.createOnce(ctx, desired, live); {
 	case errors.Is(err, errCacheStale):
 		return false, nil
 	case err != nil:
@@ -84,7 +84,7 @@ func createIfAbsent[T client.Object](ctx context.Context, r *Reconciler, s *scop
 
 // createOnce creates desired, converted to obj's type, with the field manager FieldOwner. An
 // existing object is never updated: AlreadyExists is errCacheStale.
-func (r *Reconciler) createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj client.Object) error {
+func (r *Reconciler) createOnce(ctx context.Context, desired applyConfiguration, obj client.Object) error {
 	raw, err := json.Marshal(desired)
 	if err == nil {
 		err = json.Unmarshal(raw, obj)
@@ -92,12 +92,12 @@ func (r *Reconciler) createOnce(ctx context.Context, s *scope, desired applyConf
 	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", scheme.KindOf(obj), ptr.Deref(desired.GetName(), ""), err)
 	}
-	return r.createObject(ctx, s, obj)
+	return r.createObject(ctx, obj)
 }
 
 // createObject creates obj with the field manager FieldOwner. An existing object is never
 // updated: AlreadyExists is errCacheStale, which requeueIfStale turns into a short requeue.
-func (r *Reconciler) createObject(ctx context.Context, s *scope, obj client.Object) error {
+func (r *Reconciler) createObject(ctx context.Context, obj client.Object) error {
 	switch err := r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create %s %s: %w", scheme.KindOf(obj), obj.GetName(), errCacheStale)

@@ -298,7 +298,7 @@ func (r *Reconciler) missingCA(ctx context.Context, s *scope, conv controllerCon
 			c.Name, c.Name, caProblem(err), c.Name)))
 		return nil, err
 	}
-	if err := r.createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
+	if err := r.createOnce(ctx, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
 		err := requeueIfStale(err)
 		return nil, err
 	}

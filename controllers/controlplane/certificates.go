@@ -114,7 +114,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, s *scope, conv controllerConv
 		return nil, nil, fmt.Errorf("generate CA %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(ca, nil)
-	if err := r.createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
+	if err := r.createOnce(ctx, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
 		return nil, nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created CA", "Secret", klog.KRef(s.namespace(), c.Name))
@@ -165,7 +165,7 @@ func (r *Reconciler) issueLeaf(ctx context.Context, s *scope, component string, 
 	secretData := pki.SecretData(leaf, ca.CertPEM)
 	desired := resources.TLSSecret(s.cp, component, c, secretData)
 	if live == nil {
-		err = r.createOnce(ctx, s, desired, &corev1.Secret{})
+		err = r.createOnce(ctx, desired, &corev1.Secret{})
 	} else {
 		err = r.Apply(ctx, desired.WithResourceVersion(live.ResourceVersion), client.FieldOwner(FieldOwner), client.ForceOwnership)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

@@ -38,7 +38,7 @@ func (r *Reconciler) rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"key": key},
 	}
-	if err := r.createObject(ctx, s, obj); err != nil {
+	if err := r.createObject(ctx, obj); err != nil {
 		return nil, err
 	}
 	return key, nil

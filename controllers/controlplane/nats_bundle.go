@@ -65,7 +65,7 @@ func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, conv con
 			"cause", cause, "error", listErr.Error())
 	}
 	bundle := accounts.Bundle(boot.systemAccount, boot.systemAccountJWT)
-	if err := r.createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
+	if err := r.createObject(ctx, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
 		return err
 	}
 	log.Info("Created the NATS JWT bundle", "ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "accounts", len(bundle))

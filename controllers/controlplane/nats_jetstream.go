@@ -62,7 +62,7 @@ func (r *Reconciler) ensureNatsJetStreamKey(ctx context.Context, s *scope, data 
 	}
 	key := newNatsJetStreamKey()
 	if !found {
-		if err := r.createObject(ctx, s, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
+		if err := r.createObject(ctx, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
 			return "", err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "Secret", klog.KRef(s.namespace(), name))

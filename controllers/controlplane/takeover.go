@@ -230,7 +230,7 @@ func (r *Reconciler) handOverDeployment(ctx context.Context, s *scope, component
 			"Taking over from the Datasance operator: %s of its Deployment %s keep serving until this operator's is available.",
 			podCount(len(h.pods)), name))
 	}
-	if err := r.retireDeploymentPods(ctx, s, h); err != nil {
+	if err := r.retireDeploymentPods(ctx, h); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
@@ -242,7 +242,7 @@ func (r *Reconciler) handOverDeployment(ctx context.Context, s *scope, component
 // both). The component waits, without its Deployment, until they are gone.
 func (r *Reconciler) retireBeforeStarting(ctx context.Context, s *scope, component, name string) error {
 	h := s.handover(component)
-	if err := r.retireDeploymentPods(ctx, s, h); err != nil {
+	if err := r.retireDeploymentPods(ctx, h); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
@@ -253,11 +253,11 @@ func (r *Reconciler) retireBeforeStarting(ctx context.Context, s *scope, compone
 // retireDeploymentPods deletes what keeps the Datasance operator's pods of a Deployment running:
 // its ReplicaSets (the garbage collector deletes their pods) and any pod no ReplicaSet controls.
 // Each delete is preconditioned on the UID read, so an object created meanwhile is never hit.
-func (r *Reconciler) retireDeploymentPods(ctx context.Context, s *scope, h *handover) error {
+func (r *Reconciler) retireDeploymentPods(ctx context.Context, h *handover) error {
 	for i := range h.replicaSets {
 		rs := &h.replicaSets[i]
 		if rs.DeletionTimestamp.IsZero() {
-			if err := r.deleteLegacy(ctx, s, rs, metav1.DeletePropagationBackground); err != nil {
+			if err := r.deleteLegacy(ctx, rs, metav1.DeletePropagationBackground); err != nil {
 				return err
 			}
 		}
@@ -265,7 +265,7 @@ func (r *Reconciler) retireDeploymentPods(ctx context.Context, s *scope, h *hand
 	for i := range h.pods {
 		pod := &h.pods[i]
 		if metav1.GetControllerOf(pod) == nil && pod.DeletionTimestamp.IsZero() {
-			if err := r.deleteLegacy(ctx, s, pod, metav1.DeletePropagationBackground); err != nil {
+			if err := r.deleteLegacy(ctx, pod, metav1.DeletePropagationBackground); err != nil {
 				return err
 			}
 		}
@@ -275,7 +275,7 @@ func (r *Reconciler) retireDeploymentPods(ctx context.Context, s *scope, h *hand
 
 // deleteLegacy deletes an object the Datasance operator's workload left, if it is still the one
 // read.
-func (r *Reconciler) deleteLegacy(ctx context.Context, s *scope, obj client.Object, propagation metav1.DeletionPropagation) error {
+func (r *Reconciler) deleteLegacy(ctx context.Context, obj client.Object, propagation metav1.DeletionPropagation) error {
 	err := r.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: ptr.To(obj.GetUID())})
 	if client.IgnoreNotFound(err) != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s of the Datasance operator: %w", obj, obj.GetName(), err))
@@ -356,7 +356,7 @@ func (r *Reconciler) handOverNats(ctx context.Context, s *scope, h *handover, li
 		return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
 			"%s; waiting for this operator's to be ready before replacing pod %s.", progress, next.Name))
 	}
-	if err := r.deleteLegacy(ctx, s, next, metav1.DeletePropagationBackground); err != nil {
+	if err := r.deleteLegacy(ctx, next, metav1.DeletePropagationBackground); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(

@@ -18,15 +18,16 @@ import (
 
 // Requeue delays of the conversation's waits (docs/controlplane.md#controller-reconcile-steps).
 const (
-	// RequeueControllerStatus: the Controller's GET /status (in-cluster or external) failed.
+	// RequeueControllerStatus follows a failed GET /status (in-cluster or external).
 	RequeueControllerStatus = 3 * time.Second
-	// RequeueRegistration: registering the router, the NATS hub or a CA failed transiently.
+	// RequeueRegistration follows a transient failure to register the router, the NATS hub or
+	// a CA.
 	RequeueRegistration = 10 * time.Second
 )
 
-// RequeueNatsBootstrap: GET /nats/bootstrap failed (the Controller is starting, is not the
-// Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx), or GET /nats/accounts
-// failed while the JWT bundle must be rebuilt. Either is retried until it answers; nothing NATS
+// RequeueNatsBootstrap follows a failed GET /nats/bootstrap (the Controller is starting, is not
+// the Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx), or a failed GET
+// /nats/accounts while the JWT bundle must be rebuilt. Either is retried until it answers; nothing NATS
 // is written without the bootstrap, and no JWT bundle with fewer accounts is written.
 const RequeueNatsBootstrap = 10 * time.Second
 
