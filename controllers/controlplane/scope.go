@@ -11,7 +11,10 @@ import (
 )
 
 // scope is the state of one reconcile pass over one ControlPlane. Components receive it by
-// pointer; the Reconciler itself holds only dependencies.
+// pointer; the Reconciler itself holds only dependencies. It is data only: no reconciler, no
+// session, no callbacks (test/architecture TestScopeIsData). Functions that use the clients are
+// methods of *Reconciler taking the scope, and those that talk to the Controller take the pass's
+// conversation as well (docs/architecture.md#the-controller-conversation).
 type scope struct {
 	// cp is the ControlPlane being reconciled; its status is patched at the end of the pass.
 	cp *datasancev3.ControlPlane
