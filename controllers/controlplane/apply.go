@@ -38,9 +38,9 @@ type extractFunc[T client.Object, AC applyConfiguration] func(T, string) (AC, er
 // live is an empty object of the right type; it is filled with the object as read. The
 // comparison uses the fields the manager owns (managedFields), so a field another actor changed
 // or removed is restored, and a pass over unchanged objects sends no write at all.
-func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context, s *scope, desired AC, live T, extract extractFunc[T, AC]) (changed bool, err error) {
+func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context, r *Reconciler, s *scope, desired AC, live T, extract extractFunc[T, AC]) (changed bool, err error) {
 	key := types.NamespacedName{Namespace: s.namespace(), Name: ptr.Deref(desired.GetName(), "")}
-	switch err := s.r.Get(ctx, key, live); {
+	switch err := r.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("get %s %s: %w", scheme.KindOf(live), key, err))
@@ -54,7 +54,7 @@ func applyIfChanged[T client.Object, AC applyConfiguration](ctx context.Context,
 		}
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying object", scheme.KindOf(live), klog.KRef(key.Namespace, key.Name))
-	if err := s.r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("apply %s %s: %w", scheme.KindOf(live), key, err))
 	}
 	return true, nil
@@ -68,12 +68,12 @@ var errCacheStale = errors.New("object exists already; the cache had not shown i
 // left exactly as it is (Roles, RoleBindings, the SQLite PVC: docs/controlplane.md#create-once-objects). It creates rather than
 // applies, so that even a stale cache can never make it overwrite an existing object. live is
 // an empty object of the right type; it is filled with the existing object, if any.
-func createIfAbsent[T client.Object](ctx context.Context, s *scope, desired applyConfiguration, live T) (created bool, err error) {
-	found, err := s.getExisting(ctx, ptr.Deref(desired.GetName(), ""), live)
+func createIfAbsent[T client.Object](ctx context.Context, r *Reconciler, s *scope, desired applyConfiguration, live T) (created bool, err error) {
+	found, err := r.getExisting(ctx, s, ptr.Deref(desired.GetName(), ""), live)
 	if err != nil || found {
 		return false, err
 	}
-	switch err := createOnce(ctx, s, desired, live); {
+	switch err := r.createOnce(ctx, desired, live); {
 	case errors.Is(err, errCacheStale):
 		return false, nil
 	case err != nil:
@@ -84,7 +84,7 @@ func createIfAbsent[T client.Object](ctx context.Context, s *scope, desired appl
 
 // createOnce creates desired, converted to obj's type, with the field manager FieldOwner. An
 // existing object is never updated: AlreadyExists is errCacheStale.
-func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj client.Object) error {
+func (r *Reconciler) createOnce(ctx context.Context, desired applyConfiguration, obj client.Object) error {
 	raw, err := json.Marshal(desired)
 	if err == nil {
 		err = json.Unmarshal(raw, obj)
@@ -92,13 +92,13 @@ func createOnce(ctx context.Context, s *scope, desired applyConfiguration, obj c
 	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", scheme.KindOf(obj), ptr.Deref(desired.GetName(), ""), err)
 	}
-	return createObject(ctx, s, obj)
+	return r.createObject(ctx, obj)
 }
 
 // createObject creates obj with the field manager FieldOwner. An existing object is never
 // updated: AlreadyExists is errCacheStale, which requeueIfStale turns into a short requeue.
-func createObject(ctx context.Context, s *scope, obj client.Object) error {
-	switch err := s.r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
+func (r *Reconciler) createObject(ctx context.Context, obj client.Object) error {
+	switch err := r.Create(ctx, obj, client.FieldOwner(FieldOwner)); {
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create %s %s: %w", scheme.KindOf(obj), obj.GetName(), errCacheStale)
 	case err != nil:
@@ -118,9 +118,9 @@ func requeueIfStale(err error) error {
 
 // deleteOwned deletes the named object when it exists and is controlled by the ControlPlane
 // (an Ingress or vault Secret left over after a spec change). Objects of others are kept.
-func deleteOwned(ctx context.Context, s *scope, name string, live client.Object) error {
+func (r *Reconciler) deleteOwned(ctx context.Context, s *scope, name string, live client.Object) error {
 	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
-	if err := s.r.Get(ctx, key, live); err != nil {
+	if err := r.Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -129,7 +129,7 @@ func deleteOwned(ctx context.Context, s *scope, name string, live client.Object)
 	if !isControlledBy(live, s.cp.UID) {
 		return nil
 	}
-	if err := s.r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
+	if err := r.Delete(ctx, live, client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s %s: %w", scheme.KindOf(live), key, err))
 	}
 	return nil
@@ -147,7 +147,7 @@ func deleteOwned(ctx context.Context, s *scope, name string, live client.Object)
 // its release is refused there. That stops the component with the terminal DataStoreOwned and
 // the command that removes the reference, rather than leaving a store the next deletion of the
 // ControlPlane would take with it; the Secret watch brings the ControlPlane back once it is gone.
-func releaseDataStore(ctx context.Context, s *scope, component string, obj client.Object) error {
+func (r *Reconciler) releaseDataStore(ctx context.Context, s *scope, component string, obj client.Object) error {
 	refs := obj.GetOwnerReferences()
 	kept := make([]metav1.OwnerReference, 0, len(refs))
 	at := -1
@@ -167,10 +167,10 @@ func releaseDataStore(ctx context.Context, s *scope, component string, obj clien
 		return fmt.Errorf("copy %s", scheme.KindOf(obj))
 	}
 	obj.SetOwnerReferences(kept)
-	err := s.r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	err := r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsForbidden(err):
-		return s.refuse(component, datasancev3.ReasonDataStoreOwned, fmt.Errorf(
+		return r.refuse(s, component, datasancev3.ReasonDataStoreOwned, fmt.Errorf(
 			"%s %s carries the ControlPlane's owner reference, so deleting the ControlPlane would delete it, and the API server "+
 				"refused to remove the reference (the operator may delete, and so un-own, only the objects whose names it writes); "+
 				"remove it: kubectl -n %s patch %s %s --type=json -p '[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/%d/uid\",\"value\":\"%s\"},{\"op\":\"remove\",\"path\":\"/metadata/ownerReferences/%d\"}]'",
@@ -213,9 +213,9 @@ func sameJSON(a, b any) bool {
 
 // getExisting reads the named object of the ControlPlane's namespace into live. found is false
 // when it does not exist.
-func (s *scope) getExisting(ctx context.Context, name string, live client.Object) (found bool, err error) {
+func (r *Reconciler) getExisting(ctx context.Context, s *scope, name string, live client.Object) (found bool, err error) {
 	key := types.NamespacedName{Namespace: s.namespace(), Name: name}
-	switch err := s.r.Get(ctx, key, live); {
+	switch err := r.Get(ctx, key, live); {
 	case err == nil:
 		return true, nil
 	case apierrors.IsNotFound(err):

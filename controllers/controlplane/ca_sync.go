@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 )
@@ -107,7 +107,7 @@ func (s *scope) recordedCA(name string, certPEM []byte) bool {
 }
 
 // recordCA notes that the Controller holds certPEM under name; the deferred patch persists it.
-func (s *scope) recordCA(name string, certPEM []byte) {
+func recordCA(s *scope, conv controllerConversation, name string, certPEM []byte) {
 	imported := importedCAs(s.cp)
 	imported[name] = caDigest(certPEM)
 	raw, err := json.Marshal(imported) // map keys are sorted: a stable value
@@ -118,16 +118,7 @@ func (s *scope) recordCA(name string, certPEM []byte) {
 		s.cp.Annotations = map[string]string{}
 	}
 	s.cp.Annotations[annotationImportedCAs] = string(raw)
-	s.rememberCA(name, nil)
-}
-
-// rememberCA keeps the outcome for name (nil: the Controller holds the CA) for the rest of the
-// pass.
-func (s *scope) rememberCA(name string, err error) {
-	if s.caChecks == nil {
-		s.caChecks = map[string]error{}
-	}
-	s.caChecks[name] = err
+	conv.RememberCA(name, nil)
 }
 
 // importedCAs reads annotationImportedCAs; a missing or unreadable annotation is empty (every CA
@@ -145,42 +136,38 @@ func importedCAs(cp *datasancev3.ControlPlane) map[string]string {
 // agreeOnCA makes the Controller's copy of CA name agree with ca, the CA its Secret sec holds,
 // or says why it cannot (decideCA). Nothing is called when the Controller was last seen to hold
 // ca, unless force (a full registration: the Controller may have lost its database since).
-func agreeOnCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) error {
+func (r *Reconciler) agreeOnCA(ctx context.Context, s *scope, conv controllerConversation, component string, sec *corev1.Secret, ca *pki.KeyPair, force bool) error {
 	name := sec.Name
-	if err, ok := s.caChecks[name]; ok {
+	if checked, err := conv.CAOutcome(name); checked {
 		return err
 	}
 	if !force && s.recordedCA(name, ca.CertPEM) {
 		return nil
 	}
 	// A failure is this pass's answer for the CA too: reported once, not asked again.
-	err := compareCA(ctx, s, component, sec, ca)
+	err := r.compareCA(ctx, s, conv, component, sec, ca)
 	if err != nil {
-		s.rememberCA(name, err)
+		conv.RememberCA(name, err)
 	}
 	return err
 }
 
 // compareCA is agreeOnCA's call to the Controller: the CA is imported when the Controller lacks
 // it, recorded when it holds the same, and otherwise decided by decideCA.
-func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair) error {
+func (r *Reconciler) compareCA(ctx context.Context, s *scope, conv controllerConversation, component string, sec *corev1.Secret, ca *pki.KeyPair) error {
 	name := sec.Name
-	cs, err := s.controllerSession(ctx)
-	if err != nil {
-		return err
-	}
-	info, err := cs.api.GetCA(ctx, name)
+	theirs, err := conv.CA(ctx, name)
 	switch {
-	case errors.Is(err, iofog.ErrNotFound):
-		return importCA(ctx, s, cs, name, ca)
 	case err != nil:
-		return registrationFailure(ctx, err, cs.loginRejected)
+		return err
+	case theirs == nil:
+		return importCA(ctx, s, conv, name, ca)
 	}
-	if caDigest([]byte(info.Data.Certificate)) == caDigest(ca.CertPEM) {
-		s.recordCA(name, ca.CertPEM)
+	if caDigest(theirs.Certificate) == caDigest(ca.CertPEM) {
+		recordCA(s, conv, name, ca.CertPEM)
 		return nil
 	}
-	return decideCA(ctx, s, cs, component, sec, ca, info)
+	return r.decideCA(ctx, s, conv, component, sec, ca, theirs)
 }
 
 // decideCA settles a CA whose Secret and Controller copies differ (docs/controlplane.md#cas-the-controller-makes).
@@ -201,86 +188,57 @@ func compareCA(ctx context.Context, s *scope, component string, sec *corev1.Secr
 //   - Agents' certificates under it otherwise: the Controller's copy wins (the agents trust it and
 //     it cannot be replaced). An operator-made Secret takes it, keeping its own CA under
 //     previous-tls.*; a Secret the user brought is a conflict a person decides.
-func decideCA(ctx context.Context, s *scope, cs *controllerSession, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo) error {
+func (r *Reconciler) decideCA(ctx context.Context, s *scope, conv controllerConversation, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *conversation.CA) error {
 	name := sec.Name
-	rotation := s.recordedCA(name, []byte(theirs.Data.Certificate))
-	own, agents, err := certificatesSignedBy(ctx, cs, name)
+	rotation := s.recordedCA(name, theirs.Certificate)
+	own, agents, err := conv.CertificatesSignedBy(ctx, name)
 	if err != nil {
-		return registrationFailure(ctx, err, cs.loginRejected)
+		return err
 	}
 	switch {
 	case len(agents) == 0:
-		return replaceControllerCA(ctx, s, cs, name, ca, own, rotation)
+		return r.replaceControllerCA(ctx, s, conv, name, ca, own, rotation)
 	case rotation:
-		return s.caWait(component, outcome.Wait(datasancev3.ReasonCARotationBlocked, requeueCARotation, fmt.Sprintf(
+		return r.caWait(s, component, outcome.Wait(datasancev3.ReasonCARotationBlocked, requeueCARotation, fmt.Sprintf(
 			"CA Secret %s holds a new CA, but agents' certificates signed by the Controller's copy (%s) keep the Controller from replacing it; "+
 				"no certificate is issued under the new CA. Delete those certificates in the Controller (re-provisioning their agents) to finish the rotation, "+
 				"or delete Secret %s to restore the Controller's CA (docs/controlplane.md#ca-rotation).", name, strings.Join(agents, ", "), name)))
 	case sec.Labels[resources.LabelManagedBy] != resources.LabelManagedByValue:
-		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s, which you brought, holds another CA than the Controller's CA %s, which agents' certificates depend on (%s): nothing is signed under either. "+
 				"Delete Secret %s to take the Controller's CA, or see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), name)))
 	}
-	return adoptControllerCA(ctx, s, component, sec, ca, theirs, agents)
+	return r.adoptControllerCA(ctx, s, conv, component, sec, ca, theirs, agents)
 }
-
-// certificatesSignedBy lists the certificates the Controller's CA name signed: its own
-// exec-session client certificates, and the others (agents').
-func certificatesSignedBy(ctx context.Context, cs *controllerSession, name string) (own, agents []string, err error) {
-	certs, err := cs.api.ListCertificates(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, c := range certs {
-		switch {
-		case c.CAName != name:
-		case strings.HasPrefix(c.Name, execSessionCertificatePrefix):
-			own = append(own, c.Name)
-		default:
-			agents = append(agents, c.Name)
-		}
-	}
-	return own, agents, nil
-}
-
-// execSessionCertificatePrefix starts the name of the client certificate a Controller process
-// makes under default-router-local-ca for its exec sessions (followed by "-<pod hostname>").
-const execSessionCertificatePrefix = "controller-exec-session-client"
 
 // replaceControllerCA replaces the Controller's copy of CA name, on which no agent depends, with
 // the Secret's ca: its own exec-session certificates are deleted first (the Controller Deployment
 // rolls, so that its processes make new ones under the new CA), then the CA, then the import.
-func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair, own []string, rotation bool) error {
-	for _, cert := range own {
-		if err := cs.api.DeleteCertificate(ctx, cert); err != nil && !errors.Is(err, iofog.ErrNotFound) {
-			return registrationFailure(ctx, err, cs.loginRejected)
-		}
+func (r *Reconciler) replaceControllerCA(ctx context.Context, s *scope, conv controllerConversation, name string, ca *pki.KeyPair, own []string, rotation bool) error {
+	if err := conv.DeleteCertificates(ctx, own); err != nil {
+		return err
 	}
 	if len(own) > 0 {
-		if err := restartControllerPods(ctx, s); err != nil {
+		if err := r.restartControllerPods(ctx, s); err != nil {
 			return err
 		}
 	}
-	switch err := cs.api.DeleteCA(ctx, name); {
-	case errors.Is(err, iofog.ErrCAInUse):
-		// A certificate was signed between the list and the delete: decided again.
-		return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
-			fmt.Sprintf("The Controller signed a certificate with its CA %s meanwhile; deciding again which CA stays.", name))
-	case err != nil && !errors.Is(err, iofog.ErrNotFound):
-		return registrationFailure(ctx, err, cs.loginRejected)
+	// A certificate signed between the list and the delete is a wait: decided again.
+	if err := conv.DeleteCA(ctx, name); err != nil {
+		return err
 	}
-	if err := importCA(ctx, s, cs, name, ca); err != nil {
+	if err := importCA(ctx, s, conv, name, ca); err != nil {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx)
 	if rotation {
 		log.Info("Replaced the Controller's copy of a rotated CA", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
-		s.r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
+		r.event(s.cp, corev1.EventTypeNormal, eventCAReimported,
 			fmt.Sprintf("The content of CA Secret %s changed; replaced the Controller's copy with it.", name))
 		return nil
 	}
 	log.Info("Replaced a CA the Controller held and no agent used with the Secret's", "Secret", klog.KRef(s.namespace(), name), "controllerCertificatesDeleted", len(own))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
+	r.event(s.cp, corev1.EventTypeNormal, eventCAReplaced, fmt.Sprintf(
 		"The Controller held another CA %s, on which no agent depended (it makes one itself when it provisions an agent without it); "+
 			"replaced it with the CA of Secret %s, which the hub uses.", name, name))
 	return nil
@@ -289,11 +247,11 @@ func replaceControllerCA(ctx context.Context, s *scope, cs *controllerSession, n
 // adoptControllerCA writes the Controller's copy of the CA into the operator-made Secret sec,
 // keeping the Secret's CA under previous-tls.*, and ends the pass: the next one issues the leaves
 // under the adopted CA. A copy the operator cannot use (pki.ParseCA) is CAConflict.
-func adoptControllerCA(ctx context.Context, s *scope, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *iofog.CAInfo, agents []string) error {
+func (r *Reconciler) adoptControllerCA(ctx context.Context, s *scope, conv controllerConversation, component string, sec *corev1.Secret, ca *pki.KeyPair, theirs *conversation.CA, agents []string) error {
 	name := sec.Name
-	adopted, err := pki.ParseCA([]byte(theirs.Data.Certificate), []byte(theirs.Data.PrivateKey))
+	adopted, err := pki.ParseCA(theirs.Certificate, theirs.PrivateKey)
 	if err != nil {
-		return s.caFailure(component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
+		return r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCAConflict, fmt.Errorf(
 			"CA Secret %s holds another CA than the Controller's CA %s, which agents' certificates depend on (%s), and the Controller's copy cannot be used (%s): "+
 				"nothing is signed under either; see docs/controlplane.md#ca-rotation", name, name, strings.Join(agents, ", "), caProblem(err))))
 	}
@@ -301,64 +259,52 @@ func adoptControllerCA(ctx context.Context, s *scope, component string, sec *cor
 	updated := sec.DeepCopy()
 	maps.Copy(updated.Data, pki.SecretData(adopted, nil))
 	updated.Data[previousCAKey], updated.Data[previousCAPrivateKey] = ca.CertPEM, ca.KeyPEM
-	if err := s.r.Patch(ctx, updated, client.MergeFromWithOptions(sec, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, updated, client.MergeFromWithOptions(sec, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return requeueIfStale(fmt.Errorf("take the Controller's CA into Secret %s: %w", name, err))
 	}
-	s.recordCA(name, adopted.CertPEM)
+	recordCA(s, conv, name, adopted.CertPEM)
 	ctrl.LoggerFrom(ctx).Info("Took the Controller's copy of a CA agents depend on into its Secret", "Secret", klog.KRef(s.namespace(), name), "agentCertificates", len(agents))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
+	r.event(s.cp, corev1.EventTypeNormal, eventCAAdopted, fmt.Sprintf(
 		"The Controller holds another CA %s, which agents' certificates depend on (%s): CA Secret %s now holds it, "+
 			"its earlier CA is kept under %s and %s, and the certificates under it are issued again.",
 		name, strings.Join(agents, ", "), name, previousCAKey, previousCAPrivateKey))
-	return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+	return outcome.Wait(datasancev3.ReasonProgressing, conversation.RequeueRegistration,
 		fmt.Sprintf("CA Secret %s took the Controller's CA; issuing the certificates under it again.", name))
 }
 
 // importCA imports CA Secret name into the Controller (which reads the Secret itself) and
 // records ca. A CA of that name that appeared meanwhile is compared on the next pass.
-func importCA(ctx context.Context, s *scope, cs *controllerSession, name string, ca *pki.KeyPair) error {
-	if err := cs.api.ImportCA(ctx, name); err != nil {
-		if errors.Is(err, iofog.ErrConflict) {
-			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
-				fmt.Sprintf("The Controller got a CA %s meanwhile; comparing it with the Secret's.", name))
-		}
-		return registrationFailure(ctx, err, cs.loginRejected)
+func importCA(ctx context.Context, s *scope, conv controllerConversation, name string, ca *pki.KeyPair) error {
+	if err := conv.ImportCA(ctx, name); err != nil {
+		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Imported CA into the Controller", "Secret", klog.KRef(s.namespace(), name))
-	s.recordCA(name, ca.CertPEM)
+	recordCA(s, conv, name, ca.CertPEM)
 	return nil
 }
 
 // missingCA decides what a missing CA Secret becomes: the Controller's copy when it has one
 // (restored, never replaced by a new CA it does not hold), else nil, to be generated and
 // imported.
-func missingCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec) (*pki.KeyPair, error) {
-	cs, err := s.controllerSession(ctx)
-	if err != nil {
+func (r *Reconciler) missingCA(ctx context.Context, s *scope, conv controllerConversation, component string, c resources.TLSSecretSpec) (*pki.KeyPair, error) {
+	theirs, err := conv.CA(ctx, c.Name)
+	if err != nil || theirs == nil {
 		return nil, err
 	}
-	info, err := cs.api.GetCA(ctx, c.Name)
-	switch {
-	case errors.Is(err, iofog.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		err := registrationFailure(ctx, err, cs.loginRejected)
-		return nil, err
-	}
-	ca, err := pki.ParseCA([]byte(info.Data.Certificate), []byte(info.Data.PrivateKey))
+	ca, err := pki.ParseCA(theirs.Certificate, theirs.PrivateKey)
 	if err != nil {
-		err := s.caFailure(component, outcome.Stop(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
+		err := r.caFailure(s, component, outcome.Stop(datasancev3.ReasonCARestoreFailed, fmt.Errorf(
 			"CA Secret %s is missing and the Controller's copy of CA %s cannot be restored (%s): create Secret %s with the CA the Controller holds",
 			c.Name, c.Name, caProblem(err), c.Name)))
 		return nil, err
 	}
-	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
+	if err := r.createOnce(ctx, resources.TLSSecret(s.cp, component, c, pki.SecretData(ca, nil)), &corev1.Secret{}); err != nil {
 		err := requeueIfStale(err)
 		return nil, err
 	}
-	s.recordCA(c.Name, ca.CertPEM)
+	recordCA(s, conv, c.Name, ca.CertPEM)
 	ctrl.LoggerFrom(ctx).Info("Restored a missing CA Secret from the Controller's copy", "Secret", klog.KRef(s.namespace(), c.Name))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
+	r.event(s.cp, corev1.EventTypeNormal, eventCARestored,
 		fmt.Sprintf("CA Secret %s was missing; restored it from the Controller's copy of the CA.", c.Name))
 	return ca, nil
 }
@@ -378,14 +324,14 @@ func caProblem(err error) string {
 }
 
 // caFailure reports a terminal CA failure with one Warning Event per cause (warnOnce).
-func (s *scope) caFailure(component string, err error) error {
-	s.warnOnce(component, reasonOf(err), err.Error())
+func (r *Reconciler) caFailure(s *scope, component string, err error) error {
+	r.warnOnce(s, component, reasonOf(err), err.Error())
 	return err
 }
 
 // caWait reports a CA wait with one Warning Event per cause (warnOnce).
-func (s *scope) caWait(component string, w *outcome.Error) error {
-	s.warnOnce(component, w.Reason, w.Message)
+func (r *Reconciler) caWait(s *scope, component string, w *outcome.Error) error {
+	r.warnOnce(s, component, w.Reason, w.Message)
 	return w
 }
 
@@ -395,28 +341,28 @@ func (s *scope) caWait(component string, w *outcome.Error) error {
 // component already did so in this pass. A CA Secret whose content the Controller was not seen
 // to hold is left to its component, which compares it before it issues leaves under it (and
 // alone replaces the Controller's copy in a rotation); the registration waits for it.
-func importCAs(ctx context.Context, s *scope, names []string) error {
+func (r *Reconciler) importCAs(ctx context.Context, s *scope, conv controllerConversation, names []string) error {
 	for _, name := range names {
 		sec := &corev1.Secret{}
-		found, err := s.getExisting(ctx, name, sec)
+		found, err := r.getExisting(ctx, s, name, sec)
 		if err != nil {
 			return err
 		}
 		if !found {
-			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+			return outcome.Wait(datasancev3.ReasonProgressing, conversation.RequeueRegistration,
 				fmt.Sprintf("Waiting for CA Secret %s before importing it into the Controller.", name))
 		}
 		ca, valid := validCA(sec)
 		if !valid {
 			// Its component reports the Secret (InvalidCertificate); nothing to import.
-			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+			return outcome.Wait(datasancev3.ReasonProgressing, conversation.RequeueRegistration,
 				fmt.Sprintf("Waiting for a valid CA in Secret %s before importing it into the Controller.", name))
 		}
-		if _, checked := s.caChecks[name]; !checked && !s.recordedCA(name, ca.CertPEM) {
-			return outcome.Wait(datasancev3.ReasonProgressing, requeueRegistration,
+		if checked, _ := conv.CAOutcome(name); !checked && !s.recordedCA(name, ca.CertPEM) {
+			return outcome.Wait(datasancev3.ReasonProgressing, conversation.RequeueRegistration,
 				fmt.Sprintf("Waiting for CA Secret %s to be compared with the Controller's copy.", name))
 		}
-		if err := agreeOnCA(ctx, s, resources.ComponentController, sec, ca, true); err != nil {
+		if err := r.agreeOnCA(ctx, s, conv, resources.ComponentController, sec, ca, true); err != nil {
 			return err
 		}
 	}

@@ -49,17 +49,17 @@ func (e *notSignedError) Error() string {
 // Warning Event per cause (badCertificate). A stale cache never makes it overwrite a Secret:
 // creates are Create (AlreadyExists) and renewals carry the resourceVersion read (Conflict); both
 // are a short requeue.
-func ensureCertificates(ctx context.Context, s *scope, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
+func (r *Reconciler) ensureCertificates(ctx context.Context, s *scope, conv controllerConversation, component string, certs []resources.TLSSecretSpec) (map[string]map[string][]byte, error) {
 	data := make(map[string]map[string][]byte, len(certs))
 	cas := make(map[string]*pki.KeyPair, 2)
 	for _, c := range certs {
 		live := &corev1.Secret{}
-		found, err := s.getExisting(ctx, c.Name, live)
+		found, err := r.getExisting(ctx, s, c.Name, live)
 		if err != nil {
 			return nil, err
 		}
 		if c.IsCA() {
-			ca, secretData, err := ensureCA(ctx, s, component, c, live, found)
+			ca, secretData, err := r.ensureCA(ctx, s, conv, component, c, live, found)
 			if err != nil {
 				if err != nil {
 					err = requeueIfStale(err)
@@ -73,7 +73,7 @@ func ensureCertificates(ctx context.Context, s *scope, component string, certs [
 		if !ok {
 			return nil, fmt.Errorf("issue %s: CA Secret %s is not listed before it", c.Name, c.CAName)
 		}
-		secretData, err := ensureLeaf(ctx, s, component, c, ca, live, found)
+		secretData, err := r.ensureLeaf(ctx, s, component, c, ca, live, found)
 		if err != nil {
 			err := requeueIfStale(err)
 			return nil, err
@@ -88,70 +88,66 @@ func ensureCertificates(ctx context.Context, s *scope, component string, certs [
 // Controller's copy when the Secret is missing (restored), or a new CA when neither exists
 // (generated, created, imported). A CA Secret an earlier version created owned is released,
 // so that deleting the ControlPlane keeps it.
-func ensureCA(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
+func (r *Reconciler) ensureCA(ctx context.Context, s *scope, conv controllerConversation, component string, c resources.TLSSecretSpec, live *corev1.Secret, found bool) (*pki.KeyPair, map[string][]byte, error) {
 	if found {
 		ca, err := pki.ParseCA(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 		if err != nil {
-			return nil, nil, s.badCertificate(component, c.Name, true, err)
+			return nil, nil, r.badCertificate(s, component, c.Name, true, err)
 		}
-		if err := releaseDataStore(ctx, s, component, live); err != nil {
+		if err := r.releaseDataStore(ctx, s, component, live); err != nil {
 			return nil, nil, err
 		}
-		if err := agreeOnCA(ctx, s, component, live, ca, false); err != nil {
+		if err := r.agreeOnCA(ctx, s, conv, component, live, ca, false); err != nil {
 			return nil, nil, err
 		}
 		return ca, live.Data, nil
 	}
-	restored, err := missingCA(ctx, s, component, c)
+	restored, err := r.missingCA(ctx, s, conv, component, c)
 	switch {
 	case err != nil:
 		return nil, nil, err
 	case restored != nil:
 		return restored, pki.SecretData(restored, nil), nil
 	}
-	ca, err := pki.GenerateCA(c.CommonName, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
+	ca, err := pki.GenerateCA(c.CommonName, s.now, 0, pki.WithKeyGenerator(r.KeyGenerator))
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate CA %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(ca, nil)
-	if err := createOnce(ctx, s, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
+	if err := r.createOnce(ctx, resources.TLSSecret(s.cp, component, c, secretData), &corev1.Secret{}); err != nil {
 		return nil, nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Created CA", "Secret", klog.KRef(s.namespace(), c.Name))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
-	cs, err := s.controllerSession(ctx)
-	if err == nil {
-		err = importCA(ctx, s, cs, c.Name, ca)
-	}
-	if err != nil {
+	r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued, fmt.Sprintf("Created CA Secret %s.", c.Name))
+	if err := importCA(ctx, s, conv, c.Name, ca); err != nil {
 		return nil, nil, err
 	}
 	return ca, secretData, nil
 }
 
 // ensureLeaf returns the data of leaf Secret c.Name after issuing or renewing it as needed.
-func ensureLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, found bool) (map[string][]byte, error) {
+func (r *Reconciler) ensureLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, found bool) (map[string][]byte, error) {
 	if !found {
-		return issueLeaf(ctx, s, component, c, ca, nil, "created")
+		return r.issueLeaf(ctx, s, component, c, ca, nil, "created")
 	}
 	kp, parseErr := pki.ParseKeyPair(live.Data[pki.TLSCertKey], live.Data[pki.TLSPrivateKeyKey])
 	if !isControlledBy(live, s.cp.UID) {
 		// Brought by the user: checked, never rewritten, not renewed (its expiry is a metric).
 		switch {
 		case parseErr != nil:
-			return nil, s.badCertificate(component, c.Name, false, parseErr)
+			return nil, r.badCertificate(s, component, c.Name, false, parseErr)
 		case !pki.SignedBy(kp.Cert, ca.Cert):
-			return nil, s.badCertificate(component, c.Name, false, &notSignedError{ca: c.CAName})
+			return nil, r.badCertificate(s, component, c.Name, false, &notSignedError{ca: c.CAName})
 		}
 		return live.Data, nil
 	}
 	if parseErr != nil {
 		// The operator's own but damaged (edited by hand): issue it again rather than mount garbage.
-		return issueLeaf(ctx, s, component, c, ca, live, "unreadable")
+		return r.issueLeaf(ctx, s, component, c, ca, live, "unreadable")
 	}
 	renewal := pki.CheckLeaf(kp.Cert, ca.Cert, c.Hosts, s.now)
 	if renewal.Needed() {
-		return issueLeaf(ctx, s, component, c, ca, live, renewalCause(renewal.Reason))
+		return r.issueLeaf(ctx, s, component, c, ca, live, renewalCause(renewal.Reason))
 	}
 	s.renewBy(renewal.At)
 	return live.Data, nil
@@ -161,17 +157,17 @@ func ensureLeaf(ctx context.Context, s *scope, component string, c resources.TLS
 // server-side apply of the whole Secret under the resourceVersion read, so that a renewal based
 // on a stale read fails with a conflict instead of replacing a newer certificate. The new leaf's
 // renewal time is noted in the scope.
-func issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, cause string) (map[string][]byte, error) {
-	leaf, err := pki.GenerateLeaf(ca, c.CommonName, c.Hosts, s.now, 0, pki.WithKeyGenerator(s.r.KeyGenerator))
+func (r *Reconciler) issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSSecretSpec, ca *pki.KeyPair, live *corev1.Secret, cause string) (map[string][]byte, error) {
+	leaf, err := pki.GenerateLeaf(ca, c.CommonName, c.Hosts, s.now, 0, pki.WithKeyGenerator(r.KeyGenerator))
 	if err != nil {
 		return nil, fmt.Errorf("issue certificate %s: %w", c.Name, err)
 	}
 	secretData := pki.SecretData(leaf, ca.CertPEM)
 	desired := resources.TLSSecret(s.cp, component, c, secretData)
 	if live == nil {
-		err = createOnce(ctx, s, desired, &corev1.Secret{})
+		err = r.createOnce(ctx, desired, &corev1.Secret{})
 	} else {
-		err = s.r.Apply(ctx, desired.WithResourceVersion(live.ResourceVersion), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		err = r.Apply(ctx, desired.WithResourceVersion(live.ResourceVersion), client.FieldOwner(FieldOwner), client.ForceOwnership)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			err = fmt.Errorf("renew Secret %s: %w", c.Name, errCacheStale)
 		} else if err != nil {
@@ -183,7 +179,7 @@ func issueLeaf(ctx context.Context, s *scope, component string, c resources.TLSS
 	}
 	s.renewBy(pki.RenewalTime(leaf.Cert.NotBefore, leaf.Cert.NotAfter))
 	ctrl.LoggerFrom(ctx).Info("Issued certificate", "Secret", klog.KRef(s.namespace(), c.Name), "cause", cause, "notAfter", leaf.Cert.NotAfter)
-	s.r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued,
+	r.event(s.cp, corev1.EventTypeNormal, eventCertificateIssued,
 		fmt.Sprintf("Issued the certificate in Secret %s (%s), signed by CA Secret %s, valid until %s.",
 			c.Name, cause, c.CAName, leaf.Cert.NotAfter.UTC().Format(time.RFC3339)))
 	return secretData, nil
@@ -205,18 +201,18 @@ func renewalCause(r pki.RenewalReason) string {
 // badCertificate is the one handling of a brought CA or leaf that cannot be used: a terminal
 // InvalidCertificate error naming the Secret and the kind of problem (never its content), and a
 // Warning Event once per cause (warnOnce).
-func (s *scope) badCertificate(component, secret string, isCA bool, err error) error {
+func (r *Reconciler) badCertificate(s *scope, component, secret string, isCA bool, err error) error {
 	bad := invalidCertificate(secret, isCA, err)
-	s.warnOnce(component, datasancev3.ReasonInvalidCertificate, bad.Error())
+	r.warnOnce(s, component, datasancev3.ReasonInvalidCertificate, bad.Error())
 	return bad
 }
 
 // warnOnce emits the Warning Event of a component's failure once per cause: not again while
 // the component's status from the previous pass already reports the same reason and message.
 // The message is marked as announced, so the pass does not repeat it as the state-change Event.
-func (s *scope) warnOnce(component, reason, msg string) {
+func (r *Reconciler) warnOnce(s *scope, component, reason, msg string) {
 	if st := s.componentStatus(component); st == nil || st.Reason != reason || st.Message != msg {
-		s.r.event(s.cp, corev1.EventTypeWarning, reason, msg)
+		r.event(s.cp, corev1.EventTypeWarning, reason, msg)
 	}
 	s.announce(msg)
 }

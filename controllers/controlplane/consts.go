@@ -10,7 +10,9 @@ const EventRecorderName = "kubeopera-operator-controlplane"
 
 // Requeue delays (docs/controlplane.md#controller-reconcile-steps,
 // docs/controlplane.md#router-service-and-address). Waiting for something outside the operator's
-// control is an outcome.Wait with one of these delays, never a blocking wait.
+// control is an outcome.Wait with one of these delays, never a blocking wait. The delays of the
+// Controller's answers are the conversation's (conversation.RequeueControllerStatus,
+// RequeueRegistration, RequeueNatsBootstrap).
 const (
 	// requeueLoadBalancer: a LoadBalancer Service (controller or router) or the controller Ingress
 	// has no address yet.
@@ -18,10 +20,6 @@ const (
 	// requeueDeploymentCreated: the Controller Deployment was just created; let the pod start
 	// before calling its API.
 	requeueDeploymentCreated = 5 * time.Second
-	// requeueControllerStatus: the Controller's GET /status (in-cluster or external) failed.
-	requeueControllerStatus = 3 * time.Second
-	// requeueRegistration: registering the router, the NATS hub or a CA failed transiently.
-	requeueRegistration = 10 * time.Second
 	// requeueTransition: a new condition (deploying, updating) was just written; the next pass,
 	// after this delay, does the work (the operator's own status writes start no pass: see the
 	// ControlPlane predicate in SetupWithManager).
@@ -30,12 +28,6 @@ const (
 	// (takeover.go); pods are not watched, so their going is polled at this pace.
 	requeueTakeover = 5 * time.Second
 )
-
-// requeueNatsBootstrap: GET /nats/bootstrap failed (the Controller is starting, is not the
-// Kubernetes control plane yet, lacks its NATS Secrets, or answered 5xx), or GET /nats/accounts
-// failed while the JWT bundle must be rebuilt. Either is retried until it answers; nothing NATS
-// is written without the bootstrap, and no JWT bundle with fewer accounts is written.
-const requeueNatsBootstrap = 10 * time.Second
 
 // Reasons of the Normal Events the NATS component emits (failures use the condition reasons).
 const (

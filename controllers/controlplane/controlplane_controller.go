@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/eventnote"
 	"github.com/kubeopera/kubeopera-operator/internal/metrics"
@@ -40,17 +41,16 @@ type Reconciler struct {
 	// Recorder emits Events on ControlPlanes.
 	Recorder events.EventRecorder
 	// NewControllerClient builds Controller REST API clients (in-cluster and external checks).
-	NewControllerClient ControllerClientFactory
+	NewControllerClient conversation.ClientFactory
 	// KeyGenerator replaces the RSA key source of generated certificates; nil means the default.
 	KeyGenerator pki.KeyGenerator
 	// UpdateConsoleClientURLs is told the resolved public and console URLs (docs/controlplane.md#url-resolution). nil is
 	// the upstream default, a no-op; a failure is logged and never fails the pass.
 	UpdateConsoleClientURLs func(ctx context.Context, cp *datasancev3.ControlPlane, publicURL, consoleURL string) error
 
-	// registered remembers which Controller process each ControlPlane was registered with.
-	registered registrations
-	// logins remembers each ControlPlane's credentials the Controller rejected (login lockout).
-	logins loginGate
+	// conversations remembers, per ControlPlane, which Controller processes hold the
+	// registration and which credentials the Controller rejected (login lockout).
+	conversations conversation.Memory
 }
 
 // NewReconciler builds a Reconciler from the manager's client and event recorder. The manager's
@@ -60,7 +60,7 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 		Client:              mgr.GetClient(),
 		Options:             opts,
 		Recorder:            mgr.GetEventRecorder(EventRecorderName),
-		NewControllerClient: NewControllerClientFactory(opts.ControllerCAFile),
+		NewControllerClient: conversation.NewClientFactory(opts.ControllerCAFile),
 	}
 }
 
@@ -68,13 +68,13 @@ func NewReconciler(mgr manager.Manager, opts Options) *Reconciler {
 // after the other (no goroutines: every step is one API call or less, see the package doc) and
 // their results are combined.
 var components = []component{
-	{name: resources.ComponentRouter, run: reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentRouter, run: (*Reconciler).reconcileRouter, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Router.ComponentStatus
 	}},
-	{name: resources.ComponentNats, run: reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentNats, run: (*Reconciler).reconcileNats, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Nats.ComponentStatus
 	}},
-	{name: resources.ComponentController, run: reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
+	{name: resources.ComponentController, run: (*Reconciler).reconcileIoFogController, status: func(st *datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus {
 		return &st.Controller.ComponentStatus
 	}},
 }
@@ -92,8 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, cp); err != nil {
 		forgetIfGone(req.NamespacedName, err)
 		if apierrors.IsNotFound(err) {
-			r.registered.forget(req.NamespacedName)
-			r.logins.forget(req.NamespacedName)
+			r.conversations.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -101,8 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// No finalizer: owner references garbage-collect what the ControlPlane owns; the data
 		// stores are not owned (see the package doc, "Data on deletion").
 		metrics.ForgetControlPlane(req.Namespace, req.Name)
-		r.registered.forget(req.NamespacedName)
-		r.logins.forget(req.NamespacedName)
+		r.conversations.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	base = cp.DeepCopy()
@@ -157,8 +155,11 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 	}
 
 	s := newScope(r, cp, state == datasancev3.ConditionReady)
-	defer s.closeSession()
-	o := runPass(ctx, s)
+	// The pass's one conversation with the Controller, shared by the components; it reads and
+	// calls nothing until one of them asks.
+	conv := r.newSession(s)
+	defer conv.Close()
+	o := r.runPass(ctx, s, conv)
 	r.observeCertificates(ctx, cp)
 	if o.ready() {
 		cp.Status.ObservedGeneration = cp.Generation
@@ -190,9 +191,9 @@ func (r *Reconciler) reconcile(ctx context.Context, cp *datasancev3.ControlPlane
 
 // runPass takes the workloads over from the Datasance operator where it left some (takeOver,
 // which ends the pass while it waits or refuses), then runs the components and combines them.
-func runPass(ctx context.Context, s *scope) passOutcome {
+func (r *Reconciler) runPass(ctx context.Context, s *scope, conv controllerConversation) passOutcome {
 	log := ctrl.LoggerFrom(ctx)
-	if err := takeOver(ctx, s); err != nil {
+	if err := r.takeOver(ctx, s); err != nil {
 		if !outcome.IsWait(err) {
 			log.V(1).Info("Taking over failed", "reason", reasonOf(err), "error", err.Error())
 		}
@@ -200,7 +201,7 @@ func runPass(ctx context.Context, s *scope) passOutcome {
 	}
 	errs := make([]error, 0, len(components))
 	for _, c := range components {
-		err := c.run(ctx, s)
+		err := c.run(r, ctx, s, conv)
 		setComponentStatus(c.status(&s.cp.Status), err)
 		errs = append(errs, err)
 		observeComponent(s.cp, c.name, err)

@@ -28,48 +28,48 @@ type resolvedCredentials struct {
 // starts the next pass when the Secret or key appears, so nothing retries in between. An
 // optional reference whose Secret or key is missing keeps the inline value. The error names the
 // field, Secret and key, never a value.
-func (s *scope) credentials(ctx context.Context) (*datasancev3.ControlPlaneSpec, error) {
+func (r *Reconciler) credentials(ctx context.Context, s *scope) (*datasancev3.ControlPlaneSpec, error) {
 	if s.creds.done {
 		return s.creds.spec, s.creds.err
 	}
-	s.creds.spec, s.creds.err = resolveCredentials(ctx, s)
+	s.creds.spec, s.creds.err = r.resolveCredentials(ctx, s)
 	s.creds.done = true
 	return s.creds.spec, s.creds.err
 }
 
-func resolveCredentials(ctx context.Context, s *scope) (*datasancev3.ControlPlaneSpec, error) {
+func (r *Reconciler) resolveCredentials(ctx context.Context, s *scope) (*datasancev3.ControlPlaneSpec, error) {
 	values := map[string]string{}
 	read := map[string]*corev1.Secret{} // by name; nil: not found
-	for _, r := range s.spec.CredentialRefs() {
-		sec, seen := read[r.Ref.Name]
+	for _, ref := range s.spec.CredentialRefs() {
+		sec, seen := read[ref.Ref.Name]
 		if !seen {
 			sec = &corev1.Secret{}
-			found, err := s.getExisting(ctx, r.Ref.Name, sec)
+			found, err := r.getExisting(ctx, s, ref.Ref.Name, sec)
 			if err != nil {
 				return nil, err
 			}
 			if !found {
 				sec = nil
 			}
-			read[r.Ref.Name] = sec
+			read[ref.Ref.Name] = sec
 		}
-		optional := ptr.Deref(r.Ref.Optional, false)
+		optional := ptr.Deref(ref.Ref.Optional, false)
 		if sec == nil {
 			if optional {
 				continue
 			}
 			return nil, outcome.Stop(datasancev3.ReasonSecretNotFound, fmt.Errorf(
-				"secret %s (%s) not found in namespace %s", r.Ref.Name, r.Field, s.namespace()))
+				"secret %s (%s) not found in namespace %s", ref.Ref.Name, ref.Field, s.namespace()))
 		}
-		value, ok := sec.Data[r.Ref.Key]
+		value, ok := sec.Data[ref.Ref.Key]
 		if !ok {
 			if optional {
 				continue
 			}
 			return nil, outcome.Stop(datasancev3.ReasonSecretKeyNotFound, fmt.Errorf(
-				"secret %s has no key %q (%s)", r.Ref.Name, r.Ref.Key, r.Field))
+				"secret %s has no key %q (%s)", ref.Ref.Name, ref.Ref.Key, ref.Field))
 		}
-		values[r.Field] = string(value)
+		values[ref.Field] = string(value)
 	}
 	return s.spec.WithCredentials(values), nil
 }

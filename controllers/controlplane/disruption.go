@@ -11,11 +11,11 @@ import (
 
 // applyDisruptionBudget applies the component's PodDisruptionBudget while it runs replicated and
 // deletes an owned one otherwise (docs/controlplane.md#disruption-and-spread).
-func applyDisruptionBudget(ctx context.Context, s *scope, component, name string, replicated bool) error {
+func (r *Reconciler) applyDisruptionBudget(ctx context.Context, s *scope, component, name string, replicated bool) error {
 	if !replicated {
-		return deleteOwned(ctx, s, name, &policyv1.PodDisruptionBudget{})
+		return r.deleteOwned(ctx, s, name, &policyv1.PodDisruptionBudget{})
 	}
-	_, err := applyIfChanged(ctx, s, resources.PodDisruptionBudget(s.cp, component, name), &policyv1.PodDisruptionBudget{},
+	_, err := applyIfChanged(ctx, r, s, resources.PodDisruptionBudget(s.cp, component, name), &policyv1.PodDisruptionBudget{},
 		policyv1ac.ExtractPodDisruptionBudget)
 	return err
 }

@@ -21,7 +21,11 @@
 // every pass runs under a deadline (Options.PassTimeout, --controlplane-pass-timeout, default 2
 // min; the status patch runs on the request context, so a pass that ran out of time still
 // records why). The router, NATS and controller components share one Controller session per
-// pass (iofogcontroller_session.go): one client, one GET /status, at most one login. Desired objects
+// pass (conversation.Session, created in reconcile and closed at the end of the pass): one client,
+// one GET /status, at most one login. Everything said to the Controller goes through package
+// internal/conversation, which reads no Kubernetes object; the components ask it through
+// controllerConversation (conversation.go), and the per-pass scope is data only
+// (docs/architecture.md#the-controller-conversation). Desired objects
 // are pure functions of the spec, built in internal/resources (no client, no context); this
 // package keeps the files that do I/O, one per component and concern: iofogcontroller*.go (the
 // ioFog Controller operand, not a Kubernetes controller), router.go, nats*.go, certificates.go
@@ -112,8 +116,8 @@
 // error with its ephemeral ports, which goes to the log: a Controller that is down costs one
 // GET /status per 3 s and no ControlPlane write. The delays: requeueLoadBalancer (10 s, a LoadBalancer Service or
 // the controller Ingress has no address), requeueDeploymentCreated (5 s after the Controller
-// Deployment is created), requeueControllerStatus (3 s, GET /status failed),
-// requeueRegistration (10 s, a router/hub/CA registration failed transiently). A failure that
+// Deployment is created), conversation.RequeueControllerStatus (3 s, GET /status failed),
+// conversation.RequeueRegistration (10 s, a router/hub/CA registration failed transiently). A failure that
 // retrying can fix (Controller API down, 5xx, garbage, timeouts: iofog.IsRetryable) is a wait
 // with a reason; other Controller API failures and Kubernetes API failures are outcome.Retry
 // errors or unclassified errors (backoff).
@@ -130,8 +134,8 @@
 // the Ingress is watched; ports of an ingress-exposed router equal to 0 are registered as the
 // defaults 5671/55671/45671 (docs/controlplane.md#router-ingress-ports-of-0); the external reachability check runs after CA import
 // (docs/controlplane.md#external-reachability-after-ca-import); a login refused as invalid credentials ends the pass with reason LoginFailed and is
-// not tried again with the same credentials except once per loginRetryInterval, at most
-// maxRejectedLogins times in a row, so that the operator never locks the Controller's account
+// not tried again with the same credentials except once per conversation.LoginRetryInterval, at
+// most conversation.MaxRejectedLogins times in a row, so that the operator never locks the Controller's account
 // (docs/controlplane.md#login-lockout).
 //
 // # Reaching the Controller
@@ -139,7 +143,7 @@
 // The operator calls the Controller at Options.ControllerEndpointTemplate (flag
 // --controller-endpoint-template, default controller.{namespace}.svc.cluster.local:51121) with
 // {namespace} and {name} replaced and the scheme of spec.controller.https; clients come from the
-// injected ControllerClientFactory, given a ControllerEndpoint. Over https verification is always
+// injected conversation.ClientFactory, given a conversation.Endpoint. Over https verification is always
 // on; the trust is per ControlPlane: the ca.crt of spec.controller.secretName, the key named by
 // spec.controller.caSecretRef, the system roots and --controller-ca-file. A certificate that is
 // not trusted or does not cover the name dialled is ControllerCertificateInvalid (an error, so
@@ -149,7 +153,7 @@
 // name external clients use, never a name the certificate cannot cover. In external auth mode
 // the identity provider (discovery document, token endpoint) is verified as its own host with
 // that trust plus the key spec.auth.caSecretRef names, whether or not the Controller is served
-// over https (ControllerEndpoint.IdentityProviderCAs; an untrusted provider is LoginFailed).
+// over https (conversation.Endpoint.IdentityProviderCAs; an untrusted provider is LoginFailed).
 //
 // # Controller restarts
 //
@@ -157,7 +161,7 @@
 // (--controller-verify-interval, default 30 s; the ready result requeues after it) with one
 // GET /status: timestamp minus uptimeSec identifies the Controller process that answered, which
 // through the Service may be any pod. The Reconciler remembers the processes seen holding the
-// registration (registrations, memory only: steady state writes nothing). A process not seen
+// registration (conversation.Memory, memory only: steady state writes nothing). A process not seen
 // before (a restarted or new pod, or any after an operator restart) is asked once for the
 // registration (login, GET /router, GET /nats/hub); only when it lost it (an empty database) is
 // everything registered again — router, hub, and every CA compared with the Controller's copy,
@@ -226,7 +230,7 @@
 //     with the ControlPlane, since the operator holds no delete on RBAC objects.
 //
 // The Controller component's hub registration and NATS CA import go through the hooks
-// natsHubRegistration and resources.NatsCASecretNames and run only when NATS is enabled. A CA is imported
+// natsHubAddress and resources.NatsCASecretNames and run only when NATS is enabled. A CA is imported
 // only once its Secret exists (the Controller reads it from there): until the NATS component has
 // created the NATS CAs after its bootstrap, the Controller component requeues (10 s, Progressing)
 // instead of earning a 500 from the Controller.

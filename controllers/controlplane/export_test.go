@@ -1,19 +1,22 @@
 package controlplane
 
-import "github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+import (
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
+)
 
 // Internals the envtest suite (package controlplane_test, which cannot be an internal test
 // because test/testenv imports the manager, which imports this package) asserts on.
 const (
 	RequeueLoadBalancer      = requeueLoadBalancer
 	RequeueDeploymentCreated = requeueDeploymentCreated
-	RequeueControllerStatus  = requeueControllerStatus
-	RequeueRegistration      = requeueRegistration
+	RequeueControllerStatus  = conversation.RequeueControllerStatus
+	RequeueRegistration      = conversation.RequeueRegistration
 	RequeueTransition        = requeueTransition
 	RequeueTakeover          = requeueTakeover
 	RequeueWorkload          = requeueWorkload
-	LoginRetryInterval       = loginRetryInterval
-	MaxRejectedLogins        = maxRejectedLogins
+	LoginRetryInterval       = conversation.LoginRetryInterval
+	MaxRejectedLogins        = conversation.MaxRejectedLogins
 
 	AnnotationCredentialsHash = resources.AnnotationCredentialsHash
 	AnnotationTLSHash         = resources.AnnotationTLSHash

@@ -32,6 +32,7 @@ import (
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog/fake"
 	"github.com/kubeopera/kubeopera-operator/internal/pki"
 	"github.com/kubeopera/kubeopera-operator/internal/scheme"
@@ -171,9 +172,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 // base URL it is asked for. Nothing is redirected: the operator reaches the fake only because
 // the endpoint template and the controller LoadBalancer address are addresses the fake listens
 // on, and over HTTPS only with the trust the ControlPlane gives it.
-func (h *harness) clientFactory() controlplane.ControllerClientFactory {
-	production := controlplane.NewControllerClientFactory("")
-	return func(ep controlplane.ControllerEndpoint) (controlplane.ControllerAPI, error) {
+func (h *harness) clientFactory() conversation.ClientFactory {
+	production := conversation.NewClientFactory("")
+	return func(ep conversation.Endpoint) (conversation.API, error) {
 		h.mu.Lock()
 		h.baseURLs = append(h.baseURLs, ep.BaseURL)
 		h.mu.Unlock()

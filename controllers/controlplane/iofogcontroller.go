@@ -27,29 +27,29 @@ import (
 // pod template: a changed Secret rolls the pods when the Deployment is applied. Pods the
 // Datasance operator's Deployment left are handed over after the registration (takeover.go); on
 // SQLite they are stopped before this operator's Deployment is created.
-func reconcileIoFogController(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileIoFogController(ctx context.Context, s *scope, conv controllerConversation) error {
 	// Every credential reference is resolved before anything of the Controller is written: a
 	// missing Secret or key writes nothing (no half-resolved credential Secrets).
-	resolved, err := s.credentials(ctx)
+	resolved, err := r.credentials(ctx, s)
 	if err != nil {
 		return err
 	}
 	identity := resources.MetaFor(s.cp, resources.ComponentController, resources.ControllerName)
-	if err := applyWorkloadIdentity(ctx, s, identity, resources.ControllerRules(s.spec)); err != nil {
+	if err := r.applyWorkloadIdentity(ctx, s, identity, resources.ControllerRules(s.spec)); err != nil {
 		return err
 	}
-	if err := allowImageUser(ctx, s, identity); err != nil {
+	if err := r.allowImageUser(ctx, s, identity); err != nil {
 		return err
 	}
 	creds := resources.ControllerCredentials(resolved, bootstrapPassword(resolved))
-	if err := applyCredentialSecrets(ctx, s, creds); err != nil {
+	if err := r.applyCredentialSecrets(ctx, s, creds); err != nil {
 		return err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentController, resources.ControllerService(s.cp)), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, r, s, s.serviceFor(resources.ComponentController, resources.ControllerService(s.cp)), svc, corev1ac.ExtractService); err != nil {
 		return err
 	}
-	if err := applyIoFogControllerIngress(ctx, s); err != nil {
+	if err := r.applyIoFogControllerIngress(ctx, s); err != nil {
 		return err
 	}
 
@@ -60,21 +60,21 @@ func reconcileIoFogController(ctx context.Context, s *scope) error {
 		return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
 			"Waiting for a LoadBalancer address of Service controller to derive the public URL.")
 	}
-	s.updateConsoleClientURLs(ctx, urls)
+	r.updateConsoleClientURLs(ctx, s, urls)
 
 	if s.handover(resources.ComponentController) != nil && s.spec.UsesSQLite() {
-		if found, err := s.getExisting(ctx, resources.ControllerName, &appsv1.Deployment{}); err != nil || !found {
+		if found, err := r.getExisting(ctx, s, resources.ControllerName, &appsv1.Deployment{}); err != nil || !found {
 			if err != nil {
 				return err
 			}
-			return retireBeforeStarting(ctx, s, resources.ComponentController, resources.ControllerName)
+			return r.retireBeforeStarting(ctx, s, resources.ComponentController, resources.ControllerName)
 		}
 	}
-	live, changed, err := applyIoFogControllerDeployment(ctx, s, urls, creds)
+	live, changed, err := r.applyIoFogControllerDeployment(ctx, s, urls, creds)
 	if err != nil {
 		return err
 	}
-	if err := applyDisruptionBudget(ctx, s, resources.ComponentController, resources.ControllerName, resources.ControllerReplicated(s.spec)); err != nil {
+	if err := r.applyDisruptionBudget(ctx, s, resources.ComponentController, resources.ControllerName, resources.ControllerReplicated(s.spec)); err != nil {
 		return err
 	}
 	if live.UID == "" {
@@ -84,18 +84,18 @@ func reconcileIoFogController(ctx context.Context, s *scope) error {
 	// A handover under way is a wait that says what the component waits for; the registration
 	// goes ahead meanwhile: a failure of its own wins over the handover's wait, a wait of its
 	// own does not.
-	handoverWait := handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
+	handoverWait := r.handOverDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed)
 	if handoverWait != nil && !outcome.IsWait(handoverWait) {
 		return handoverWait
 	}
 	if s.handover(resources.ComponentController) == nil {
 		// The REST API answers only once a pod runs: until then the component says what the pods
 		// report instead of a connection error.
-		if err := awaitDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed); err != nil {
+		if err := r.awaitDeployment(ctx, s, resources.ComponentController, resources.ControllerName, live, changed); err != nil {
 			return err
 		}
 	}
-	err = registerWithIoFogController(ctx, s, lbAddress)
+	err = r.registerWithIoFogController(ctx, s, conv, lbAddress)
 	if handoverWait != nil && (err == nil || outcome.IsWait(err)) {
 		return handoverWait
 	}
@@ -104,16 +104,16 @@ func reconcileIoFogController(ctx context.Context, s *scope) error {
 
 // applyCredentialSecrets applies the DB, auth and (when active) vault Secrets, and deletes an
 // owned vault Secret the spec no longer asks for.
-func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[string][]byte) error {
+func (r *Reconciler) applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[string][]byte) error {
 	for _, name := range []string{resources.DbSecretName, resources.AuthSecretName, resources.VaultSecretName} {
 		data, ok := creds[name]
 		if !ok {
-			if err := deleteOwned(ctx, s, name, &corev1.Secret{}); err != nil {
+			if err := r.deleteOwned(ctx, s, name, &corev1.Secret{}); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := applyIfChanged(ctx, s, resources.Secret(s.cp, resources.ComponentController, name, corev1.SecretTypeOpaque, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
+		if _, err := applyIfChanged(ctx, r, s, resources.Secret(s.cp, resources.ComponentController, name, corev1.SecretTypeOpaque, data), &corev1.Secret{}, corev1ac.ExtractSecret); err != nil {
 			return err
 		}
 	}
@@ -124,50 +124,50 @@ func applyCredentialSecrets(ctx context.Context, s *scope, creds map[string]map[
 // otherwise (the Service type changed away from ClusterIP). The Datasance operator's Ingress
 // (pot-controller), routing the same host to ports of Service controller that no longer exist,
 // is deleted when this ControlPlane controls it (docs/controlplane.md#taking-over-from-the-datasance-operator).
-func applyIoFogControllerIngress(ctx context.Context, s *scope) error {
-	if err := deleteOwned(ctx, s, resources.LegacyControllerIngressName, &networkingv1.Ingress{}); err != nil {
+func (r *Reconciler) applyIoFogControllerIngress(ctx context.Context, s *scope) error {
+	if err := r.deleteOwned(ctx, s, resources.LegacyControllerIngressName, &networkingv1.Ingress{}); err != nil {
 		return err
 	}
 	if !s.spec.ControllerIngressMode() {
-		return deleteOwned(ctx, s, resources.ControllerName, &networkingv1.Ingress{})
+		return r.deleteOwned(ctx, s, resources.ControllerName, &networkingv1.Ingress{})
 	}
-	_, err := applyIfChanged(ctx, s, resources.ControllerIngress(s.cp), &networkingv1.Ingress{}, networkingv1ac.ExtractIngress)
+	_, err := applyIfChanged(ctx, r, s, resources.ControllerIngress(s.cp), &networkingv1.Ingress{}, networkingv1ac.ExtractIngress)
 	return err
 }
 
 // applyIoFogControllerDeployment creates the SQLite PVC when needed and applies the Deployment.
 // live is the Deployment as read before the apply (no UID: it did not exist, and was created);
 // changed reports whether the apply wrote.
-func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resources.ControllerURLs, creds map[string]map[string][]byte) (live *appsv1.Deployment, changed bool, err error) {
+func (r *Reconciler) applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resources.ControllerURLs, creds map[string]map[string][]byte) (live *appsv1.Deployment, changed bool, err error) {
 	if s.spec.UsesSQLite() {
 		pvc := &corev1.PersistentVolumeClaim{}
-		created, err := createIfAbsent(ctx, s, resources.SqlitePVC(s.cp), pvc)
+		created, err := createIfAbsent(ctx, r, s, resources.SqlitePVC(s.cp), pvc)
 		if err != nil {
 			return nil, false, err
 		}
 		if !created {
-			if err := releaseDataStore(ctx, s, resources.ComponentController, pvc); err != nil {
+			if err := r.releaseDataStore(ctx, s, resources.ComponentController, pvc); err != nil {
 				return nil, false, err
 			}
 		}
 	}
-	key, err := rolloutKey(ctx, s)
+	key, err := r.rolloutKey(ctx, s)
 	if err != nil {
 		return nil, false, err
 	}
-	restartedAt, err := s.controllerRestartedAt(ctx)
+	restartedAt, err := r.controllerRestartedAt(ctx, s)
 	if err != nil {
 		return nil, false, err
 	}
 	hashes := resources.ControllerPodHashes{Credentials: resources.KeyedHashData(key, creds), RestartedAt: restartedAt}
 	if s.spec.ControllerHTTPS() {
-		tls, err := ioFogControllerTLSData(ctx, s)
+		tls, err := r.ioFogControllerTLSData(ctx, s)
 		if err != nil {
 			return nil, false, err
 		}
 		hashes.TLS = resources.HashData(map[string]map[string][]byte{s.spec.Controller.SecretName: tls})
 	}
-	if err := checkSQLiteMount(ctx, s); err != nil {
+	if err := r.checkSQLiteMount(ctx, s); err != nil {
 		return nil, false, err
 	}
 	desired := resources.ControllerDeployment(s.cp, s.images, urls, hashes)
@@ -175,7 +175,7 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 		resources.MarkDeploymentTakingOver(desired)
 	}
 	live = &appsv1.Deployment{}
-	changed, err = applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment)
+	changed, err = applyIfChanged(ctx, r, s, desired, live, appsv1ac.ExtractDeployment)
 	if err != nil {
 		return nil, false, err
 	}
@@ -185,12 +185,12 @@ func applyIoFogControllerDeployment(ctx context.Context, s *scope, urls resource
 // checkSQLiteMount refuses to roll a Controller whose live Deployment mounts the SQLite claim at
 // an earlier version's path (refuseLegacySQLiteMount). Nothing of the Deployment is written
 // meanwhile.
-func checkSQLiteMount(ctx context.Context, s *scope) error {
+func (r *Reconciler) checkSQLiteMount(ctx context.Context, s *scope) error {
 	if !s.spec.UsesSQLite() {
 		return nil
 	}
 	live := &appsv1.Deployment{}
-	found, err := s.getExisting(ctx, resources.ControllerName, live)
+	found, err := r.getExisting(ctx, s, resources.ControllerName, live)
 	if err != nil || !found {
 		return err
 	}
@@ -215,9 +215,9 @@ func refuseLegacySQLiteMount(s *scope, live *appsv1.Deployment) error {
 // ioFogControllerTLSData reads the user's controller TLS Secret for the pod-template hash. A missing
 // Secret is not an error: the pod waits for its volume, and the Secret watch rolls the pods when
 // it appears (docs/controlplane.md#controller-ingress).
-func ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
+func (r *Reconciler) ioFogControllerTLSData(ctx context.Context, s *scope) (map[string][]byte, error) {
 	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, s.spec.Controller.SecretName, sec)
+	found, err := r.getExisting(ctx, s, s.spec.Controller.SecretName, sec)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -235,11 +235,11 @@ func bootstrapPassword(resolved *datasancev3.ControlPlaneSpec) string {
 
 // updateConsoleClientURLs calls the injectable console-client hook (docs/controlplane.md#url-resolution). Its failure is
 // logged only.
-func (s *scope) updateConsoleClientURLs(ctx context.Context, urls resources.ControllerURLs) {
-	if s.r.UpdateConsoleClientURLs == nil || urls.ConsoleURL == "" {
+func (r *Reconciler) updateConsoleClientURLs(ctx context.Context, s *scope, urls resources.ControllerURLs) {
+	if r.UpdateConsoleClientURLs == nil || urls.ConsoleURL == "" {
 		return
 	}
-	if err := s.r.UpdateConsoleClientURLs(ctx, s.cp, urls.PublicURL, urls.ConsoleURL); err != nil {
+	if err := r.UpdateConsoleClientURLs(ctx, s.cp, urls.PublicURL, urls.ConsoleURL); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Updating the console client URLs failed")
 	}
 }
@@ -248,10 +248,10 @@ func (s *scope) updateConsoleClientURLs(ctx context.Context, urls resources.Cont
 // memory (replaceControllerCA). The restartedAt annotation of the pod template is set to the
 // pass's time at once, because the Deployment may have been applied earlier in the pass; later
 // passes keep it (controllerRestartedAt).
-func restartControllerPods(ctx context.Context, s *scope) error {
+func (r *Reconciler) restartControllerPods(ctx context.Context, s *scope) error {
 	s.restartController = true
 	live := &appsv1.Deployment{}
-	if found, err := s.getExisting(ctx, resources.ControllerName, live); err != nil || !found {
+	if found, err := r.getExisting(ctx, s, resources.ControllerName, live); err != nil || !found {
 		return err
 	}
 	base := live.DeepCopy()
@@ -259,7 +259,7 @@ func restartControllerPods(ctx context.Context, s *scope) error {
 		live.Spec.Template.Annotations = map[string]string{}
 	}
 	live.Spec.Template.Annotations[resources.AnnotationRestartedAt] = s.now.UTC().Format(time.RFC3339)
-	if err := s.r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("restart the Controller's pods: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Restarting the Controller's pods: they keep a replaced CA in memory")
@@ -269,12 +269,12 @@ func restartControllerPods(ctx context.Context, s *scope) error {
 // controllerRestartedAt is the restartedAt annotation of the Controller's pod template: now when
 // this pass replaced a CA the Controller's processes keep in memory (s.restartController), else
 // the value the live Deployment carries, so that the pods roll once.
-func (s *scope) controllerRestartedAt(ctx context.Context) (string, error) {
+func (r *Reconciler) controllerRestartedAt(ctx context.Context, s *scope) (string, error) {
 	if s.restartController {
 		return s.now.UTC().Format(time.RFC3339), nil
 	}
 	live := &appsv1.Deployment{}
-	if found, err := s.getExisting(ctx, resources.ControllerName, live); err != nil || !found {
+	if found, err := r.getExisting(ctx, s, resources.ControllerName, live); err != nil || !found {
 		return "", err
 	}
 	return live.Spec.Template.Annotations[resources.AnnotationRestartedAt], nil

@@ -16,9 +16,9 @@ import (
 // rolloutKey returns the key of the credentials hash: Secret controller-rollout-key, created once
 // with random bytes (owned: a ControlPlane created again gets a new key, which rolls its pods
 // once). Readers of the Deployment see only the HMAC.
-func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
+func (r *Reconciler) rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
 	sec := &corev1.Secret{}
-	found, err := s.getExisting(ctx, resources.RolloutKeySecretName, sec)
+	found, err := r.getExisting(ctx, s, resources.RolloutKeySecretName, sec)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func rolloutKey(ctx context.Context, s *scope) ([]byte, error) {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"key": key},
 	}
-	if err := createObject(ctx, s, obj); err != nil {
+	if err := r.createObject(ctx, obj); err != nil {
 		return nil, err
 	}
 	return key, nil

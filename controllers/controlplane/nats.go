@@ -20,37 +20,37 @@ import (
 // Services; the external address (waiting for a LoadBalancer's); the TLS Secrets; the storage in
 // force, server.conf and the JWT bundle; the StatefulSet. With spec.nats.enabled false it creates nothing and calls nothing, and removes the
 // running parts of an earlier enabled generation (removeNats).
-func reconcileNats(ctx context.Context, s *scope) error {
-	if err := emptyLegacyNatsRole(ctx, s); err != nil {
+func (r *Reconciler) reconcileNats(ctx context.Context, s *scope, conv controllerConversation) error {
+	if err := r.emptyLegacyNatsRole(ctx, s); err != nil {
 		return err
 	}
 	st := &s.cp.Status.Nats
 	st.Enabled = s.natsEnabled()
 	if !st.Enabled {
 		st.Replicas, st.Address = 0, ""
-		return removeNats(ctx, s)
+		return r.removeNats(ctx, s)
 	}
 	st.Replicas = s.spec.NatsReplicas()
 	if err := resources.CheckNatsMemory(s.spec); err != nil {
 		return outcome.Stop(datasancev3.ReasonInvalidConfiguration, err)
 	}
 
-	boot, err := obtainNatsBootstrap(ctx, s)
+	boot, err := r.obtainNatsBootstrap(ctx, s, conv)
 	if err != nil {
 		return err
 	}
-	data, err := observeNatsData(ctx, s)
+	data, err := r.observeNatsData(ctx, s)
 	if err != nil {
 		return err
 	}
-	jsk, err := ensureNatsJetStreamKey(ctx, s, data)
+	jsk, err := r.ensureNatsJetStreamKey(ctx, s, data)
 	if err != nil {
 		return requeueIfStale(err)
 	}
-	if err := applyNatsAccessAndServices(ctx, s); err != nil {
+	if err := r.applyNatsAccessAndServices(ctx, s); err != nil {
 		return err
 	}
-	address, waiting, err := natsExternalAddress(ctx, s)
+	address, waiting, err := r.natsExternalAddress(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -59,29 +59,29 @@ func reconcileNats(ctx context.Context, s *scope) error {
 		return outcome.Wait(datasancev3.ReasonWaitingForLoadBalancer, requeueLoadBalancer,
 			fmt.Sprintf("Waiting for an address of LoadBalancer Service %s.", resources.NatsServiceName))
 	}
-	_, err = ensureCertificates(ctx, s, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
+	_, err = r.ensureCertificates(ctx, s, conv, resources.ComponentNats, resources.NatsCertificates(s.namespace(), st.Replicas, address))
 	if err != nil {
 		return err
 	}
-	live, err := natsStatefulSet(ctx, s)
+	live, err := r.natsStatefulSet(ctx, s)
 	if err != nil {
 		return err
 	}
 	storage := planNatsStorage(s.spec, live, data)
-	restart, err := applyNatsConfig(ctx, s, boot, jsk, address, storage)
+	restart, err := r.applyNatsConfig(ctx, s, boot, jsk, address, storage)
 	if err != nil {
 		return requeueIfStale(err)
 	}
-	if err := ensureNatsJWTBundle(ctx, s, boot, data, live != nil); err != nil {
+	if err := r.ensureNatsJWTBundle(ctx, s, conv, boot, data, live != nil); err != nil {
 		return requeueIfStale(err)
 	}
 	// The StatefulSet's wait for its pods (awaitStatefulSet) is reported after its disruption
 	// budget is applied: NATS always runs at least two servers.
-	rollout := applyNatsStatefulSet(ctx, s, live, storage, restart)
+	rollout := r.applyNatsStatefulSet(ctx, s, live, storage, restart)
 	if rollout != nil && !outcome.IsWait(rollout) {
 		return rollout
 	}
-	if err := applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true); err != nil {
+	if err := r.applyDisruptionBudget(ctx, s, resources.ComponentNats, resources.NatsStatefulSetName, true); err != nil {
 		return err
 	}
 	return rollout
@@ -90,15 +90,15 @@ func reconcileNats(ctx context.Context, s *scope) error {
 // applyNatsAccessAndServices writes step 5: ServiceAccount nats (created once,
 // docs/controlplane.md#create-once-objects; no Role, the NATS pods use no Kubernetes API) and the
 // three Services (applied every pass).
-func applyNatsAccessAndServices(ctx context.Context, s *scope) error {
-	if _, err := createIfAbsent(ctx, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
+func (r *Reconciler) applyNatsAccessAndServices(ctx context.Context, s *scope) error {
+	if _, err := createIfAbsent(ctx, r, s, resources.NatsServiceAccount(s.cp), &corev1.ServiceAccount{}); err != nil {
 		return err
 	}
-	if err := allowImageUser(ctx, s, resources.NatsAccessMeta(s.cp)); err != nil {
+	if err := r.allowImageUser(ctx, s, resources.NatsAccessMeta(s.cp)); err != nil {
 		return err
 	}
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{resources.NatsHeadlessService(s.cp), resources.NatsService(s.cp), resources.NatsServerService(s.cp)} {
-		if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentNats, svc), &corev1.Service{}, corev1ac.ExtractService); err != nil {
+		if _, err := applyIfChanged(ctx, r, s, s.serviceFor(resources.ComponentNats, svc), &corev1.Service{}, corev1ac.ExtractService); err != nil {
 			return err
 		}
 	}
@@ -113,9 +113,9 @@ type natsRestartKeys struct{ desired, live string }
 // applyNatsConfig writes step 9: server.conf, rewritten every pass with the routes merged from
 // the current file, and the JetStream file store in force (docs/controlplane.md#jetstream-storage).
 // It returns the restart keys of the file written and of the file it replaced.
-func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string, storage natsStorage) (natsRestartKeys, error) {
+func (r *Reconciler) applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, address string, storage natsStorage) (natsRestartKeys, error) {
 	var current corev1.ConfigMap
-	if _, err := s.getExisting(ctx, resources.NatsConfigMapName, &current); err != nil {
+	if _, err := r.getExisting(ctx, s, resources.NatsConfigMapName, &current); err != nil {
 		return natsRestartKeys{}, err
 	}
 	serverConf, err := resources.NatsServerConf(s.cp, resources.NatsConfInputs{
@@ -134,7 +134,7 @@ func applyNatsConfig(ctx context.Context, s *scope, boot *natsBootstrap, jsk, ad
 	podEnv := map[string]string{natsconf.JetStreamKeyEnv: jsk}
 	keys.desired, _ = natsconf.RestartKey(serverConf, podEnv)
 	keys.live, _ = natsconf.RestartKey(current.Data[resources.NatsConfigKey], podEnv)
-	changed, err := applyIfChanged(ctx, s, resources.NatsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	changed, err := applyIfChanged(ctx, r, s, resources.NatsConfigMap(s.cp, serverConf), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
 		return natsRestartKeys{}, err
 	}

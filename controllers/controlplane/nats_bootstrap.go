@@ -10,10 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
-	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
 // natsBootstrap is the NATS material the Controller generates (docs/controlplane.md#nats-bootstrap). operatorSeed and creds
@@ -42,30 +39,30 @@ func (b *natsBootstrap) operatorPublicKey() string {
 // earlier pass is used instead, so drift repair does not call the Controller; the Controller is
 // asked again when something of it is missing, or when the Controller holds another NATS
 // operator than the stored one (natsOperatorChanged, docs/controlplane.md#nats-operator-changes).
-func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+func (r *Reconciler) obtainNatsBootstrap(ctx context.Context, s *scope, conv controllerConversation) (*natsBootstrap, error) {
 	var stored *natsBootstrap
 	if s.steady {
 		var err error
-		if stored, err = storedNatsBootstrap(ctx, s); err != nil {
+		if stored, err = r.storedNatsBootstrap(ctx, s); err != nil {
 			return nil, err
 		}
-		if stored != nil && !natsOperatorChanged(ctx, s, stored) {
+		if stored != nil && !natsOperatorChanged(ctx, conv, stored) {
 			return stored, nil
 		}
 	}
-	b, err := fetchNatsBootstrap(ctx, s)
+	b, err := fetchNatsBootstrap(ctx, conv)
 	if err != nil {
 		return nil, err
 	}
 	if stored != nil && stored.operatorPublicKey() != b.operatorPublicKey() {
 		ctrl.LoggerFrom(ctx).Info("The Controller's NATS operator changed; the hub follows it",
 			"trusted", stored.operatorPublicKey(), "controller", b.operatorPublicKey())
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsOperatorChanged, fmt.Sprintf(
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsOperatorChanged, fmt.Sprintf(
 			"The Controller's NATS operator changed from %s to %s (rotated, or a new Controller database): "+
 				"the hub now trusts %s, and its pods restart to load it.",
 			stored.operatorPublicKey(), b.operatorPublicKey(), b.operatorPublicKey()))
 	}
-	if err := storeNatsBootstrap(ctx, s, b); err != nil {
+	if err := r.storeNatsBootstrap(ctx, s, b); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -85,84 +82,50 @@ func obtainNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 // A Controller that cannot be asked (down, login refused, an older one without the route) counts
 // as unchanged here: the NATS objects keep the stored material, and the Controller component
 // reports the failure.
-func natsOperatorChanged(ctx context.Context, s *scope, stored *natsBootstrap) bool {
+func natsOperatorChanged(ctx context.Context, conv controllerConversation, stored *natsBootstrap) bool {
 	trusted := stored.operatorPublicKey()
 	if _, signer := resources.NatsJWTSubjectIssuer(stored.systemAccountJWT); signer != trusted {
 		return true
 	}
-	if !s.r.registered.due(s.cp, s.now, s.r.Options.controllerVerifyInterval()) {
+	if !conv.VerificationDue() {
 		return false
 	}
-	cs, err := s.controllerStatus(ctx)
-	if err != nil || s.r.registered.seen(s.cp, cs.status) {
+	if seen, err := conv.ProcessSeen(ctx); err != nil || seen {
 		return false
 	}
-	cs, err = s.controllerSession(ctx)
+	// A failed read is logged by the conversation.
+	key, err := conv.NatsOperator(ctx)
 	if err != nil {
 		return false
 	}
-	op, err := cs.api.NatsOperator(ctx)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Could not read the Controller's NATS operator; keeping the stored one",
-			"cause", iofog.Cause(err), "error", err.Error())
-		return false
-	}
-	return op.PublicKey != trusted
+	return key != trusted
 }
 
-// fetchNatsBootstrap calls the Controller. A Controller that is not up yet, or whose bootstrap
-// fails (403 while it is not the Kubernetes control plane, 404 while its NATS Secrets are
-// missing, 5xx), is waited for with a requeue (docs/controlplane.md#nats-pass-order: it retries until the API responds).
-func fetchNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
-	c, err := natsControllerClient(ctx, s)
+// fetchNatsBootstrap asks the Controller for the bootstrap material (conv.NatsBootstrap, which
+// waits with a requeue while the Controller cannot give it).
+func fetchNatsBootstrap(ctx context.Context, conv controllerConversation) (*natsBootstrap, error) {
+	b, err := conv.NatsBootstrap(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.NatsBootstrap(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("get NATS bootstrap: %w", err)
-		}
-		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap failed", "cause", iofog.Cause(err), "error", err.Error())
-		return nil, outcome.Wait(datasancev3.ReasonNatsBootstrapFailed, requeueNatsBootstrap,
-			fmt.Sprintf("The Controller's NATS bootstrap failed (%s).", iofog.Cause(err)))
-	}
-	creds, err := b.SysUserCreds()
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("The Controller's NATS bootstrap is unusable", "error", err.Error())
-		return nil, outcome.Wait(datasancev3.ReasonNatsBootstrapFailed, requeueNatsBootstrap,
-			"The Controller's NATS bootstrap is unusable (invalid response).")
-	}
 	return &natsBootstrap{
-		operatorJWT:      b.OperatorJwt,
+		operatorJWT:      b.OperatorJWT,
 		operatorSeed:     b.OperatorSeed,
-		systemAccount:    b.SystemAccountPublicKey,
-		systemAccountJWT: b.SystemAccountJwt,
-		creds:            creds,
+		systemAccount:    b.SystemAccount,
+		systemAccountJWT: b.SystemAccountJWT,
+		creds:            b.Creds,
 		fetched:          true,
 	}, nil
 }
 
-// natsControllerClient returns the pass's Controller session (shared with the Controller
-// component): GET /status answered and logged in (docs/controlplane.md#nats-pass-order steps 1–2, docs/controlplane.md#login). Rejected
-// credentials are tolerated as in the Controller component: the bootstrap then fails and is
-// retried.
-func natsControllerClient(ctx context.Context, s *scope) (ControllerAPI, error) {
-	cs, err := s.controllerSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return cs.api, nil
-}
-
 // storeNatsBootstrap writes the bootstrap Secrets: created, or their data overwritten when it
 // differs (docs/controlplane.md#nats-bootstrap).
-func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
+func (r *Reconciler) storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 	for _, desired := range []*corev1ac.SecretApplyConfiguration{
 		resources.NatsOperatorSeedSecret(s.cp, b.operatorSeed),
 		resources.NatsSysCredsSecret(s.cp, b.creds),
 	} {
-		changed, err := applyIfChanged(ctx, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
+		changed, err := applyIfChanged(ctx, r, s, desired, &corev1.Secret{}, corev1ac.ExtractSecret)
 		if err != nil {
 			return err
 		}
@@ -176,7 +139,7 @@ func storeNatsBootstrap(ctx context.Context, s *scope, b *natsBootstrap) error {
 // storedNatsBootstrap reads back what earlier passes stored: the two bootstrap Secrets, the
 // operator JWT and system account of server.conf, and the system account JWT of the JWT bundle.
 // It returns nil when any of it is missing.
-func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
+func (r *Reconciler) storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) {
 	var seed, creds corev1.Secret
 	var conf, bundle corev1.ConfigMap
 	for _, o := range []struct {
@@ -186,7 +149,7 @@ func storedNatsBootstrap(ctx context.Context, s *scope) (*natsBootstrap, error) 
 		{resources.NatsOperatorSeedSecretName, &seed}, {resources.NatsSysCredsSecretName, &creds},
 		{resources.NatsConfigMapName, &conf}, {resources.NatsJWTBundleMapName, &bundle},
 	} {
-		if found, err := s.getExisting(ctx, o.name, o.obj); err != nil || !found {
+		if found, err := r.getExisting(ctx, s, o.name, o.obj); err != nil || !found {
 			return nil, err
 		}
 	}

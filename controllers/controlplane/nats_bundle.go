@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
+	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/conversation"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
-	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 	"github.com/kubeopera/kubeopera-operator/internal/outcome"
 )
 
@@ -29,43 +30,47 @@ import (
 // is created on a first install (no StatefulSet nats and no JetStream PVC: nothing to lose);
 // otherwise nothing is created and the pass ends before the StatefulSet, with a requeue
 // (NatsAccountsUnavailable): a bundle with fewer accounts would purge their streams.
-func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, data natsData, natsRunning bool) error {
+func (r *Reconciler) ensureNatsJWTBundle(ctx context.Context, s *scope, conv controllerConversation, boot *natsBootstrap, data natsData, natsRunning bool) error {
 	var live corev1.ConfigMap
-	found, err := s.getExisting(ctx, resources.NatsJWTBundleMapName, &live)
+	found, err := r.getExisting(ctx, s, resources.NatsJWTBundleMapName, &live)
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
+		if err := r.syncSystemAccountJWT(ctx, s, boot, &live); err != nil {
 			return err
 		}
-		return releaseDataStore(ctx, s, resources.ComponentNats, &live)
+		return r.releaseDataStore(ctx, s, resources.ComponentNats, &live)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	accounts, listErr := natsAccounts(ctx, s)
+	accounts, listErr := conv.NatsAccounts(ctx)
+	var cause string
+	if failed := (*conversation.CallError)(nil); errors.As(listErr, &failed) {
+		cause = failed.Cause
+	}
 	switch {
 	case listErr == nil:
 	case ctx.Err() != nil:
 		return listErr
 	case data.exists() || natsRunning:
 		log.Info("The NATS JWT bundle is missing and the Controller's account list failed; not re-creating it with fewer accounts",
-			"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "cause", iofog.Cause(listErr), "error", listErr.Error())
-		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, requeueNatsBootstrap, fmt.Sprintf(
+			"ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "cause", cause, "error", listErr.Error())
+		return outcome.Wait(datasancev3.ReasonNatsAccountsUnavailable, conversation.RequeueNatsBootstrap, fmt.Sprintf(
 			"ConfigMap %s (the NATS JWT bundle) is missing and the Controller's account list failed (%s): "+
 				"not re-creating it with fewer accounts, which would purge their JetStream data, and not rolling StatefulSet %s. "+
 				"Restore the ConfigMap, or make GET /api/v3/nats/accounts answer.",
-			resources.NatsJWTBundleMapName, iofog.Cause(listErr), resources.NatsStatefulSetName))
+			resources.NatsJWTBundleMapName, cause, resources.NatsStatefulSetName))
 	default:
 		log.Info("The Controller's account list failed; the new NATS JWT bundle holds the system account only",
-			"cause", iofog.Cause(listErr), "error", listErr.Error())
+			"cause", cause, "error", listErr.Error())
 	}
-	bundle := resources.NatsJWTBundle(boot.systemAccount, boot.systemAccountJWT, accounts)
-	if err := createObject(ctx, s, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
+	bundle := accounts.Bundle(boot.systemAccount, boot.systemAccountJWT)
+	if err := r.createObject(ctx, resources.NatsJWTBundleConfigMap(s.cp, bundle)); err != nil {
 		return err
 	}
 	log.Info("Created the NATS JWT bundle", "ConfigMap", klog.KRef(s.namespace(), resources.NatsJWTBundleMapName), "accounts", len(bundle))
 	if data.exists() || natsRunning {
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsJWTBundleRebuilt, fmt.Sprintf(
 			"ConfigMap %s was missing; rebuilt it with the %d accounts the Controller lists.", resources.NatsJWTBundleMapName, len(bundle)))
 	}
 	return nil
@@ -77,7 +82,7 @@ func ensureNatsJWTBundle(ctx context.Context, s *scope, boot *natsBootstrap, dat
 // Controller's operator changed (docs/controlplane.md#nats-operator-changes) before its NATS
 // reconcile task wrote the bundle: the hub must resolve the system account it is told to use,
 // signed by the operator it trusts. The Controller writes the same JWT when its task runs.
-func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, live *corev1.ConfigMap) error {
+func (r *Reconciler) syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, live *corev1.ConfigMap) error {
 	key := resources.NatsJWTKey(boot.systemAccount)
 	if !boot.fetched || live.Data[key] == boot.systemAccountJWT {
 		return nil
@@ -87,7 +92,7 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 		live.Data = map[string]string{}
 	}
 	live.Data[key] = boot.systemAccountJWT
-	if err := s.r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, live, client.MergeFrom(base), client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("set the system account of ConfigMap %s: %w", resources.NatsJWTBundleMapName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Set the system account of the NATS JWT bundle to the Controller's",
@@ -95,23 +100,10 @@ func syncSystemAccountJWT(ctx context.Context, s *scope, boot *natsBootstrap, li
 	return nil
 }
 
-// natsAccounts lists the Controller's NATS accounts over the pass's Controller session.
-func natsAccounts(ctx context.Context, s *scope) ([]iofog.NatsAccount, error) {
-	api, err := natsControllerClient(ctx, s)
-	switch {
-	case outcome.IsWait(err):
-		// The Controller cannot be asked in this pass: for the bundle, the list failed.
-		return nil, fmt.Errorf("list NATS accounts: %s", err.Error())
-	case err != nil:
-		return nil, err
-	}
-	return api.NatsAccounts(ctx)
-}
-
 // natsStatefulSet returns StatefulSet nats, or nil when it does not exist.
-func natsStatefulSet(ctx context.Context, s *scope) (*appsv1.StatefulSet, error) {
+func (r *Reconciler) natsStatefulSet(ctx context.Context, s *scope) (*appsv1.StatefulSet, error) {
 	var live appsv1.StatefulSet
-	found, err := s.getExisting(ctx, resources.NatsStatefulSetName, &live)
+	found, err := r.getExisting(ctx, s, resources.NatsStatefulSetName, &live)
 	if err != nil || !found {
 		return nil, err
 	}

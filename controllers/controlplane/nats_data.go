@@ -28,9 +28,9 @@ type natsData struct {
 }
 
 // observeNatsData lists the JetStream PVCs of the ControlPlane's namespace.
-func observeNatsData(ctx context.Context, s *scope) (natsData, error) {
+func (r *Reconciler) observeNatsData(ctx context.Context, s *scope) (natsData, error) {
 	var list corev1.PersistentVolumeClaimList
-	if err := s.r.List(ctx, &list, client.InNamespace(s.namespace())); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(s.namespace())); err != nil {
 		return natsData{}, outcome.Retry(datasancev3.ReasonApplyFailed, err)
 	}
 	var d natsData

@@ -22,7 +22,7 @@ import (
 // Controller's catalog holds them; docs/controlplane.md#create-once-objects), the server certificates, the bootstrap Secrets,
 // the ConfigMaps (server.conf keeps the Controller's routes) and the RBAC objects. Only objects
 // controlled by this ControlPlane are deleted.
-func removeNats(ctx context.Context, s *scope) error {
+func (r *Reconciler) removeNats(ctx context.Context, s *scope) error {
 	for _, o := range []struct {
 		kind, name string
 		obj        client.Object
@@ -33,18 +33,18 @@ func removeNats(ctx context.Context, s *scope) error {
 		{"Service", resources.NatsServerServiceName, &corev1.Service{}},
 		{"Service", resources.NatsHeadlessServiceName, &corev1.Service{}},
 	} {
-		found, err := s.getExisting(ctx, o.name, o.obj)
+		found, err := r.getExisting(ctx, s, o.name, o.obj)
 		if err != nil {
 			return err
 		}
 		if !found || !isControlledBy(o.obj, s.cp.UID) {
 			continue
 		}
-		if err := deleteOwned(ctx, s, o.name, o.obj); err != nil {
+		if err := r.deleteOwned(ctx, s, o.name, o.obj); err != nil {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted NATS object: NATS is disabled", o.kind, klog.KRef(s.namespace(), o.name))
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRemoved, fmt.Sprintf("NATS is disabled: deleted %s %s.", o.kind, o.name))
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsRemoved, fmt.Sprintf("NATS is disabled: deleted %s %s.", o.kind, o.name))
 	}
 	return nil
 }

@@ -22,16 +22,16 @@ const natsJetStreamKeyBytes = 32
 // releaseNatsJetStreamKey releases the JetStream key Secret the Datasance operator created owned
 // by the ControlPlane (releaseDataStore) before any of its workloads is replaced, so that where
 // the release is refused (DataStoreOwned) nothing has been deleted yet.
-func releaseNatsJetStreamKey(ctx context.Context, s *scope) error {
+func (r *Reconciler) releaseNatsJetStreamKey(ctx context.Context, s *scope) error {
 	if !s.natsEnabled() {
 		return nil
 	}
 	var sec corev1.Secret
-	found, err := s.getExisting(ctx, resources.NatsJetStreamKeySecretName(s.cp.Name), &sec)
+	found, err := r.getExisting(ctx, s, resources.NatsJetStreamKeySecretName(s.cp.Name), &sec)
 	if err != nil || !found {
 		return err
 	}
-	return releaseDataStore(ctx, s, resources.ComponentNats, &sec)
+	return r.releaseDataStore(ctx, s, resources.ComponentNats, &sec)
 }
 
 // ensureNatsJetStreamKey returns the JetStream encryption key (docs/controlplane.md#jetstream-encryption-key, step 4): the jsk of
@@ -40,21 +40,21 @@ func releaseNatsJetStreamKey(ctx context.Context, s *scope) error {
 // no key is generated while JetStream PVCs exist: a new key could not read their streams, so
 // that is JetStreamKeyMissing (terminal; the Secret watch and the PVC watch bring the
 // ControlPlane back when the key is restored or the PVCs are deleted).
-func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (string, error) {
+func (r *Reconciler) ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (string, error) {
 	name := resources.NatsJetStreamKeySecretName(s.cp.Name)
 	var sec corev1.Secret
-	found, err := s.getExisting(ctx, name, &sec)
+	found, err := r.getExisting(ctx, s, name, &sec)
 	switch {
 	case err != nil:
 		return "", err
 	case found && len(sec.Data[resources.NatsJetStreamKeyKey]) > 0:
-		return string(sec.Data[resources.NatsJetStreamKeyKey]), releaseDataStore(ctx, s, resources.ComponentNats, &sec)
+		return string(sec.Data[resources.NatsJetStreamKeyKey]), r.releaseDataStore(ctx, s, resources.ComponentNats, &sec)
 	case data.exists():
 		state := "does not exist"
 		if found {
 			state = "holds no key " + resources.NatsJetStreamKeyKey
 		}
-		return "", s.refuse(resources.ComponentNats, datasancev3.ReasonJetStreamKeyMissing, fmt.Errorf(
+		return "", r.refuse(s, resources.ComponentNats, datasancev3.ReasonJetStreamKeyMissing, fmt.Errorf(
 			"secret %s %s while the JetStream PVCs %s exist: a new key could not read their streams, so none is generated; "+
 				"restore the Secret (the running servers' key is jetstream.key in ConfigMap %s while that still exists), "+
 				"or delete the PVCs to start with empty JetStream storage",
@@ -62,7 +62,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 	}
 	key := newNatsJetStreamKey()
 	if !found {
-		if err := createObject(ctx, s, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
+		if err := r.createObject(ctx, resources.NatsJetStreamKeySecret(s.cp, key)); err != nil {
 			return "", err
 		}
 		ctrl.LoggerFrom(ctx).Info("Created JetStream encryption key", "Secret", klog.KRef(s.namespace(), name))
@@ -75,7 +75,7 @@ func ensureNatsJetStreamKey(ctx context.Context, s *scope, data natsData) (strin
 		sec.Data = map[string][]byte{}
 	}
 	sec.Data[resources.NatsJetStreamKeyKey] = []byte(key)
-	if err := s.r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, &sec, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return "", outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("write JetStream key to Secret %s: %w", name, err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote JetStream encryption key into empty Secret", "Secret", klog.KRef(s.namespace(), name))

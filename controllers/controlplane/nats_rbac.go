@@ -22,19 +22,19 @@ import (
 // garbage-collects them: the operator holds no delete on RBAC objects, and patch is enough to
 // take the permissions away. A Role the ControlPlane does not control is left alone, and a Role
 // already without rules is not written (one cached read per pass).
-func emptyLegacyNatsRole(ctx context.Context, s *scope) error {
+func (r *Reconciler) emptyLegacyNatsRole(ctx context.Context, s *scope) error {
 	role := &rbacv1.Role{}
-	found, err := s.getExisting(ctx, resources.NatsRoleName, role)
+	found, err := r.getExisting(ctx, s, resources.NatsRoleName, role)
 	if err != nil || !found || !isControlledBy(role, s.cp.UID) || len(role.Rules) == 0 {
 		return err
 	}
 	base := role.DeepCopy()
 	role.Rules = nil
-	if err := s.r.Patch(ctx, role, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Patch(ctx, role, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("empty Role %s: %w", resources.NatsRoleName, err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the rules of an earlier version's NATS Role: the NATS pods use no Kubernetes API", "Role", klog.KRef(s.namespace(), resources.NatsRoleName))
-	s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRoleEmptied,
+	r.event(s.cp, corev1.EventTypeNormal, eventNatsRoleEmptied,
 		fmt.Sprintf("Removed the rules of Role %s: the NATS pods read their files from mounted volumes and need no API access.", resources.NatsRoleName))
 	return nil
 }

@@ -28,7 +28,7 @@ import (
 // volumes grown; docs/controlplane.md#jetstream-storage). While pods of the Datasance operator's
 // StatefulSet remain, the replicas are those the handover allows (natsHandoverReplicas) and the
 // result is the handover's (handOverNats).
-func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) error {
+func (r *Reconciler) applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSet, storage natsStorage, restart natsRestartKeys) error {
 	exists := live != nil
 	replicas := s.spec.NatsReplicas()
 	w := resources.NatsWorkload{Image: s.images.Nats, Storage: storage.template}
@@ -48,7 +48,7 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 		desired.Spec.WithReplicas(handoverReplicas)
 		resources.MarkStatefulSetTakingOver(desired)
 	}
-	changed, err := applyIfChanged(ctx, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
+	changed, err := applyIfChanged(ctx, r, s, desired, &appsv1.StatefulSet{}, appsv1ac.ExtractStatefulSet)
 	if err != nil {
 		return err
 	}
@@ -56,16 +56,16 @@ func applyNatsStatefulSet(ctx context.Context, s *scope, live *appsv1.StatefulSe
 		ctrl.LoggerFrom(ctx).Info("Applied NATS StatefulSet", "replicas", replicas, "created", !exists)
 	}
 	if _, restart := w.PodAnnotations[resources.AnnotationRestartedAt]; restart && exists && ptr.Deref(live.Spec.Replicas, 1) > replicas {
-		s.r.event(s.cp, corev1.EventTypeNormal, eventNatsRestarted,
+		r.event(s.cp, corev1.EventTypeNormal, eventNatsRestarted,
 			fmt.Sprintf("NATS scaled down from %d to %d replicas; restarting the pods so they drop the removed routes.", ptr.Deref(live.Spec.Replicas, 1), replicas))
 	}
 	if storage.refused != nil {
-		return s.refuse(resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
+		return r.refuse(s, resources.ComponentNats, datasancev3.ReasonImmutableFieldChanged, storage.refused)
 	}
 	if h != nil {
-		return handOverNats(ctx, s, h, live, changed, handoverReplicas)
+		return r.handOverNats(ctx, s, h, live, changed, handoverReplicas)
 	}
-	return awaitStatefulSet(ctx, s, resources.ComponentNats, live, changed)
+	return r.awaitStatefulSet(ctx, s, resources.ComponentNats, live, changed)
 }
 
 // natsPodAnnotations are the pod template annotations of a live StatefulSet scaled to replicas

@@ -40,10 +40,10 @@ func ServesSCC(mapper meta.RESTMapper) (bool, error) {
 
 // allowImageUser lets the pods of ServiceAccount m run as the image's user on OpenShift
 // (resources.NonrootSCCRoleBinding, created once); elsewhere it does nothing.
-func allowImageUser(ctx context.Context, s *scope, m resources.ObjectMeta) error {
-	if !s.r.Options.OpenShiftSCC {
+func (r *Reconciler) allowImageUser(ctx context.Context, s *scope, m resources.ObjectMeta) error {
+	if !r.Options.OpenShiftSCC {
 		return nil
 	}
-	_, err := createIfAbsent(ctx, s, resources.NonrootSCCRoleBinding(m), &rbacv1.RoleBinding{})
+	_, err := createIfAbsent(ctx, r, s, resources.NonrootSCCRoleBinding(m), &rbacv1.RoleBinding{})
 	return err
 }

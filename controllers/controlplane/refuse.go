@@ -11,11 +11,11 @@ import (
 // Event once per cause — not again while the component's status from the previous pass already
 // reports the same message. The message is marked as announced, so the state change does not
 // repeat it. (badCertificate in certificates.go does the same for unusable certificates.)
-func (s *scope) refuse(component, reason string, err error) error {
+func (r *Reconciler) refuse(s *scope, component, reason string, err error) error {
 	refused := outcome.Stop(reason, err)
 	msg := refused.Error()
 	if st := s.componentStatus(component); st == nil || st.Reason != reason || st.Message != msg {
-		s.r.event(s.cp, corev1.EventTypeWarning, reason, msg)
+		r.event(s.cp, corev1.EventTypeWarning, reason, msg)
 	}
 	s.announce(msg)
 	return refused

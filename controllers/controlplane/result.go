@@ -15,7 +15,7 @@ type component struct {
 	name string
 	// run returns nil when the component is done, an outcome.Wait when it waits for something
 	// outside the operator, and any other error when it failed.
-	run func(context.Context, *scope) error
+	run func(*Reconciler, context.Context, *scope, controllerConversation) error
 	// status returns the component's status block on the ControlPlane.
 	status func(*datasancev3.ControlPlaneStatus) *datasancev3.ComponentStatus
 }

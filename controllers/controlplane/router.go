@@ -27,13 +27,13 @@ var errMissingRouterAddress = errors.New("reconcile Router failed: missing Proxy
 // Service → address → TLS Secrets → ConfigMap → Deployment, then the handover from the
 // Datasance operator's router pods while any is left (takeover.go), and done once the Deployment
 // is available (workloads.go).
-func reconcileRouter(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileRouter(ctx context.Context, s *scope, conv controllerConversation) error {
 	m := resources.MetaFor(s.cp, resources.ComponentRouter, resources.RouterName)
-	if err := applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
+	if err := r.applyWorkloadIdentity(ctx, s, m, resources.RouterRules); err != nil {
 		return err
 	}
 	svc := &corev1.Service{}
-	if _, err := applyIfChanged(ctx, s, s.serviceFor(resources.ComponentRouter, resources.RouterService(s.cp)), svc, corev1ac.ExtractService); err != nil {
+	if _, err := applyIfChanged(ctx, r, s, s.serviceFor(resources.ComponentRouter, resources.RouterService(s.cp)), svc, corev1ac.ExtractService); err != nil {
 		return err
 	}
 
@@ -43,11 +43,11 @@ func reconcileRouter(ctx context.Context, s *scope) error {
 		return err
 	}
 
-	secrets, err := ensureCertificates(ctx, s, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
+	secrets, err := r.ensureCertificates(ctx, s, conv, resources.ComponentRouter, resources.RouterCertificates(s.namespace(), address))
 	if err != nil {
 		return err
 	}
-	if err := applyRouterConfig(ctx, s); err != nil {
+	if err := r.applyRouterConfig(ctx, s); err != nil {
 		return err
 	}
 	tlsHash := resources.HashData(map[string]map[string][]byte{
@@ -59,15 +59,15 @@ func reconcileRouter(ctx context.Context, s *scope) error {
 		resources.MarkDeploymentTakingOver(desired)
 	}
 	live := &appsv1.Deployment{}
-	changed, err := applyIfChanged(ctx, s, desired, live, appsv1ac.ExtractDeployment)
+	changed, err := applyIfChanged(ctx, r, s, desired, live, appsv1ac.ExtractDeployment)
 	if err != nil {
 		return err
 	}
-	err = handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
+	err = r.handOverDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
 	if err != nil {
 		return err
 	}
-	return awaitDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
+	return r.awaitDeployment(ctx, s, resources.ComponentRouter, resources.RouterName, live, changed)
 }
 
 // routerAddress is the router's external address (docs/controlplane.md#router-service-and-address), from the defaulted Service type:
@@ -91,13 +91,13 @@ func routerAddress(spec *datasancev3.ControlPlaneSpec, svc *corev1.Service) (str
 // otherwise the merge of the existing document with it, so entries the Controller or an admin
 // added are kept. Nothing is written when the merge keeps the existing document and the labels
 // and owner are in place. An unreadable existing document is reported, not overwritten.
-func applyRouterConfig(ctx context.Context, s *scope) error {
+func (r *Reconciler) applyRouterConfig(ctx context.Context, s *scope) error {
 	desired, err := routerconf.Render(s.namespace())
 	if err != nil {
 		return fmt.Errorf("render skrouterd.json: %w", err)
 	}
 	live := &corev1.ConfigMap{}
-	found, err := s.getExisting(ctx, routerconf.ConfigMapName, live)
+	found, err := r.getExisting(ctx, s, routerconf.ConfigMapName, live)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 		}
 		config = merged
 	}
-	_, err = applyIfChanged(ctx, s, resources.RouterConfigMap(s.cp, config), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	_, err = applyIfChanged(ctx, r, s, resources.RouterConfigMap(s.cp, config), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	return err
 }
 
@@ -124,13 +124,13 @@ func applyRouterConfig(ctx context.Context, s *scope) error {
 // Secret) and Role, and creates its RoleBinding when absent. The Role is applied, not only
 // created, so that an upgraded operator narrows a Role an earlier version made with broader
 // rules and an edited Role is restored (docs/controlplane.md#operand-rbac).
-func applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta, rules []rbacv1.PolicyRule) error {
-	if _, err := applyIfChanged(ctx, s, resources.ServiceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+func (r *Reconciler) applyWorkloadIdentity(ctx context.Context, s *scope, m resources.ObjectMeta, rules []rbacv1.PolicyRule) error {
+	if _, err := applyIfChanged(ctx, r, s, resources.ServiceAccount(m, s.spec.Images.PullSecret), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 		return err
 	}
-	if _, err := applyIfChanged(ctx, s, resources.Role(m, rules...), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
+	if _, err := applyIfChanged(ctx, r, s, resources.Role(m, rules...), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
 		return err
 	}
-	_, err := createIfAbsent(ctx, s, resources.RoleBinding(m), &rbacv1.RoleBinding{})
+	_, err := createIfAbsent(ctx, r, s, resources.RoleBinding(m), &rbacv1.RoleBinding{})
 	return err
 }

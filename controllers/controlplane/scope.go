@@ -5,17 +5,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 
 	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
 	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 )
 
 // scope is the state of one reconcile pass over one ControlPlane. Components receive it by
-// pointer; the Reconciler itself holds only dependencies.
+// pointer; the Reconciler itself holds only dependencies. It is data only: no reconciler, no
+// session, no callbacks (test/architecture TestScopeIsData). Functions that use the clients are
+// methods of *Reconciler taking the scope, and those that talk to the Controller take the pass's
+// conversation as well (docs/architecture.md#the-controller-conversation).
 type scope struct {
-	// r gives access to the clients and options.
-	r *Reconciler
 	// cp is the ControlPlane being reconciled; its status is patched at the end of the pass.
 	cp *datasancev3.ControlPlane
 	// spec is &cp.Spec, for brevity.
@@ -28,19 +28,12 @@ type scope struct {
 	steady bool
 	// images are the operand images in force (spec.images over the operator defaults).
 	images resources.Images
-	// recorder emits Events on the ControlPlane.
-	recorder events.EventRecorder
-	// session is the pass's one Controller API session (iofogcontroller_session.go).
-	session controllerSession
 	// renewAt is the earliest renewal time of the leaf certificates the pass kept (zero: none);
 	// a ready pass requeues for it (certificates.go).
 	renewAt time.Time
 	// announced holds the messages of failures whose Warning Event a component emitted itself
 	// (or, unchanged since the last pass, already had), so the state change does not repeat it.
 	announced map[string]bool
-	// caChecks holds the outcome of comparing each CA Secret with the Controller's copy in this
-	// pass (ca_sync.go): a later step does not ask again, nor report a failure twice.
-	caChecks map[string]error
 	// restartController is set when the pass replaced a CA the Controller's processes keep in
 	// memory (ca_sync.go, replaceControllerCA): the Controller Deployment rolls.
 	restartController bool
@@ -82,12 +75,12 @@ func (s *scope) observeRouterAddress(svc *corev1.Service) (string, error) {
 
 // routerAddress is the router address of this pass: as the router component observed it, or,
 // when that component ended before, from the router Service read now.
-func (s *scope) routerAddress(ctx context.Context) (string, error) {
+func (r *Reconciler) routerAddress(ctx context.Context, s *scope) (string, error) {
 	if o := s.observed.router; o != nil {
 		return o.address, o.err
 	}
 	svc := &corev1.Service{}
-	if _, err := s.getExisting(ctx, resources.RouterName, svc); err != nil {
+	if _, err := r.getExisting(ctx, s, resources.RouterName, svc); err != nil {
 		return "", err
 	}
 	return s.observeRouterAddress(svc)
@@ -96,13 +89,11 @@ func (s *scope) routerAddress(ctx context.Context) (string, error) {
 // newScope builds the scope of one pass.
 func newScope(r *Reconciler, cp *datasancev3.ControlPlane, steady bool) *scope {
 	return &scope{
-		r:        r,
-		cp:       cp,
-		spec:     &cp.Spec,
-		now:      r.now(),
-		steady:   steady,
-		images:   imagesFor(&cp.Spec, r.Options.Images),
-		recorder: r.Recorder,
+		cp:     cp,
+		spec:   &cp.Spec,
+		now:    r.now(),
+		steady: steady,
+		images: imagesFor(&cp.Spec, r.Options.Images),
 	}
 }
 

@@ -72,17 +72,17 @@ func (s *scope) workloadSlots() []workloadSlot {
 // whose workload is marked resources.AnnotationTakingOver, or is missing where the Datasance
 // operator ran (datasanceRan), the pods of the Datasance operator still there (s.handovers). A
 // workload of this operator's without the mark costs nothing more than the cached read.
-func takeOver(ctx context.Context, s *scope) error {
+func (r *Reconciler) takeOver(ctx context.Context, s *scope) error {
 	var legacy []client.Object
 	var legacySlots, foreign, observe []workloadSlot
 	for _, w := range s.workloadSlots() {
 		live := w.newObject()
-		found, err := s.getExisting(ctx, w.name, live)
+		found, err := r.getExisting(ctx, s, w.name, live)
 		if err != nil {
 			return err
 		}
 		if !found {
-			ran, err := s.datasanceRan(ctx, w)
+			ran, err := r.datasanceRan(ctx, s, w)
 			if err != nil {
 				return err
 			}
@@ -111,13 +111,13 @@ func takeOver(ctx context.Context, s *scope) error {
 		if err := checkDatasanceSQLite(s, legacy, legacySlots); err != nil {
 			return err
 		}
-		if err := releaseNatsJetStreamKey(ctx, s); err != nil {
+		if err := r.releaseNatsJetStreamKey(ctx, s); err != nil {
 			return err
 		}
-		return replaceDatasanceWorkloads(ctx, s, legacy, legacySlots)
+		return r.replaceDatasanceWorkloads(ctx, s, legacy, legacySlots)
 	}
 	for _, w := range observe {
-		h, err := observeHandover(ctx, s, w)
+		h, err := r.observeHandover(ctx, s, w)
 		if err != nil {
 			return err
 		}
@@ -151,9 +151,9 @@ func checkDatasanceSQLite(s *scope, legacy []client.Object, slots []workloadSlot
 // datasanceRan reports whether the Datasance operator ran w's component here, for a component
 // whose workload is missing: its Service carries resources.LabelDatasanceComponent. A first
 // install costs one cached read, and no list of pods.
-func (s *scope) datasanceRan(ctx context.Context, w workloadSlot) (bool, error) {
+func (r *Reconciler) datasanceRan(ctx context.Context, s *scope, w workloadSlot) (bool, error) {
 	svc := &corev1.Service{}
-	found, err := s.getExisting(ctx, w.service, svc)
+	found, err := r.getExisting(ctx, s, w.service, svc)
 	if err != nil || !found {
 		return false, err
 	}
@@ -163,18 +163,18 @@ func (s *scope) datasanceRan(ctx context.Context, w workloadSlot) (bool, error) 
 
 // replaceDatasanceWorkloads deletes the Datasance operator's workloads, orphaning their pods,
 // and waits until the garbage collector has released the pods and removed the workloads.
-func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Object, slots []workloadSlot) error {
+func (r *Reconciler) replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Object, slots []workloadSlot) error {
 	for i, obj := range legacy {
 		if !obj.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		err := s.r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan),
+		err := r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan),
 			client.Preconditions{UID: ptr.To(obj.GetUID()), ResourceVersion: ptr.To(obj.GetResourceVersion())})
 		if client.IgnoreNotFound(err) != nil {
 			return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %s of the Datasance operator: %w", slots[i], err))
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted a workload of the Datasance operator, orphaning its pods", slots[i].kind, klog.KRef(s.namespace(), slots[i].name))
-		s.r.event(s.cp, corev1.EventTypeNormal, datasancev3.ReasonTakingOver, fmt.Sprintf(
+		r.event(s.cp, corev1.EventTypeNormal, datasancev3.ReasonTakingOver, fmt.Sprintf(
 			"Deleted %s of the Datasance operator, orphaning its pods: they keep serving until this operator's replace them.", slots[i]))
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
@@ -183,16 +183,16 @@ func replaceDatasanceWorkloads(ctx context.Context, s *scope, legacy []client.Ob
 
 // observeHandover lists what the Datasance operator's workload of w left (uncached: pods and
 // ReplicaSets are read only while taking over). Nil when nothing is left.
-func observeHandover(ctx context.Context, s *scope, w workloadSlot) (*handover, error) {
+func (r *Reconciler) observeHandover(ctx context.Context, s *scope, w workloadSlot) (*handover, error) {
 	opts := []client.ListOption{client.InNamespace(s.namespace()), client.MatchingLabels(resources.DatasancePodLabels(s.cp.Name, w.component))}
 	var pods corev1.PodList
-	if err := s.r.List(ctx, &pods, opts...); err != nil {
+	if err := r.List(ctx, &pods, opts...); err != nil {
 		return nil, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of the Datasance operator's %s: %w", w, err))
 	}
 	h := &handover{pods: pods.Items}
 	if w.kind == "Deployment" {
 		var sets appsv1.ReplicaSetList
-		if err := s.r.List(ctx, &sets, opts...); err != nil {
+		if err := r.List(ctx, &sets, opts...); err != nil {
 			return nil, outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the ReplicaSets of the Datasance operator's %s: %w", w, err))
 		}
 		h.replicaSets = sets.Items
@@ -220,7 +220,7 @@ func (s *scope) serviceFor(component string, svc *corev1ac.ServiceApplyConfigura
 // (no UID: it did not exist) and changed whether the apply wrote it: a Deployment just written
 // has not been observed by its controller yet. It returns nil without a handover, and a wait
 // (or a failure) while one is under way.
-func handOverDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
+func (r *Reconciler) handOverDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
 	h := s.handover(component)
 	if h == nil {
 		return nil
@@ -230,7 +230,7 @@ func handOverDeployment(ctx context.Context, s *scope, component, name string, l
 			"Taking over from the Datasance operator: %s of its Deployment %s keep serving until this operator's is available.",
 			podCount(len(h.pods)), name))
 	}
-	if err := h.retireDeploymentPods(ctx, s); err != nil {
+	if err := r.retireDeploymentPods(ctx, h); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
@@ -240,9 +240,9 @@ func handOverDeployment(ctx context.Context, s *scope, component, name string, l
 // retireBeforeStarting stops the Datasance operator's pods of a component before this operator
 // starts its own: two Controllers must never open one SQLite database (the claim is mounted by
 // both). The component waits, without its Deployment, until they are gone.
-func retireBeforeStarting(ctx context.Context, s *scope, component, name string) error {
+func (r *Reconciler) retireBeforeStarting(ctx context.Context, s *scope, component, name string) error {
 	h := s.handover(component)
-	if err := h.retireDeploymentPods(ctx, s); err != nil {
+	if err := r.retireDeploymentPods(ctx, h); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
@@ -253,11 +253,11 @@ func retireBeforeStarting(ctx context.Context, s *scope, component, name string)
 // retireDeploymentPods deletes what keeps the Datasance operator's pods of a Deployment running:
 // its ReplicaSets (the garbage collector deletes their pods) and any pod no ReplicaSet controls.
 // Each delete is preconditioned on the UID read, so an object created meanwhile is never hit.
-func (h *handover) retireDeploymentPods(ctx context.Context, s *scope) error {
+func (r *Reconciler) retireDeploymentPods(ctx context.Context, h *handover) error {
 	for i := range h.replicaSets {
 		rs := &h.replicaSets[i]
 		if rs.DeletionTimestamp.IsZero() {
-			if err := deleteLegacy(ctx, s, rs, metav1.DeletePropagationBackground); err != nil {
+			if err := r.deleteLegacy(ctx, rs, metav1.DeletePropagationBackground); err != nil {
 				return err
 			}
 		}
@@ -265,7 +265,7 @@ func (h *handover) retireDeploymentPods(ctx context.Context, s *scope) error {
 	for i := range h.pods {
 		pod := &h.pods[i]
 		if metav1.GetControllerOf(pod) == nil && pod.DeletionTimestamp.IsZero() {
-			if err := deleteLegacy(ctx, s, pod, metav1.DeletePropagationBackground); err != nil {
+			if err := r.deleteLegacy(ctx, pod, metav1.DeletePropagationBackground); err != nil {
 				return err
 			}
 		}
@@ -275,8 +275,8 @@ func (h *handover) retireDeploymentPods(ctx context.Context, s *scope) error {
 
 // deleteLegacy deletes an object the Datasance operator's workload left, if it is still the one
 // read.
-func deleteLegacy(ctx context.Context, s *scope, obj client.Object, propagation metav1.DeletionPropagation) error {
-	err := s.r.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: ptr.To(obj.GetUID())})
+func (r *Reconciler) deleteLegacy(ctx context.Context, obj client.Object, propagation metav1.DeletionPropagation) error {
+	err := r.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: ptr.To(obj.GetUID())})
 	if client.IgnoreNotFound(err) != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("delete %T %s of the Datasance operator: %w", obj, obj.GetName(), err))
 	}
@@ -343,7 +343,7 @@ func legacyOrdinalLess(a, b string) bool {
 // handOverNats retires the Datasance operator's NATS pods one at a time, the lowest ordinal
 // first, each once every server of this operator's StatefulSet (live, read before this pass's
 // apply; nil when it did not exist) is ready at the replica count k the handover allows.
-func handOverNats(ctx context.Context, s *scope, h *handover, live *appsv1.StatefulSet, changed bool, k int32) error {
+func (r *Reconciler) handOverNats(ctx context.Context, s *scope, h *handover, live *appsv1.StatefulSet, changed bool, k int32) error {
 	desired := s.spec.NatsReplicas()
 	progress := fmt.Sprintf("Taking over from the Datasance operator: %d of %d NATS servers replaced", k, desired)
 	next := nextLegacyNatsPod(h.pods)
@@ -356,7 +356,7 @@ func handOverNats(ctx context.Context, s *scope, h *handover, live *appsv1.State
 		return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(
 			"%s; waiting for this operator's to be ready before replacing pod %s.", progress, next.Name))
 	}
-	if err := deleteLegacy(ctx, s, next, metav1.DeletePropagationBackground); err != nil {
+	if err := r.deleteLegacy(ctx, next, metav1.DeletePropagationBackground); err != nil {
 		return err
 	}
 	return outcome.Wait(datasancev3.ReasonTakingOver, requeueTakeover, fmt.Sprintf(

@@ -59,7 +59,7 @@ func statefulSetAvailable(sts *appsv1.StatefulSet) bool {
 // Deployment as read before this pass's apply and changed whether the apply wrote it (a
 // Deployment just written has not been observed by its controller yet, so there is nothing to
 // read from its pods).
-func awaitDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
+func (r *Reconciler) awaitDeployment(ctx context.Context, s *scope, component, name string, live *appsv1.Deployment, changed bool) error {
 	if live.UID != "" && !changed && deploymentAvailable(live) {
 		return nil
 	}
@@ -72,13 +72,13 @@ func awaitDeployment(ctx context.Context, s *scope, component, name string, live
 			failedCreate = c.Message
 		}
 	}
-	return awaitPods(ctx, s, component, fmt.Sprintf("Deployment %s has %d of %d replicas available",
+	return r.awaitPods(ctx, s, component, fmt.Sprintf("Deployment %s has %d of %d replicas available",
 		name, live.Status.AvailableReplicas, ptr.Deref(live.Spec.Replicas, 1)), failedCreate)
 }
 
 // awaitStatefulSet returns nil when the component's StatefulSet is available (see awaitDeployment
 // for live, nil when there was none, and changed).
-func awaitStatefulSet(ctx context.Context, s *scope, component string, live *appsv1.StatefulSet, changed bool) error {
+func (r *Reconciler) awaitStatefulSet(ctx context.Context, s *scope, component string, live *appsv1.StatefulSet, changed bool) error {
 	if live != nil && !changed && statefulSetAvailable(live) {
 		return nil
 	}
@@ -87,11 +87,11 @@ func awaitStatefulSet(ctx context.Context, s *scope, component string, live *app
 	}
 	// A StatefulSet has no condition for pods it cannot create: its controller says so in an
 	// Event only.
-	failedCreate, err := lastFailedCreate(ctx, s, live)
+	failedCreate, err := r.lastFailedCreate(ctx, s, live)
 	if err != nil {
 		return err
 	}
-	return awaitPods(ctx, s, component, fmt.Sprintf("StatefulSet %s has %d of %d replicas ready",
+	return r.awaitPods(ctx, s, component, fmt.Sprintf("StatefulSet %s has %d of %d replicas ready",
 		live.Name, live.Status.ReadyReplicas, ptr.Deref(live.Spec.Replicas, 1)), failedCreate)
 }
 
@@ -103,9 +103,9 @@ func rollingOut(component, workload string) error {
 
 // awaitPods is the wait of a component whose workload's controller has seen the current generation
 // and does not report it available, with what its pods say.
-func awaitPods(ctx context.Context, s *scope, component, what, failedCreate string) error {
+func (r *Reconciler) awaitPods(ctx context.Context, s *scope, component, what, failedCreate string) error {
 	var pods corev1.PodList
-	if err := s.r.List(ctx, &pods, client.InNamespace(s.namespace()), client.MatchingLabels(s.labels(component))); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(s.namespace()), client.MatchingLabels(s.labels(component))); err != nil {
 		return outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the pods of %s: %w", componentTitle[component], err))
 	}
 	msg := fmt.Sprintf("%s is not available: %s", componentTitle[component], what)
@@ -116,9 +116,9 @@ func awaitPods(ctx context.Context, s *scope, component, what, failedCreate stri
 }
 
 // lastFailedCreate is the message of the newest FailedCreate Event of a StatefulSet ("" when none).
-func lastFailedCreate(ctx context.Context, s *scope, sts *appsv1.StatefulSet) (string, error) {
+func (r *Reconciler) lastFailedCreate(ctx context.Context, s *scope, sts *appsv1.StatefulSet) (string, error) {
 	var events corev1.EventList
-	if err := s.r.List(ctx, &events, client.InNamespace(s.namespace()), client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(fields.Set{
+	if err := r.List(ctx, &events, client.InNamespace(s.namespace()), client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(fields.Set{
 		"involvedObject.uid": string(sts.UID), "reason": "FailedCreate",
 	})}); err != nil {
 		return "", outcome.Retry(datasancev3.ReasonApplyFailed, fmt.Errorf("list the events of StatefulSet %s: %w", sts.Name, err))

@@ -1,4 +1,4 @@
-package controlplane
+package conversation
 
 import (
 	"context"
@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
-	datasancev3 "github.com/kubeopera/kubeopera-operator/api/datasance/v3"
-	"github.com/kubeopera/kubeopera-operator/controllers/controlplane/internal/resources"
 	"github.com/kubeopera/kubeopera-operator/internal/iofog"
 )
 
-// ControllerAPI is the part of the Controller REST API the reconciler uses. *iofog.Client
-// implements it.
-type ControllerAPI interface {
+// API is the part of the Controller REST API the operator uses. *iofog.Client implements it;
+// tests substitute a client of the contract double (internal/iofog/fake).
+type API interface {
 	Status(ctx context.Context) (*iofog.ControllerStatus, error)
 	Login(ctx context.Context, username, password string) (*iofog.Tokens, error)
 	LoginClientCredentials(ctx context.Context, issuerURL, clientID, clientSecret string) (string, error)
@@ -45,10 +42,10 @@ type ControllerAPI interface {
 	CloseIdleConnections()
 }
 
-var _ ControllerAPI = (*iofog.Client)(nil)
+var _ API = (*iofog.Client)(nil)
 
-// ControllerEndpoint says where one Controller API is and whom to trust for it.
-type ControllerEndpoint struct {
+// Endpoint says where one Controller API is and whom to trust for it.
+type Endpoint struct {
 	// BaseURL is scheme://host:port, without /api/v3: what the operator dials.
 	BaseURL string
 	// CAs is a PEM bundle trusted for this ControlPlane besides the system roots and
@@ -65,17 +62,17 @@ type ControllerEndpoint struct {
 	IdentityProviderCAs []byte
 }
 
-// ControllerClientFactory returns a client for one Controller endpoint. It does no I/O beyond
-// reading the operator's CA file.
-type ControllerClientFactory func(ControllerEndpoint) (ControllerAPI, error)
+// ClientFactory returns a client for one Controller endpoint. It does no I/O beyond reading the
+// operator's CA file.
+type ClientFactory func(Endpoint) (API, error)
 
-// NewControllerClientFactory is the production factory: iofog clients with the default timeout
+// NewClientFactory is the production factory: iofog clients with the default timeout
 // that trust the system roots, the PEM bundle in caFile (if any; read for each client, so a
 // rotated bundle is picked up without a restart) and the endpoint's own CAs; the identity
 // provider is trusted with all of that and the endpoint's IdentityProviderCAs. TLS verification
 // is always on.
-func NewControllerClientFactory(caFile string) ControllerClientFactory {
-	return func(ep ControllerEndpoint) (ControllerAPI, error) {
+func NewClientFactory(caFile string) ClientFactory {
+	return func(ep Endpoint) (API, error) {
 		var opts []iofog.Option
 		if caFile != "" || len(ep.CAs) > 0 {
 			pool, err := controllerCertPool(caFile, ep.CAs)
@@ -122,15 +119,4 @@ func controllerCertPool(caFile string, cas []byte) (*x509.CertPool, error) {
 		return nil, errors.New("controller CA bundle: no PEM certificate found")
 	}
 	return pool, nil
-}
-
-// internalControllerURL is where the operator reaches a ControlPlane's Controller API: the
-// endpoint template (default controller.{namespace}.svc.cluster.local:51121) with {namespace}
-// and {name} replaced, and the scheme of spec.controller.https. It never uses the public URL.
-func internalControllerURL(template string, cp *datasancev3.ControlPlane) string {
-	if template == "" {
-		template = DefaultControllerEndpointTemplate
-	}
-	host := strings.NewReplacer("{namespace}", cp.Namespace, "{name}", cp.Name).Replace(template)
-	return resources.ControllerScheme(&cp.Spec) + "://" + host
 }
