@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -443,12 +444,16 @@ func (h *harness) get() *datasancev3.ControlPlane {
 	return cp
 }
 
-// update changes the ControlPlane's spec.
+// update changes the ControlPlane's spec. The operator patches the object too (annotations,
+// finalizer), so an update that meets a newer version is read and applied again, as kubectl edit
+// would be.
 func (h *harness) update(mutate func(*datasancev3.ControlPlane)) {
 	h.t.Helper()
-	cp := h.get()
-	mutate(cp)
-	h.g.Expect(env.Client.Update(h.ctx, cp)).To(Succeed())
+	h.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cp := h.get()
+		mutate(cp)
+		return env.Client.Update(h.ctx, cp)
+	})).To(Succeed())
 }
 
 // expectState asserts the True condition and that it is the only one.
