@@ -114,7 +114,7 @@ func assertSecretScope(ctx context.Context, g Gomega, c client.Client, mgrCache 
 	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "git"},
 		Data: map[string][]byte{"password": []byte("p")}})).To(Succeed())
 	g.Expect(c.Create(ctx, testfixture.KubeOperaApp(
-		testfixture.AppInNamespace(appNS), testfixture.AppNamed("a"), testfixture.AppNotYetCreated(), testfixture.AppCloudSpace("cs"),
+		testfixture.AppInNamespace(appNS), testfixture.AppNamed("a"), testfixture.AppCloudSpace("cs"),
 		testfixture.AppTenant(""), testfixture.AppExampleWorkload("a"), testfixture.AppGitURL("https://git.example.com/apps.git"),
 	))).To(Succeed())
 	g.Eventually(func() int {

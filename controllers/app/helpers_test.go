@@ -150,7 +150,7 @@ func ownVCluster(t *testing.T, what string, crdDirs ...string) (*apptest.Cluster
 // with the example workload, changed by mods.
 func (f *fixture) newApp(name, tenant string, mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
 	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
-		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(name),
 		testfixture.AppCloudSpace(f.cloudSpace), testfixture.AppTenant(tenant), testfixture.AppExampleWorkload(name),
 		testfixture.AppGitURL(f.gitURL()), testfixture.AppGitSecret(gitSecret), testfixture.AppFluxSecret(fluxSecret),
 	}, mods...)...)

@@ -56,7 +56,7 @@ func TestTenantAPIUnavailable(t *testing.T) {
 	ns, err := apptest.Namespace(ctx, bare.Client, "no-tenants")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bare.Client.Create(ctx, testfixture.KubeOperaApp(
-		testfixture.AppInNamespace(ns), testfixture.AppNamed("waiting"), testfixture.AppNotYetCreated(), testfixture.AppTenant(""),
+		testfixture.AppInNamespace(ns), testfixture.AppNamed("waiting"), testfixture.AppTenant(""),
 		testfixture.AppExampleWorkload("waiting"), testfixture.AppGitURL("https://git.example.com/x.git"),
 	))).To(Succeed())
 	g.Eventually(func(g Gomega) {

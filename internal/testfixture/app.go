@@ -64,12 +64,6 @@ func AppGeneration(generation int64) AppMod {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Generation = generation }
 }
 
-// AppNotYetCreated clears what KubeOperaApp sets as the API server would on create
-// (metadata.generation), leaving the app as a test sends it to Create.
-func AppNotYetCreated() AppMod {
-	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.Generation = 0 }
-}
-
 // AppCreated sets the app's creation timestamp.
 func AppCreated(at time.Time) AppMod {
 	return func(a *kubeoperav1alpha1.KubeOperaApp) { a.CreationTimestamp = metav1.NewTime(at) }

@@ -196,7 +196,7 @@ func setupTenantNamespace(ctx context.Context, h *cluster, ns string, tenantKube
 
 func benchApp(ns, name, repoURL string) *kubeoperav1alpha1.KubeOperaApp {
 	return testfixture.KubeOperaApp(
-		testfixture.AppInNamespace(ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppInNamespace(ns), testfixture.AppNamed(name),
 		testfixture.AppCloudSpace(cloudSpace), testfixture.AppTenant(tenantName), testfixture.AppExampleWorkload(name),
 		testfixture.AppGitURL(repoURL), testfixture.AppGitSecret(gitSecretName),
 	)

@@ -80,7 +80,7 @@ func newAppFixture(ctx context.Context, g Gomega, ns, repo, gitURL string) *appF
 
 func (f *appFixture) app() *kubeoperav1alpha1.KubeOperaApp {
 	return testfixture.KubeOperaApp(
-		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(appName), testfixture.AppNotYetCreated(),
+		testfixture.AppInNamespace(f.ns), testfixture.AppNamed(appName),
 		testfixture.AppCloudSpace("cs-"+f.ns), testfixture.AppTenant(appTenant), testfixture.AppExampleWorkload(appName),
 		testfixture.AppGitURL(f.gitURL), testfixture.AppGitSecret(appGitAuth),
 	)

@@ -119,7 +119,7 @@ func (e *env) cloudSpace(g Gomega, tenant, cloudSpace string) string {
 // CloudSpace's credentials, changed by mods.
 func (e *env) app(ns, name, tenant, cloudSpace, repo string, mods ...testfixture.AppMod) *kubeoperav1alpha1.KubeOperaApp {
 	return testfixture.KubeOperaApp(append([]testfixture.AppMod{
-		testfixture.AppInNamespace(ns), testfixture.AppNamed(name), testfixture.AppNotYetCreated(),
+		testfixture.AppInNamespace(ns), testfixture.AppNamed(name),
 		testfixture.AppCloudSpace(cloudSpace), testfixture.AppTenant(tenant), testfixture.AppExampleWorkload(name),
 		testfixture.AppGitURL(e.git.URL(repo)), testfixture.AppGitSecret("git"), testfixture.AppFluxSecret("git-readonly"),
 		func(a *kubeoperav1alpha1.KubeOperaApp) { a.Spec.Flux.Interval = "10s" },

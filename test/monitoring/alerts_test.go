@@ -107,7 +107,7 @@ func TestAlertsFireOnARealRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(git.Stop)
 	g.Expect(env.Client.Create(ctx, testfixture.KubeOperaApp(
-		testfixture.AppInNamespace(nsUnreachable), testfixture.AppNamed("web"), testfixture.AppNotYetCreated(),
+		testfixture.AppInNamespace(nsUnreachable), testfixture.AppNamed("web"),
 		testfixture.AppCloudSpace("no-such-cloud-space"), testfixture.AppTenant(""), testfixture.AppExampleWorkload("web"),
 		testfixture.AppGitURL(git.URL("apps")),
 	))).To(Succeed())

@@ -68,10 +68,7 @@ func (s *Session) callFailed(ctx context.Context, err error, ep Endpoint, what s
 		if host == "" {
 			host = hostOfURL(ep.BaseURL)
 		}
-		names := "no names"
-		if len(m.Names) > 0 {
-			names = strings.Join(m.Names, ", ")
-		}
+		names := certificateNames(m)
 		if m.UnknownAuthority {
 			return outcome.Retry(datasancev3.ReasonControllerCertificateInvalid, fmt.Errorf(
 				"the Controller's certificate at %s (names: %s) is not signed by a trusted CA: put its CA in ca.crt of Secret %q (spec.controller.secretName) or reference it with spec.controller.caSecretRef",
@@ -108,6 +105,14 @@ func (s *Session) registrationFailure(ctx context.Context, err error) error {
 	return outcome.Retry(datasancev3.ReasonRegistrationFailed, err)
 }
 
+// certificateNames lists the names a certificate that did not verify covers, for a message.
+func certificateNames(m *iofog.CertificateMismatch) string {
+	if len(m.Names) == 0 {
+		return "no names"
+	}
+	return strings.Join(m.Names, ", ")
+}
+
 func isCertificateMismatch(err error) bool {
 	_, ok := iofog.AsCertificateMismatch(err)
 	return ok
@@ -119,10 +124,7 @@ func isCertificateMismatch(err error) bool {
 // certificate without any event here, and the CA Secret is watched.
 func identityProviderCertificateInvalid(issuer string, err error) error {
 	m, _ := iofog.AsCertificateMismatch(err)
-	names := "no names"
-	if len(m.Names) > 0 {
-		names = strings.Join(m.Names, ", ")
-	}
+	names := certificateNames(m)
 	if m.UnknownAuthority {
 		return outcome.Retry(datasancev3.ReasonLoginFailed, fmt.Errorf(
 			"the identity provider's certificate at %s (names: %s) is not signed by a trusted CA: reference its CA with spec.auth.caSecretRef",
