@@ -47,6 +47,10 @@ type badInput struct {
 	// the folder is gone and retries; the test deletes the app the way an administrator would,
 	// with the kubeopera.io/skip-git-cleanup annotation.
 	skipGitCleanup bool
+	// alone: the row changes what the other rows see (it pushes to the repository or creates
+	// apps), or its refusal comes from other apps' Secrets (every new app of the namespace that
+	// pushes with the shared Secret brings it back to a pass), so it never runs beside them.
+	alone bool
 }
 
 // TestBadInputMatrix tries every field a user writes with each kind of wrong value. Each one is
@@ -378,7 +382,7 @@ func TestBadInputMatrix(t *testing.T) {
 		// spec.git.fluxSecretRef never names credentials the operator pushes with.
 		{name: "flux Secret that is the push Secret", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: gitSecret}
-		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "also spec.git.secretRef", terminal: true},
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "also spec.git.secretRef", terminal: true, alone: true},
 		{name: "flux Secret that is another app's push Secret", setup: func(f *fixture, app string) string {
 			f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "push-of-" + app}, Data: gitServer.SecretData()})
 			f.create(f.newApp("pusher-"+app, "t1", func(a *kubeoperav1alpha1.KubeOperaApp) {
@@ -388,11 +392,11 @@ func TestBadInputMatrix(t *testing.T) {
 			return ""
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-of-" + a.Name}
-		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "spec.git.secretRef of app pusher-", terminal: true},
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "spec.git.secretRef of app pusher-", terminal: true, alone: true},
 		{name: "flux Secret holding the push credential", setup: fluxCredentials("push-copy", corev1.SecretTypeBasicAuth, map[string][]byte{"username": []byte("someone"), "password": []byte(gitServer.Password)}),
 			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "push-copy"}
-			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential", terminal: true},
+			}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential", terminal: true, alone: true},
 		{name: "flux Secret of a ServiceAccount token shape", setup: fluxCredentials("flux-sa-shaped", corev1.SecretTypeOpaque, map[string][]byte{"token": []byte("eyJhbGciOiJSUzI1NiJ9.sa-t0ken"), "namespace": []byte("default")}),
 			mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 				a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "flux-sa-shaped"}
@@ -409,7 +413,7 @@ func TestBadInputMatrix(t *testing.T) {
 			return fluxCredentials("stolen-"+app, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("x"), "password": []byte("n3ighbour-push-" + app)})(f, app)
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "stolen-" + a.Name}
-		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential as the push Secret of app other-", terminal: true},
+		}, condition: fluxCond, reason: kubeoperav1alpha1.ReasonFluxSecretRefused, message: "same credential as the push Secret of app other-", terminal: true, alone: true},
 		{name: "push Secret labelled as Flux credentials", setup: fluxCredentials("declared-copyable", corev1.SecretTypeOpaque, gitServer.SecretData()),
 			mutate:    withGitSecret("declared-copyable"),
 			condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "declared copyable into vClusters", terminal: true},
@@ -419,7 +423,7 @@ func TestBadInputMatrix(t *testing.T) {
 			return secret("exposed-"+app, corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("git"), "password": []byte("n3ighbour-read-" + app)})(f, app)
 		}, mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.SecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "exposed-" + a.Name}
-		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "same credential as the Flux Secret of app other-", terminal: true},
+		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonPushSecretExposed, message: "same credential as the Flux Secret of app other-", terminal: true, alone: true},
 		{name: "flux Secret missing", mutate: func(_ *fixture, a *kubeoperav1alpha1.KubeOperaApp) {
 			a.Spec.Git.FluxSecretRef = &kubeoperav1alpha1.LocalSecretReference{Name: "no-such-flux-secret"}
 		}, condition: gitCond, reason: kubeoperav1alpha1.ReasonGitSecretNotFound, message: "no-such-flux-secret"},
@@ -481,6 +485,12 @@ func TestBadInputMatrix(t *testing.T) {
 
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// A terminal row spends most of its time in the quiet window of its hot-loop check;
+			// those windows overlap (-test.parallel rows at once, after the other rows). Each
+			// row counts only its own app's passes, writes and Events.
+			if tc.terminal && !tc.alone {
+				t.Parallel()
+			}
 			cf := *f
 			cf.t, cf.g = t, NewWithT(t)
 			cf.g.SetDefaultEventuallyTimeout(timeout)
@@ -506,7 +516,7 @@ func (tc badInput) run(f *fixture, name string) {
 	// objects count there.
 	appNamespace := render.AppNamespace(a).Name
 	namespaceExisted := f.vc(&corev1.Namespace{}, "", appNamespace)
-	vclusterRequests.reset()
+	vclusterBefore := vclusterRequests.mark()
 	err := host.Client.Create(f.ctx, a)
 	if tc.admission != "" {
 		f.g.Expect(err).To(HaveOccurred(), "the API server admitted the app")
@@ -535,7 +545,7 @@ func (tc badInput) run(f *fixture, name string) {
 
 	// No hot loop: a window of the reconciler's own passes.
 	start := passes.of(f.ns, name)
-	statusWrites := hostRequests.writes("/kubeoperaapps/" + name)
+	hostBefore := hostRequests.mark()
 	warnings := countWarnings(f, name)
 	if tc.terminal {
 		// Never retried: each change of the app is one pass. One pass more may come from an
@@ -552,18 +562,18 @@ func (tc badInput) run(f *fixture, name string) {
 		// Retried with the backoff: the next passes find the same and write nothing.
 		f.g.Eventually(func() int { return passes.of(f.ns, name) }).Should(BeNumerically(">=", start+2))
 	}
-	f.g.Expect(hostRequests.writes("/kubeoperaapps/"+name)).To(Equal(statusWrites), "status written again for the same refusal")
+	f.g.Expect(hostRequests.writesSince(hostBefore, "kubeoperaapps", name)).To(BeEmpty(), "status written again for the same refusal")
 	f.g.Expect(countWarnings(f, name)).To(Equal(warnings), "Events recorded again for the same refusal")
 	f.waitCondition(name, kubeoperav1alpha1.ConditionReady, metav1.ConditionFalse, tc.reason)
 
 	// No partial write: nothing pushed, nothing written to the vCluster.
 	f.g.Expect(f.head()).To(Equal(headBefore), "pushed to Git")
-	// The vCluster is shared by the suite: apps of earlier tests may still be cleaned up there, so
-	// only the writes naming this app's namespace or Flux objects count (the namespace and the
-	// Kustomization are also checked to be absent below).
-	writes := vclusterRequests.writes("/" + render.FluxName(got))
+	// The vCluster is shared by the suite and by the rows running at once: apps of earlier tests
+	// may still be cleaned up there, so only the writes naming this app's namespace or Flux
+	// objects count (the namespace and the Kustomization are also checked to be absent below).
+	writes := vclusterRequests.writesSince(vclusterBefore, render.FluxName(got))
 	if !namespaceExisted {
-		writes = mergeCounts(writes, vclusterRequests.writes("/namespaces/"+appNamespace))
+		writes = mergeCounts(writes, vclusterRequests.writesSince(vclusterBefore, "namespaces", appNamespace))
 		f.g.Expect(f.vc(&corev1.Namespace{}, "", appNamespace)).To(BeFalse())
 	}
 	f.g.Expect(writes).To(BeEmpty(), "written to the vCluster")

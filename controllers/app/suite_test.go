@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,7 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/apptest"
 	"github.com/kubeopera/kubeopera-operator/internal/gitops"
 	"github.com/kubeopera/kubeopera-operator/internal/tenant"
+	"github.com/kubeopera/kubeopera-operator/test/testenv"
 )
 
 // The suite runs the reconciler in a manager against a real host API server, with a second real
@@ -91,8 +94,15 @@ var suiteOptions = app.Options{
 
 func TestMain(m *testing.M) {
 	flag.Parse() // apptest.ExitCode reads -short
+	testenv.SetDefaultParallel(suiteParallel)
 	os.Exit(run(m))
 }
+
+// suiteParallel is how many parallel tests run at once unless -parallel is given. The suite's
+// tests share the manager and its hooks, so they run one after the other; only the terminal rows
+// of the bad-input matrix are parallel, and each of them mostly waits out a one-second quiet
+// window, which eight at once share.
+const suiteParallel = 8
 
 func run(m *testing.M) int {
 	code, started := setUp()
@@ -337,6 +347,48 @@ func (c *requestCounter) writes(part string) map[string]int {
 	return out
 }
 
+// requestMark is a requestCounter's counts at one moment (mark), to count what came after it.
+type requestMark map[string]int
+
+// mark returns the counts so far.
+func (c *requestCounter) mark() requestMark {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := requestMark{}
+	for k, n := range c.count {
+		m[k] = n
+	}
+	return m
+}
+
+// writesSince returns the non-read requests made after m whose path holds segments as
+// consecutive path segments (whole segments: "bad-1" does not match "bad-10"), by
+// "<METHOD> <path>".
+func (c *requestCounter) writesSince(m requestMark, segments ...string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.count {
+		method, path, _ := strings.Cut(k, " ")
+		if method == http.MethodGet || n == m[k] || !holdsSegments(path, segments) {
+			continue
+		}
+		out[k] = n - m[k]
+	}
+	return out
+}
+
+// holdsSegments says whether the path holds want as consecutive segments.
+func holdsSegments(path string, want []string) bool {
+	got := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+len(want) <= len(got); i++ {
+		if slices.Equal(got[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
 // reads returns the number of GET requests whose path ends with suffix.
 func (c *requestCounter) reads(suffix string) int {
 	c.mu.Lock()
@@ -353,3 +405,34 @@ func (c *requestCounter) reads(suffix string) int {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestRequestCounterCountsWholeSegmentsSinceAMark checks the counter the bad-input rows rely on
+// when they run at once: only writes after the mark count, and "bad-1" is not "bad-10".
+func TestRequestCounterCountsWholeSegmentsSinceAMark(t *testing.T) {
+	c := &requestCounter{}
+	ok := roundTripperFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: http.StatusOK}, nil })
+	send := func(method, path string) {
+		req, err := http.NewRequest(method, "https://vc.example"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.wrap(ok).RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(http.MethodPatch, "/api/v1/namespaces/bad-1")
+	m := c.mark()
+	send(http.MethodPatch, "/api/v1/namespaces/bad-1")
+	send(http.MethodDelete, "/api/v1/namespaces/bad-10")
+	send(http.MethodGet, "/api/v1/namespaces/bad-1")
+	send(http.MethodPost, "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/cs-bad-1")
+	if got, want := c.writesSince(m, "namespaces", "bad-1"), map[string]int{"PATCH /api/v1/namespaces/bad-1": 1}; !maps.Equal(got, want) {
+		t.Errorf("writes naming namespace bad-1 since the mark: got %v, want %v", got, want)
+	}
+	if got := c.writesSince(m, "cs-bad-1"); len(got) != 1 {
+		t.Errorf("writes naming cs-bad-1 since the mark: got %v, want the Kustomization's POST", got)
+	}
+	if got := c.writesSince(c.mark(), "namespaces", "bad-1"); len(got) != 0 {
+		t.Errorf("writes since a mark taken after them: got %v, want none", got)
+	}
+}

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	// -short (make test-unit) runs the pure tests only; without -short, missing envtest
 	// binaries fail the suite (testenv.MaySkipMissingTools).
 	flag.Parse()
-	setDefaultParallel(suiteParallel)
+	testenv.SetDefaultParallel(suiteParallel)
 	if !testing.Short() {
 		// Every test leaves its Services behind (envtest runs no namespace controller): the
 		// suite needs more cluster IPs than envtest's default /24 holds.
@@ -57,15 +57,6 @@ func TestMain(m *testing.M) {
 // end. The tests that run real NATS servers in this process (they set $SELFNAME for the server's
 // configuration parser) are not parallel.
 const suiteParallel = 4
-
-// setDefaultParallel sets -test.parallel to n when the command line did not set it.
-func setDefaultParallel(n int) {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", fmt.Sprint(n))
-	}
-}
 
 // testKeys hands out a few pre-generated RSA keys in turn, so that the suite does not spend
 // seconds generating 2048-bit keys for every certificate.

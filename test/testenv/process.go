@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +25,18 @@ func GoBuild(ctx context.Context, pkgDir, out string, flags ...string) (string, 
 		return "", fmt.Errorf("go build %s: %w: %s", pkgDir, err, b)
 	}
 	return out, nil
+}
+
+// SetDefaultParallel sets -test.parallel (how many tests that call t.Parallel run at once) to n
+// when the command line did not set it. Suites whose parallel tests mostly wait (for passes, for
+// a quiet window) call it from TestMain after flag.Parse: Go's default is GOMAXPROCS, 2 on the
+// machines this project's tiers are measured on.
+func SetDefaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", fmt.Sprint(n))
+	}
 }
 
 // ManagerBinEnv names a manager binary built already: `make test-e2e` builds one with the race

@@ -1,0 +1,6 @@
+//go:build !race
+
+package architecture
+
+// raceBuild says whether this test binary was built with the race detector.
+const raceBuild = false
