@@ -410,15 +410,19 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // when they run at once: only writes after the mark count, and "bad-1" is not "bad-10".
 func TestRequestCounterCountsWholeSegmentsSinceAMark(t *testing.T) {
 	c := &requestCounter{}
-	ok := roundTripperFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: http.StatusOK}, nil })
+	ok := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
 	send := func(method, path string) {
-		req, err := http.NewRequest(method, "https://vc.example"+path, nil)
+		req, err := http.NewRequestWithContext(t.Context(), method, "https://vc.example"+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.wrap(ok).RoundTrip(req); err != nil {
+		resp, err := c.wrap(ok).RoundTrip(req)
+		if err != nil {
 			t.Fatal(err)
 		}
+		_ = resp.Body.Close()
 	}
 	send(http.MethodPatch, "/api/v1/namespaces/bad-1")
 	m := c.mark()

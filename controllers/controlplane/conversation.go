@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -276,8 +275,8 @@ func internalServerNames(spec *datasancev3.ControlPlaneSpec, baseURL, publicURL 
 	if !spec.ControllerHTTPS() {
 		return nil
 	}
-	names := []string{hostOfURL(baseURL)}
-	for _, n := range []string{hostOfURL(spec.Controller.PublicURL), hostOfURL(publicURL), ingressHost(spec)} {
+	names := []string{conversation.HostOfURL(baseURL)}
+	for _, n := range []string{conversation.HostOfURL(spec.Controller.PublicURL), conversation.HostOfURL(publicURL), ingressHost(spec)} {
 		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
@@ -294,14 +293,6 @@ func ingressHost(spec *datasancev3.ControlPlaneSpec) string {
 		return ""
 	}
 	return spec.Ingresses.Controller.Host
-}
-
-func hostOfURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return u.Hostname()
 }
 
 // credentialsFingerprint identifies the credentials a login sends (auth mode, issuer, user or

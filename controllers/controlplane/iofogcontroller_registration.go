@@ -105,7 +105,7 @@ func (r *Reconciler) checkExternalReachability(ctx context.Context, s *scope, co
 				"Waiting for a LoadBalancer address of Service controller.")
 		}
 		ep := conversation.Endpoint{BaseURL: resources.ControllerScheme(s.spec) + "://" + net.JoinHostPort(lbAddress, strconv.Itoa(resources.ControllerAPIPort))}
-		if name := hostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
+		if name := conversation.HostOfURL(s.cp.Status.Controller.PublicURL); s.spec.ControllerHTTPS() && name != "" && name != lbAddress {
 			ep.ServerNames = []string{name}
 		}
 		if s.spec.ControllerHTTPS() {

@@ -66,7 +66,7 @@ func (s *Session) callFailed(ctx context.Context, err error, ep Endpoint, what s
 	if m, ok := iofog.AsCertificateMismatch(err); ok {
 		host := strings.Join(ep.ServerNames, " or ")
 		if host == "" {
-			host = hostOfURL(ep.BaseURL)
+			host = HostOfURL(ep.BaseURL)
 		}
 		names := certificateNames(m)
 		if m.UnknownAuthority {
@@ -149,8 +149,8 @@ func loginRefused(wait time.Duration) error {
 			"the operator does not log in again until they change (the Controller locks the account after 5 failures)", MaxRejectedLogins))
 }
 
-// hostOfURL is the host of raw, or raw when it does not parse.
-func hostOfURL(raw string) string {
+// HostOfURL is the host of the URL raw (no port), or raw when it does not parse.
+func HostOfURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
