@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -354,11 +353,7 @@ type requestMark map[string]int
 func (c *requestCounter) mark() requestMark {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := requestMark{}
-	for k, n := range c.count {
-		m[k] = n
-	}
-	return m
+	return maps.Clone(c.count)
 }
 
 // writesSince returns the non-read requests made after m whose path holds segments as
@@ -378,15 +373,9 @@ func (c *requestCounter) writesSince(m requestMark, segments ...string) map[stri
 	return out
 }
 
-// holdsSegments says whether the path holds want as consecutive segments.
+// holdsSegments says whether the path (which starts with "/") holds want as consecutive segments.
 func holdsSegments(path string, want []string) bool {
-	got := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+len(want) <= len(got); i++ {
-		if slices.Equal(got[i:i+len(want)], want) {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(strings.TrimSuffix(path, "/")+"/", "/"+strings.Join(want, "/")+"/")
 }
 
 // reads returns the number of GET requests whose path ends with suffix.
