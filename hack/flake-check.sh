@@ -21,6 +21,7 @@ fake|.|./internal/iofog/fake|^TestAddNatsAccountPatchesTheHubBundle$
 manager|.|./controllers|^TestManagerStartsWithoutTenantCRD$
 gitops|.|./internal/gitops|^(TestIdleClonesAreEvictedOverTheCacheLimit|TestWriteAfterAPendingReleaseKeepsTheBranch|TestReleaseWhileAWriteIsQueuedDropsTheBranchOnceIdle|TestFetchIsCutOffAtTheSizeLimit|TestSubmit.*)$
 apptest|.|./internal/apptest|^TestExitedSeesAnExitedController$
+chaos|.|./test/chaos|^TestFailover$
 monitoring|test/monitoring|./...|^TestAlertsFireOnARealRun$
 '
 
