@@ -266,8 +266,9 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 }
 
 // placed reports whether anything of the app may have been written to Git or to the vCluster.
-// recordPlacement persists status.path right before the first write of the first pass that
-// gets that far, so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
+// recordPlacement records the placement (the annotation, which every pass mirrors into
+// status.path before it runs: restorePlacement) right before the first write of the first pass
+// that gets that far, so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
 // vCluster that does not answer) has none and its deletion contacts nothing. status.tenant alone
 // is not enough: it is pinned as soon as the Tenant is found.
 func placed(app *kubeoperav1alpha1.KubeOperaApp) bool {
@@ -282,21 +283,35 @@ func annotated(app *kubeoperav1alpha1.KubeOperaApp, key string) bool {
 // forgetUnusedTenantClient drops the cached vCluster client of the app's Tenant when no other
 // app is placed in it (the cache would otherwise keep a client per Tenant ever used).
 func (r *Reconciler) forgetUnusedTenantClient(ctx context.Context, s *scope) {
-	ref := s.app.Status.Tenant
-	if ref == nil {
-		return
+	if ref := s.app.Status.Tenant; ref != nil {
+		r.forgetTenantClientIfUnused(ctx, types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name}, s.app.UID)
 	}
+}
+
+// forgetClientsOfGoneApp drops the cached vCluster clients of namespace's Tenants that no app
+// uses once an app of it is gone. An app deleted before its first pass added the finalizer (a
+// pass that built its Tenant's client and ended, refused, before anything was written) goes
+// without a deletion pass, and its Tenant's client would otherwise stay.
+func (r *Reconciler) forgetClientsOfGoneApp(ctx context.Context, namespace string) {
+	for _, t := range r.clients.Tenants(namespace) {
+		r.forgetTenantClientIfUnused(ctx, t, "")
+	}
+}
+
+// forgetTenantClientIfUnused drops the cached client (and the watches) of Tenant t unless an
+// app other than except (none when empty), not being deleted, is placed in it or asks for it.
+func (r *Reconciler) forgetTenantClientIfUnused(ctx context.Context, t types.NamespacedName, except types.UID) {
 	apps := &kubeoperav1alpha1.KubeOperaAppList{}
-	if err := r.List(ctx, apps, client.InNamespace(s.app.Namespace), client.MatchingFields{indexTenant: ref.Name}, readOnlyList); err != nil {
+	if err := r.List(ctx, apps, client.InNamespace(t.Namespace), client.MatchingFields{indexTenant: t.Name}, readOnlyList); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List the apps of a Tenant")
 		return
 	}
 	for i := range apps.Items {
 		// Apps being deleted do not count: one that still needs the client builds it again.
-		if apps.Items[i].UID != s.app.UID && apps.Items[i].DeletionTimestamp.IsZero() {
+		if a := &apps.Items[i]; (except == "" || a.UID != except) && a.DeletionTimestamp.IsZero() {
 			return
 		}
 	}
-	r.clients.Forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
-	r.vclusterWatches.forget(types.NamespacedName{Namespace: s.app.Namespace, Name: ref.Name})
+	r.clients.Forget(t)
+	r.vclusterWatches.forget(t)
 }

@@ -148,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if apierrors.IsNotFound(err) {
 			r.pushes.forget(req.NamespacedName)
 			r.leaveRepositories(ctx, req.NamespacedName)
+			r.forgetClientsOfGoneApp(ctx, req.Namespace)
 		}
 		forgetAppIfGone(req.NamespacedName, err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -171,15 +172,26 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		// which is recorded in its place (pushes.go).
 		return r.reconcileDelete(passCtx, s)
 	}
-	if !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
-		patch := client.MergeFromWithOptions(s.app.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(s.app, kubeoperav1alpha1.Finalizer)
-		if err := r.Patch(passCtx, s.app, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		s.versions.Wrote(s.app)
-	}
+	// The finalizer is added with the placement record, in one patch, before the first write
+	// (recordPlacement); a pass that ends before it adds it alone (endPass).
 	return r.reconcile(passCtx, s)
+}
+
+// ensureFinalizer adds the app's finalizer unless it is there (or the app is being deleted).
+// A pass that gets as far as the placement adds it with the placement record (writePlacement);
+// one that ends before that adds it here, so every app has it after its first pass.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if !s.app.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
+		return nil
+	}
+	obj := s.app.DeepCopy()
+	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(obj, kubeoperav1alpha1.Finalizer)
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	s.wroteMetadata(obj)
+	return nil
 }
 
 // endPass ends every pass, in this order: a pass that decided something (anything but a
@@ -191,6 +203,9 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 // controller-runtime reads. s is nil when the app could not be read.
 func (r *Reconciler) endPass(ctx context.Context, key types.NamespacedName, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
 	if s != nil {
+		if finErr := r.ensureFinalizer(ctx, s); finErr != nil && !apierrors.IsNotFound(finErr) {
+			err = outcome.Retry(kubeoperav1alpha1.ReasonProgressingWithRetry, errors.Join(err, finErr))
+		}
 		observeApp(s.app)
 		if outcome.IsPending(err) {
 			r.handedOff(ctx, s, err)

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -112,11 +113,12 @@ func restorePlacement(app *kubeoperav1alpha1.KubeOperaApp) (placed bool) {
 }
 
 // recordPlacement persists the app's placement (Tenant and Git folder) the first time it is
-// placed, before anything is written to the vCluster or Git: the annotation first, then the
-// status. A pass that dies after its side effects and before the deferred status patch therefore
-// always leaves a placement deletion can clean up. Later moves keep the old placement recorded
-// until its folder is removed (finishMove), and deletion also looks at the folder of the current
-// spec.
+// placed, before anything is written to the vCluster or Git: in the placement annotation, with
+// the finalizer (writePlacement, one patch). The status mirrors it with the pass's status patch;
+// a pass that dies after its side effects and before that patch leaves the annotation, from
+// which the next pass (a deletion's too) restores the status (restorePlacement). Later moves
+// keep the old placement recorded until its folder is removed (finishMove), and deletion also
+// looks at the folder of the current spec.
 func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 	// The push Secret stays readable until the app's folders are removed (secretguard.go).
 	if err := r.holdPushSecret(ctx, s); err != nil {
@@ -128,23 +130,7 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 		loc = r.specLocation(s.app)
 		st.Path, st.Repository, st.Branch = loc.path, loc.url, loc.branch
 	}
-	if err := r.writePlacement(ctx, s, loc); err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(st.Tenant, s.orig.Status.Tenant) && st.Path == s.orig.Status.Path &&
-		st.Repository == s.orig.Status.Repository && st.Branch == s.orig.Status.Branch {
-		return nil
-	}
-	want := s.orig.DeepCopy()
-	want.Status.Tenant, want.Status.Path, want.Status.Repository, want.Status.Branch = st.Tenant, st.Path, st.Repository, st.Branch
-	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
-		return fmt.Errorf("record placement: %w", err)
-	}
-	s.versions.Wrote(want)
-	// The placement is persisted: the deferred patch diffs against it.
-	s.orig.Status.Tenant, s.orig.Status.Path, s.orig.Status.Repository, s.orig.Status.Branch = want.Status.Tenant, st.Path, st.Repository, st.Branch
-	s.orig.ResourceVersion = want.ResourceVersion
-	return nil
+	return r.writePlacement(ctx, s, loc)
 }
 
 // placeAt records loc as the app's placement once its folder is written and the old one (if
@@ -157,9 +143,12 @@ func (r *Reconciler) placeAt(ctx context.Context, s *scope, loc location) error 
 	return nil
 }
 
-// writePlacement patches AnnotationPlacement to loc (with the pinned Tenant) unless it holds
-// that already. The patch goes through a copy: the server's answer carries the stored status,
-// which must not replace the pass's.
+// writePlacement patches AnnotationPlacement to loc (with the pinned Tenant), and adds the app's
+// finalizer, unless the app holds both already: one patch, so a new app's first pass writes its
+// metadata once. A patch that adds the finalizer carries the resourceVersion (a merge patch
+// replaces the whole finalizer list: another's finalizer added meanwhile must not be lost). The
+// patch goes through a copy: the server's answer carries the stored status, which must not
+// replace the pass's.
 func (r *Reconciler) writePlacement(ctx context.Context, s *scope, loc location) error {
 	rec := placementRecord{URL: loc.url, Branch: loc.branch, Path: loc.path, SecretName: loc.secret}
 	if s.app.Status.Tenant != nil {
@@ -169,11 +158,16 @@ func (r *Reconciler) writePlacement(ctx context.Context, s *scope, loc location)
 	if err != nil {
 		return fmt.Errorf("record placement: %w", err)
 	}
-	if s.app.Annotations[kubeoperav1alpha1.AnnotationPlacement] == string(raw) {
+	addFinalizer := !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) && s.app.DeletionTimestamp.IsZero()
+	if s.app.Annotations[kubeoperav1alpha1.AnnotationPlacement] == string(raw) && !addFinalizer {
 		return nil
 	}
 	obj := s.app.DeepCopy()
 	patch := client.MergeFrom(obj.DeepCopy())
+	if addFinalizer {
+		patch = client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(obj, kubeoperav1alpha1.Finalizer)
+	}
 	if obj.Annotations == nil {
 		obj.Annotations = map[string]string{}
 	}
@@ -181,10 +175,16 @@ func (r *Reconciler) writePlacement(ctx context.Context, s *scope, loc location)
 	if err := r.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("record placement: %w", err)
 	}
-	s.versions.Wrote(obj)
-	s.app.Annotations, s.app.ResourceVersion = obj.Annotations, obj.ResourceVersion
-	s.orig.Annotations, s.orig.ResourceVersion = maps.Clone(obj.Annotations), obj.ResourceVersion
+	s.wroteMetadata(obj)
 	return nil
+}
+
+// wroteMetadata takes the metadata the server answered a patch of the app with (annotations,
+// finalizers, resourceVersion) into the pass's app and into the base of its status patch.
+func (s *scope) wroteMetadata(obj *kubeoperav1alpha1.KubeOperaApp) {
+	s.versions.Wrote(obj)
+	s.app.Annotations, s.app.Finalizers, s.app.ResourceVersion = obj.Annotations, obj.Finalizers, obj.ResourceVersion
+	s.orig.Annotations, s.orig.Finalizers, s.orig.ResourceVersion = maps.Clone(obj.Annotations), slices.Clone(obj.Finalizers), obj.ResourceVersion
 }
 
 // userAnnotationChanged passes app updates that change an annotation other than the operator's

@@ -86,6 +86,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexGitURL, gitURL).
 		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexGitSecretRef, gitSecretRef).
 		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexFluxSecretRef, fluxSecretRef).
+		WithIndex(&kubeoperav1alpha1.KubeOperaApp{}, indexTenant, tenantKeys).
 		WithStatusSubresource(&kubeoperav1alpha1.KubeOperaApp{}, &tenantv1alpha1.Tenant{}).Build()
 	rec := events.NewFakeRecorder(100)
 	tr := &testReconciler{host: host, recorder: rec}
@@ -489,4 +490,28 @@ func TestAppTrailerRoundTrip(t *testing.T) {
 		"the requester's text cannot forge fields")
 	_, ok = parseAppTrailer("Signed-off-by: someone")
 	g.Expect(ok).To(BeFalse())
+}
+
+// An app deleted before a pass added its finalizer (its first pass built the Tenant's client and
+// ended before anything was written) goes without a deletion pass. The pass that finds it gone
+// drops the clients of the namespace's Tenants that no app uses, and keeps the one another app
+// is placed in.
+func TestGoneAppDropsTheClientsNoAppUses(t *testing.T) {
+	g := NewWithT(t)
+	other := testfixture.KubeOperaApp(testfixture.AppNamed("other"), testfixture.AppPlacedIn(testfixture.AppNamespace, "t2"))
+	tr := newTestReconciler(t, fake.NewClientBuilder().WithScheme(testScheme()).Build(), other)
+	cfg := func() (*rest.Config, error) { return &rest.Config{Host: "https://vc.example:443"}, nil }
+	for _, name := range []string{"t1", "t2"} {
+		_, err := tr.clients.Get(types.NamespacedName{Namespace: testfixture.AppNamespace, Name: name}, tenant.SecretVersion{}, cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	_, err := tr.clients.Get(types.NamespacedName{Namespace: "elsewhere", Name: "t1"}, tenant.SecretVersion{}, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	res, err := tr.Reconcile(context.Background(), ctrl.Request{NamespacedName: appKey})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(ctrl.Result{}))
+	g.Expect(tr.clients.Tenants(testfixture.AppNamespace)).To(ConsistOf(types.NamespacedName{Namespace: testfixture.AppNamespace, Name: "t2"}),
+		"t1's client dropped, t2's kept for the app placed in it")
+	g.Expect(tr.clients.Tenants("elsewhere")).To(HaveLen(1), "another namespace's Tenants are not this app's")
 }

@@ -132,6 +132,19 @@ func (c *Clients) Forget(tenant types.NamespacedName) {
 	metrics.SetTenantClients(len(c.entries))
 }
 
+// Tenants lists the Tenants of namespace that have a cached client.
+func (c *Clients) Tenants(namespace string) []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []types.NamespacedName
+	for t := range c.entries {
+		if t.Namespace == namespace {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Len is the number of Tenants with a cached client.
 func (c *Clients) Len() int {
 	c.mu.Lock()
