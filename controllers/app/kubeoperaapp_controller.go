@@ -44,6 +44,8 @@ type Reconciler struct {
 	repoUsers *repoUsers
 	// pushes are the apps' submitted Git writes (pushes.go).
 	pushes *pushes
+	// secretHolds serialises the holds of each push Secret (secretguard.go).
+	secretHolds *pushSecretHolds
 	// secretData keeps the data of the Git credentials Secrets between passes (secretdata.go).
 	secretData *gitSecretData
 	// vclusterWatches watches the Kustomizations, Ingresses and Certificates in each vCluster
@@ -92,6 +94,7 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		tenantAPI:    newTenantAPI(mgr.GetRESTMapper()),
 		repoUsers:    newRepoUsers(),
 		pushes:       newPushes(),
+		secretHolds:  newPushSecretHolds(),
 		folderChecks: newFolderChecks(),
 		secretData:   newGitSecretData(defaultGitSecretEntries),
 	}, nil

@@ -104,6 +104,7 @@ func newTestReconciler(t *testing.T, vc client.Client, objs ...client.Object) *t
 		tenantAPI:    newTenantAPI(apimeta.NewDefaultRESTMapper(nil)),
 		repoUsers:    newRepoUsers(),
 		pushes:       newPushes(),
+		secretHolds:  newPushSecretHolds(),
 		folderChecks: newFolderChecks(),
 	}
 	tr.tenantAPI.watched.Store(true)
