@@ -34,10 +34,10 @@
 //     from the vCluster, which proves the vCluster answers (VClusterUnreachable). Then the
 //     placement (Tenant, Git folder and the push Secret written with, placement.go) is recorded
 //     right before the first write (recordPlacement): in the kubeopera.io/placement annotation,
-//     in one patch with the finalizer, and mirrored in status (tenant, path, repository, branch)
-//     by the pass's status patch. A pass that dies before that patch still leaves what deletion
-//     needs, a status that was wiped is restored from the annotation, and an app refused before
-//     it (no placement) was never written anywhere: its deletion contacts nothing.
+//     in one patch with the finalizer, then in status (tenant, path, repository, branch). A pass
+//     that dies before its deferred status patch still leaves what deletion needs, a status that
+//     was wiped is restored from the annotation, and an app refused before it (no placement) was
+//     never written anywhere: its deletion contacts nothing.
 //  4. Git (git.go): the manifests are rendered deterministically (internal/render) into
 //     <path>/{deployment,service,ingress,kustomization}.yaml, path defaulting to
 //     <prefix>/<host namespace>/<name> (unique per host cluster, so two CloudSpaces sharing one

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -113,12 +114,14 @@ func restorePlacement(app *kubeoperav1alpha1.KubeOperaApp) (placed bool) {
 }
 
 // recordPlacement persists the app's placement (Tenant and Git folder) the first time it is
-// placed, before anything is written to the vCluster or Git: in the placement annotation, with
-// the finalizer (writePlacement, one patch). The status mirrors it with the pass's status patch;
-// a pass that dies after its side effects and before that patch leaves the annotation, from
-// which the next pass (a deletion's too) restores the status (restorePlacement). Later moves
-// keep the old placement recorded until its folder is removed (finishMove), and deletion also
-// looks at the folder of the current spec.
+// placed, before anything is written to the vCluster or Git: the annotation first, with the
+// finalizer in the same patch (writePlacement), then the status. A pass that dies after its side
+// effects and before the deferred status patch therefore always leaves a placement deletion can
+// clean up; and the status is written at once, not with the pass's status patch, because other
+// apps' passes read it from the cache (the Tenant index that maps vCluster events to apps, the
+// holder of a shared repository, the users of a copied pull Secret) and the pass may end
+// without a status patch (a push pending). Later moves keep the old placement recorded until its
+// folder is removed (finishMove), and deletion also looks at the folder of the current spec.
 func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 	// The push Secret stays readable until the app's folders are removed (secretguard.go).
 	if err := r.holdPushSecret(ctx, s); err != nil {
@@ -130,7 +133,23 @@ func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) error {
 		loc = r.specLocation(s.app)
 		st.Path, st.Repository, st.Branch = loc.path, loc.url, loc.branch
 	}
-	return r.writePlacement(ctx, s, loc)
+	if err := r.writePlacement(ctx, s, loc); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(st.Tenant, s.orig.Status.Tenant) && st.Path == s.orig.Status.Path &&
+		st.Repository == s.orig.Status.Repository && st.Branch == s.orig.Status.Branch {
+		return nil
+	}
+	want := s.orig.DeepCopy()
+	want.Status.Tenant, want.Status.Path, want.Status.Repository, want.Status.Branch = st.Tenant, st.Path, st.Repository, st.Branch
+	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
+		return fmt.Errorf("record placement: %w", err)
+	}
+	s.versions.Wrote(want)
+	// The placement is persisted: the deferred patch diffs against it.
+	s.orig.Status.Tenant, s.orig.Status.Path, s.orig.Status.Repository, s.orig.Status.Branch = want.Status.Tenant, st.Path, st.Repository, st.Branch
+	s.orig.ResourceVersion = want.ResourceVersion
+	return nil
 }
 
 // placeAt records loc as the app's placement once its folder is written and the old one (if
