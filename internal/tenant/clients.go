@@ -60,6 +60,9 @@ type Clients struct {
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*clientEntry
 	builds  int
+	// building serialises the builds of each Tenant's client (guarded by mu; the mutexes are
+	// taken without it).
+	building map[types.NamespacedName]*sync.Mutex
 }
 
 type clientEntry struct {
@@ -76,19 +79,30 @@ func (e *clientEntry) close() {
 
 // NewClients returns an empty cache that builds clients with newClient.
 func NewClients(newClient NewClientFunc) *Clients {
-	return &Clients{newClient: newClient, entries: map[types.NamespacedName]*clientEntry{}}
+	return &Clients{newClient: newClient, entries: map[types.NamespacedName]*clientEntry{}, building: map[types.NamespacedName]*sync.Mutex{}}
 }
 
 // Get returns the client of tenant for the given Secret version. On a miss (first use, or the
 // Secret changed) it calls load for the REST config, builds a client and replaces the entry.
-// Concurrent misses for one Tenant may build twice; the last one wins, both are usable.
+// Misses for one Tenant build one at a time, and a miss that waited for another's build takes
+// its client: the apps of a vCluster created together read the kubeconfig and the discovery
+// documents once, not once per app.
 func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load func() (*rest.Config, error)) (client.Client, error) {
+	if cl, ok := c.cached(tenant, version); ok {
+		return cl, nil
+	}
 	c.mu.Lock()
-	if e, ok := c.entries[tenant]; ok && e.version == version {
-		c.mu.Unlock()
-		return e.client, nil
+	b, ok := c.building[tenant]
+	if !ok {
+		b = &sync.Mutex{}
+		c.building[tenant] = b
 	}
 	c.mu.Unlock()
+	b.Lock()
+	defer b.Unlock()
+	if cl, ok := c.cached(tenant, version); ok {
+		return cl, nil
+	}
 
 	cfg, err := load()
 	if err != nil {
@@ -120,6 +134,16 @@ func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load f
 	return cl, nil
 }
 
+// cached returns the Tenant's client when it was built for version.
+func (c *Clients) cached(tenant types.NamespacedName, version SecretVersion) (client.Client, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[tenant]; ok && e.version == version {
+		return e.client, true
+	}
+	return nil, false
+}
+
 // Forget drops the Tenant's client (the Tenant or its Secret is gone, or no app uses it) and
 // closes its idle connections.
 func (c *Clients) Forget(tenant types.NamespacedName) {
@@ -129,6 +153,8 @@ func (c *Clients) Forget(tenant types.NamespacedName) {
 		e.close()
 		delete(c.entries, tenant)
 	}
+	// A build in flight keeps its mutex; the next miss makes a new one.
+	delete(c.building, tenant)
 	metrics.SetTenantClients(len(c.entries))
 }
 

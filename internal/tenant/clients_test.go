@@ -104,3 +104,53 @@ func caPEM(t *testing.T, srv *httptest.Server) []byte {
 	t.Helper()
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
+
+// The apps of a vCluster created together miss the cache at once: one of them builds the client
+// (one kubeconfig read, one set of discovery requests), the others wait for it and take it.
+// Fails when each miss loads and builds its own.
+func TestConcurrentMissesBuildOneClient(t *testing.T) {
+	g := NewWithT(t)
+	built := fake.NewClientBuilder().Build()
+	c := NewClients(func(*rest.Config, *http.Client) (client.Client, error) { return built, nil })
+	tenant := types.NamespacedName{Namespace: "ns", Name: "t1"}
+	version := SecretVersion{UID: "u1", ResourceVersion: "1", Key: "config"}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	loads := 0
+	load := func() (*rest.Config, error) {
+		mu.Lock()
+		loads++
+		mu.Unlock()
+		<-release
+		return &rest.Config{Host: "https://vc.example:443"}, nil
+	}
+	loaded := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return loads
+	}
+	var wg sync.WaitGroup
+	got := make([]client.Client, 10)
+	errs := make([]error, 10)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = c.Get(tenant, version, load) })
+	}
+	g.Eventually(loaded).Should(Equal(1))
+	// While the first build waits for its kubeconfig, no other miss loads one.
+	g.Consistently(loaded, 200*time.Millisecond, 10*time.Millisecond).Should(Equal(1))
+	close(release)
+	wg.Wait()
+	for i := range got {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		g.Expect(got[i]).To(BeIdenticalTo(built))
+	}
+	g.Expect(c.Builds()).To(Equal(1))
+	g.Expect(loaded()).To(Equal(1))
+
+	// A new Secret version is a miss again, built once.
+	_, err := c.Get(tenant, SecretVersion{UID: "u1", ResourceVersion: "2", Key: "config"}, func() (*rest.Config, error) {
+		return &rest.Config{Host: "https://vc.example:443"}, nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Builds()).To(Equal(2))
+}
