@@ -211,7 +211,18 @@ func knownCause(id string) string {
 			"that held the clone meanwhile), and apps sharing a push Secret hold it without failed passes and " +
 			"without a pass of every app. Per app 6.0 namespace reads, 2.0 reads of each vCluster object, 6 " +
 			"Events, 3 status writes and 2 app patches remain; so does one pass per app change that only " +
-			"re-submits its unchanged folder after Flux applied it."
+			"re-submits its unchanged folder after Flux applied it. Runs of 2026-12-07 22:38-23:16 (`-only " +
+			"tenants`, one after another on one machine state): at 4eb5839 191 s (host 11,224 writes, 943 " +
+			"reads); with the finalizer in the placement patch, the apps sharing a push Secret holding it one at " +
+			"a time (controllers/app pushSecretHolds) and one vCluster client build per Tenant at a time " +
+			"(tenant.Clients), 194 s and 197 s against 64.1 s (host 10,101 writes and 1,052 reads: per app 1 " +
+			"app patch instead of 2, 0.1 Secret writes instead of 0.2, 0.9 discovery documents instead of " +
+			"1.0-1.3). The wall did not move: the writes saved are a tenth of the host's, and the cores stay " +
+			"busy with the 6 Events, 3 status writes and 21 vCluster reads per app that remain. Leaving the " +
+			"placement out of the status until the pass's own status patch (a third write saved) made the run " +
+			"slower, 206-211 s: the Tenant index that maps a vCluster's Kustomization events to apps reads " +
+			"status.tenant, so an app whose Kustomization Flux applied before its status was written missed " +
+			"the event and waited for the poll; the placement reaches the status at once again."
 	case id == "P5.rss":
 		return "The operator's memory grows with the vClusters, not the apps (about 2 MiB per vCluster). Heap profiles " +
 			"of 2026-12-05 (`-only tenants -p5-tenants 30 -p5-apps 10 -p5-repos 10 -heap-profile DIR`, 30 vClusters) " +
