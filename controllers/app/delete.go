@@ -267,8 +267,7 @@ func (r *Reconciler) cleanupGit(ctx context.Context, s *scope) error {
 
 // placed reports whether anything of the app may have been written to Git or to the vCluster.
 // recordPlacement persists status.path right before the first write of the first pass that
-// gets that far (and the annotation, which every pass mirrors into the status before it runs:
-// restorePlacement), so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
+// gets that far, so an app refused earlier (no Tenant, a bad kubeconfig, a refused pull Secret, a
 // vCluster that does not answer) has none and its deletion contacts nothing. status.tenant alone
 // is not enough: it is pinned as soon as the Tenant is found.
 func placed(app *kubeoperav1alpha1.KubeOperaApp) bool {
