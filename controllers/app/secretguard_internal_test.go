@@ -20,16 +20,23 @@ import (
 	"github.com/kubeopera/kubeopera-operator/internal/testfixture"
 )
 
-// Apps created together that push with one Secret hold it at once: the pass whose finalizer
-// patch conflicts because another app's pass held the Secret first reads it again from the API
-// server and goes on, instead of failing. Fails when the conflict ends the pass.
-func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
-	g := NewWithT(t)
+// pushSecretFixture is an app that pushes with the Secret key (ns/git), a test reconciler that
+// holds both, and its host client underneath, which the tests wrap with interceptors.
+func pushSecretFixture(g Gomega, t *testing.T) (types.NamespacedName, *kubeoperav1alpha1.KubeOperaApp, *testReconciler, client.WithWatch) {
 	key := types.NamespacedName{Namespace: "ns", Name: "git"}
 	app := testfixture.KubeOperaApp(testfixture.AppGitSecret(key.Name))
 	tr := newTestReconciler(t, nil, app, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	host, ok := tr.Client.(client.WithWatch)
 	g.Expect(ok).To(BeTrue())
+	return key, app, tr, host
+}
+
+// Apps created together that push with one Secret hold it at once: the pass whose finalizer
+// patch conflicts because another app's pass held the Secret first reads it again from the API
+// server and goes on, instead of failing. Fails when the conflict ends the pass.
+func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
+	g := NewWithT(t)
+	key, app, tr, host := pushSecretFixture(g, t)
 	patches := 0
 	tr.Client = interceptor.NewClient(host, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -60,11 +67,7 @@ func TestHoldPushSecretGoesOnWhenAnotherAppHeldItFirst(t *testing.T) {
 // when each pass patches (a conflict and a read from the API server each).
 func TestAppsSharingAPushSecretHoldItWithOnePatch(t *testing.T) {
 	g := NewWithT(t)
-	key := types.NamespacedName{Namespace: "ns", Name: "git"}
-	app := testfixture.KubeOperaApp(testfixture.AppGitSecret(key.Name))
-	tr := newTestReconciler(t, nil, app, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	host, ok := tr.Client.(client.WithWatch)
-	g.Expect(ok).To(BeTrue())
+	key, app, tr, host := pushSecretFixture(g, t)
 	stale := secretMetadata(key)
 	g.Expect(host.Get(context.Background(), key, stale)).To(Succeed())
 	var mu sync.Mutex
