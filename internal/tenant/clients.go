@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -60,9 +61,9 @@ type Clients struct {
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*clientEntry
 	builds  int
-	// building serialises the builds of each Tenant's client (guarded by mu; the mutexes are
-	// taken without it).
-	building map[types.NamespacedName]*sync.Mutex
+	// builds of one Tenant's client for one Secret version run once at a time; concurrent misses
+	// share the result.
+	building singleflight.Group
 }
 
 type clientEntry struct {
@@ -79,31 +80,33 @@ func (e *clientEntry) close() {
 
 // NewClients returns an empty cache that builds clients with newClient.
 func NewClients(newClient NewClientFunc) *Clients {
-	return &Clients{newClient: newClient, entries: map[types.NamespacedName]*clientEntry{}, building: map[types.NamespacedName]*sync.Mutex{}}
+	return &Clients{newClient: newClient, entries: map[types.NamespacedName]*clientEntry{}}
 }
 
 // Get returns the client of tenant for the given Secret version. On a miss (first use, or the
 // Secret changed) it calls load for the REST config, builds a client and replaces the entry.
-// Misses for one Tenant build one at a time, and a miss that waited for another's build takes
-// its client: the apps of a vCluster created together read the kubeconfig and the discovery
-// documents once, not once per app.
+// Concurrent misses for one Tenant and Secret version share one build (and its error): the apps
+// of a vCluster created together read the kubeconfig and the discovery documents once, not once
+// per app.
 func (c *Clients) Get(tenant types.NamespacedName, version SecretVersion, load func() (*rest.Config, error)) (client.Client, error) {
 	if cl, ok := c.cached(tenant, version); ok {
 		return cl, nil
 	}
-	c.mu.Lock()
-	b, ok := c.building[tenant]
-	if !ok {
-		b = &sync.Mutex{}
-		c.building[tenant] = b
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s", tenant, version.UID, version.ResourceVersion, version.Key)
+	cl, err, _ := c.building.Do(key, func() (any, error) {
+		if cl, ok := c.cached(tenant, version); ok {
+			return cl, nil
+		}
+		return c.build(tenant, version, load)
+	})
+	if err != nil {
+		return nil, err
 	}
-	c.mu.Unlock()
-	b.Lock()
-	defer b.Unlock()
-	if cl, ok := c.cached(tenant, version); ok {
-		return cl, nil
-	}
+	return cl.(client.Client), nil
+}
 
+// build loads the Tenant's REST config, builds its client and makes it the Tenant's entry.
+func (c *Clients) build(tenant types.NamespacedName, version SecretVersion, load func() (*rest.Config, error)) (client.Client, error) {
 	cfg, err := load()
 	if err != nil {
 		return nil, err
@@ -153,8 +156,6 @@ func (c *Clients) Forget(tenant types.NamespacedName) {
 		e.close()
 		delete(c.entries, tenant)
 	}
-	// A build in flight keeps its mutex; the next miss makes a new one.
-	delete(c.building, tenant)
 	metrics.SetTenantClients(len(c.entries))
 }
 
