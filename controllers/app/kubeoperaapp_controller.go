@@ -184,7 +184,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 // A pass that gets as far as the placement adds it with the placement record (writePlacement);
 // one that ends before that adds it here, so every app has it after its first pass.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
-	if !s.app.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) {
+	if !needsFinalizer(s.app) {
 		return nil
 	}
 	obj := s.app.DeepCopy()
@@ -195,6 +195,12 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	}
 	s.wroteMetadata(obj)
 	return nil
+}
+
+// needsFinalizer: the app lacks its finalizer and is not being deleted (a deleted object takes
+// no new finalizer).
+func needsFinalizer(app *kubeoperav1alpha1.KubeOperaApp) bool {
+	return app.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(app, kubeoperav1alpha1.Finalizer)
 }
 
 // endPass ends every pass, in this order: a pass that decided something (anything but a

@@ -177,7 +177,7 @@ func (r *Reconciler) writePlacement(ctx context.Context, s *scope, loc location)
 	if err != nil {
 		return fmt.Errorf("record placement: %w", err)
 	}
-	addFinalizer := !controllerutil.ContainsFinalizer(s.app, kubeoperav1alpha1.Finalizer) && s.app.DeletionTimestamp.IsZero()
+	addFinalizer := needsFinalizer(s.app)
 	if s.app.Annotations[kubeoperav1alpha1.AnnotationPlacement] == string(raw) && !addFinalizer {
 		return nil
 	}
