@@ -93,9 +93,9 @@ func TestSyncedHoldsWhileOtherAppsPushToTheBranch(t *testing.T) {
 	a := f.fluxApplied("a", f.head())
 	f.waitCondition("a", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 	since := findCondition(a, kubeoperav1alpha1.ConditionSynced)
-	// Before Flux applied anything, a waited for it (a Warning); Events are recorded
-	// asynchronously, so the count starts once that one is there.
-	f.waitEvent("a", corev1.EventTypeWarning, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	// Events are recorded asynchronously, in order: the count starts once a's last one (Synced
+	// True) is there.
+	f.g.Eventually(func() []string { return eventLabels(f, "a") }).Should(ContainElement("Normal Succeeded Synced=True"))
 	warningsBefore := warnings(f.events("a"))
 	pushesBefore := gitServer.Pushes(f.repo)
 

@@ -43,18 +43,10 @@ const (
 	actionDelete    = "Delete"
 )
 
-// startPass marks an app seen for the first time as being reconciled. A pass that ended with
-// its push pending wrote no status, so the pass after it finds no Ready either: it sets the
-// condition again, but the Event was recorded already.
+// startPass marks an app seen for the first time as being reconciled (no Event: progress is
+// not a decision, see recordsEvent).
 func (r *Reconciler) startPass(s *scope) {
 	if findCondition(s.app, kubeoperav1alpha1.ConditionReady) != nil {
-		return
-	}
-	if r.pushes.outstanding(s.key) {
-		apimeta.SetStatusCondition(&s.app.Status.Conditions, metav1.Condition{
-			Type: kubeoperav1alpha1.ConditionReady, Status: metav1.ConditionUnknown,
-			Reason: kubeoperav1alpha1.ReasonProgressing, Message: "Reconciling", ObservedGeneration: s.app.Generation,
-		})
 		return
 	}
 	r.setCondition(s.app, kubeoperav1alpha1.ConditionReady, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonProgressing, "Reconciling")
@@ -379,10 +371,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, app *kubeoperav1alph
 }
 
 // setCondition sets one condition of the app. For Ready and Synced, the conditions a user
-// watches, a change of status or reason also records an Event: Normal for True (and for
-// progress), Warning for failures. Step conditions change with Ready (which carries the failing
-// step's reason and message), so they add no Events of their own. Messages come from this
-// operator's own errors, which never carry secret values.
+// watches, a change of status or reason to a decision also records an Event (recordsEvent):
+// Normal for True and for a deletion, Warning for failures. Step conditions change with Ready
+// (which carries the failing step's reason and message), so they add no Events of their own.
+// Messages come from this operator's own errors, which never carry secret values.
 func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string, status metav1.ConditionStatus, reason, message string) {
 	message = eventnote.Truncate(message)
 	// Copy: SetStatusCondition updates the found element in place.
@@ -403,11 +395,32 @@ func (r *Reconciler) setCondition(app *kubeoperav1alpha1.KubeOperaApp, condType 
 	if prev != nil && prev.Status == status && prev.Reason == reason {
 		return
 	}
+	if !recordsEvent(condType, reason) {
+		return
+	}
 	eventType := corev1.EventTypeWarning
-	if status == metav1.ConditionTrue || reason == kubeoperav1alpha1.ReasonProgressing || reason == kubeoperav1alpha1.ReasonDeleting {
+	if status == metav1.ConditionTrue || reason == kubeoperav1alpha1.ReasonDeleting {
 		eventType = corev1.EventTypeNormal
 	}
 	r.recorder.Eventf(app, nil, eventType, reason, actionFor(app), "%s", eventnote.Truncate(fmt.Sprintf("%s=%s: %s", condType, status, message)))
+}
+
+// recordsEvent reports whether Ready or Synced changing to reason is worth an Event. Two
+// changes are not decisions and record none, only the condition: progress (Progressing: a pass
+// starts, an old folder is being removed; the pass's own Events, TenantSelected and Committed,
+// say what it did), and Synced waiting for Flux to apply a commit (RevisionNotApplied: the
+// Committed Event announced the commit, and a failure Flux reports is KustomizationNotReady or
+// SourceNotReady, both Warnings). Without them a new app records four Events (TenantSelected,
+// Committed, Ready and Synced True) instead of six, each a write to the API server every
+// tenant shares.
+func recordsEvent(condType, reason string) bool {
+	switch {
+	case reason == kubeoperav1alpha1.ReasonProgressing:
+		return false
+	case condType == kubeoperav1alpha1.ConditionSynced && reason == kubeoperav1alpha1.ReasonRevisionNotApplied:
+		return false
+	}
+	return true
 }
 
 // actionFor is the Event action of a pass over app.

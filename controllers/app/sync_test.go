@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,45 @@ func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionUnknown, kubeoperav1alpha1.ReasonTenantNotReady)
 	f.g.Expect(apptest.SetTenantReady(f.ctx, host.Client, tn, true, time.Now())).To(Succeed())
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+}
+
+// TestAnAppRecordsItsDecisionsOnly: from creation to Synced an app records four Events, each a
+// decision or an action: where it went (TenantSelected), what was pushed (Committed), the
+// operator's part done (Ready True) and Flux's (Synced True). A pass starting and the wait for
+// Flux to apply a commit are conditions only: a change records its Committed Event and, once
+// Flux applied it, Synced True again, and nothing for the wait between them.
+func TestAnAppRecordsItsDecisionsOnly(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("fresh", "t1"))
+	a := f.waitReady("fresh")
+	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	f.fluxApplied("fresh", a.Status.Commit)
+	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	// Events are recorded asynchronously, in order: once the last is there, all are.
+	want := []string{"Normal TenantSelected", "Normal Committed", "Normal Succeeded Ready=True", "Normal Succeeded Synced=True"}
+	f.g.Eventually(func() []string { return eventLabels(f, "fresh") }).Should(ConsistOf(want))
+
+	commit := f.setImage("fresh", "ghcr.io/example/fresh:2.0.0")
+	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	f.fluxApplied("fresh", commit)
+	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	want = append(want, "Normal Committed", "Normal Succeeded Synced=True")
+	f.g.Eventually(func() []string { return eventLabels(f, "fresh") }).Should(ConsistOf(want))
+}
+
+// eventLabels names the app's Events by type and reason, and for a Ready or Synced change by
+// the condition's new status ("Normal Succeeded Synced=True"); a repeated Event is one label.
+func eventLabels(f *fixture, name string) []string {
+	var out []string
+	for _, e := range f.events(name) {
+		label := e.Type + " " + e.Reason
+		if cond, _, ok := strings.Cut(e.Note, ":"); ok && (strings.HasPrefix(cond, kubeoperav1alpha1.ConditionReady+"=") || strings.HasPrefix(cond, kubeoperav1alpha1.ConditionSynced+"=")) {
+			label += " " + cond
+		}
+		out = append(out, label)
+	}
+	return out
 }
 
 func TestSyncedAppInSteadyStateWritesNothing(t *testing.T) {
