@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -325,12 +327,8 @@ func assertNoSecretsIn(f *fixture, text string) {
 	f.g.Expect(anything["kind"]).NotTo(Equal("Secret"))
 }
 
-func mapKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
+func mapKeys[V any](m map[string]V) []string {
+	return slices.Collect(maps.Keys(m))
 }
 
 func mapValues(m map[string]string) []string {

@@ -54,6 +54,9 @@ type Reconciler struct {
 	// folderChecks answers, off the watch, the Kustomization events that need the Git writer's
 	// clone (foldercheck.go).
 	folderChecks *folderChecks
+	// configured records each app's last successful full pass, for read-back passes
+	// (readback.go).
+	configured *configuredApps
 }
 
 // NewReconciler builds a Reconciler from the manager's clients.
@@ -96,6 +99,7 @@ func NewReconciler(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		pushes:       newPushes(),
 		secretHolds:  newPushSecretHolds(),
 		folderChecks: newFolderChecks(),
+		configured:   newConfiguredApps(),
 		secretData:   newGitSecretData(defaultGitSecretEntries),
 	}, nil
 }
@@ -150,6 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pushes.forget(req.NamespacedName)
+			r.configured.forget(req.NamespacedName)
 			r.leaveRepositories(ctx, req.NamespacedName)
 			r.forgetClientsOfGoneApp(ctx, req.Namespace)
 		}
@@ -240,11 +245,21 @@ func (r *Reconciler) endPass(ctx context.Context, key types.NamespacedName, s *s
 	return res, nil
 }
 
-// reconcile runs the steps of a normal pass in order; the first failure ends the pass.
+// reconcile runs the steps of a normal pass in order; the first failure ends the pass. Once the
+// Tenant is resolved, a pass whose inputs are those of the last successful full pass may end with
+// reading the vCluster's status back (readBack); a full pass that applied everything is recorded
+// for the passes after it.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	r.startPass(s)
+	if err := r.resolveTenant(ctx, s); err != nil {
+		return r.failed(ctx, s, err)
+	}
+	in := r.inputsOf(ctx, s)
+	if res, done, err := r.readBack(ctx, s, in); done {
+		return res, err
+	}
+	r.configured.forget(s.key)
 	steps := []func(context.Context, *scope) error{
-		r.resolveTenant,
 		// Inputs read before any write: a bad one leaves nothing behind.
 		r.checkInputs,
 		// The placement is recorded before the first write (see placed).
@@ -270,6 +285,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return r.failed(ctx, s, err)
 		}
 	}
+	r.recordConfigured(s, in)
 	r.setReady(s)
 	return r.observeSync(ctx, s)
 }

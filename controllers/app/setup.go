@@ -82,10 +82,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(notOnlyTheHold)).
 		// An app that names a Secret as its push Secret brings back the apps that give that
 		// Secret to Flux: their next pass refuses it and deletes the copy.
-		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsGivingFluxThePushSecret)).
+		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.forgetting(r.appsGivingFluxThePushSecret))).
 		// An app that leaves its repository brings back the other CloudSpaces' apps refused
 		// there (RepositoryShared).
-		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.appsWaitingForTheRepository),
+		Watches(&kubeoperav1alpha1.KubeOperaApp{}, handler.EnqueueRequestsFromMapFunc(r.forgetting(r.appsWaitingForTheRepository)),
 			builder.WithPredicates(leavesRepository)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,

@@ -373,6 +373,21 @@ func (c *requestCounter) writesSince(m requestMark, segments ...string) map[stri
 	return out
 }
 
+// readsSince returns the GET requests made after m, by path.
+func (c *requestCounter) readsSince(m requestMark) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.count {
+		method, path, _ := strings.Cut(k, " ")
+		if method != http.MethodGet || n == m[k] {
+			continue
+		}
+		out[path] = n - m[k]
+	}
+	return out
+}
+
 // holdsSegments says whether the path (which starts with "/") holds want as consecutive segments.
 func holdsSegments(path string, want []string) bool {
 	return strings.Contains(strings.TrimSuffix(path, "/")+"/", "/"+strings.Join(want, "/")+"/")

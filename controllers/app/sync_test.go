@@ -127,6 +127,55 @@ func eventLabels(f *fixture, name string) []string {
 	return out
 }
 
+// TestPassesThatChangeNothingReadTheStatusBack: once a full pass applied everything, a pass
+// with the same inputs reads the GitRepository, the Kustomization and the Deployment back and
+// ends: no Git fetch, no other vCluster read, no vCluster write. What it finds changed or failing
+// makes it a full pass, which repairs: a Kustomization spec the tenant edited (another
+// generation), a failure Flux reports after the tenant deleted the ServiceAccount it applies as.
+// A changed input (an annotation) makes a full pass too.
+func TestPassesThatChangeNothingReadTheStatusBack(t *testing.T) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp("calm", "t1"))
+	a := f.waitReady("calm")
+	f.waitCondition("calm", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	name := f.ns + "-calm"
+	ksPath := "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/" + name
+	repoPath := "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/" + name
+	deployPath := "/apis/apps/v1/namespaces/calm/deployments/calm"
+	saPath := "/api/v1/namespaces/flux-system/serviceaccounts/" + name
+
+	fetches := gitServer.Fetches(f.repo)
+	mark := vclusterRequests.mark()
+	f.fluxApplied("calm", a.Status.Commit)
+	f.waitCondition("calm", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+	f.g.Expect(mapKeys(vclusterRequests.readsSince(mark))).To(ConsistOf(ksPath, repoPath, deployPath), "what the passes read in the vCluster")
+	f.g.Expect(vclusterRequests.writesSince(mark)).To(BeEmpty(), "what the passes wrote in the vCluster")
+	f.g.Expect(gitServer.Fetches(f.repo)).To(Equal(fetches), "Git fetches")
+
+	// The tenant edits the Kustomization: its next generation makes the pass a full one.
+	ks := &kustomizev1.Kustomization{}
+	f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+	ks.Spec.Prune = false
+	f.g.Expect(vcluster.Client.Update(f.ctx, ks)).To(Succeed())
+	f.g.Eventually(func() bool {
+		f.g.Expect(f.vc(ks, "flux-system", name)).To(BeTrue())
+		return ks.Spec.Prune
+	}).Should(BeTrue(), "the edit is taken back without a poke")
+
+	// The tenant deletes the ServiceAccount the Kustomization applies as, and Flux fails.
+	f.g.Expect(vcluster.Client.Delete(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name}})).To(Succeed())
+	setKustomizationStatus(f, name, "main@sha1:"+a.Status.Commit, metav1.ConditionFalse, "ReconciliationFailed", "serviceaccount not found")
+	f.g.Eventually(func() bool { return f.vc(&corev1.ServiceAccount{}, "flux-system", name) }).Should(BeTrue(), "the ServiceAccount is back without a poke")
+	setKustomizationStatus(f, name, "main@sha1:"+a.Status.Commit, metav1.ConditionTrue, "ReconciliationSucceeded", "Applied")
+	f.waitCondition("calm", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
+
+	// A changed input: a full pass, which reads what it applies.
+	mark = vclusterRequests.mark()
+	f.pokeAndWait("calm")
+	f.g.Eventually(func() int { return vclusterRequests.readsSince(mark)[saPath] }).Should(BeNumerically(">=", 1), "the full pass compared the ServiceAccount")
+}
+
 func TestSyncedAppInSteadyStateWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	f.addTenant("t1", time.Now())
