@@ -222,8 +222,12 @@ func (r *Reconciler) observeSync(ctx context.Context, s *scope) (ctrl.Result, er
 }
 
 // availableReplicas reads the available replicas of the app's Deployment in the vCluster (0
-// while Flux has not applied it).
+// while Flux has not applied it). While the Kustomization has applied nothing, no Deployment of
+// the app's can exist (one of that name is someone else's): 0, without a request.
 func availableReplicas(ctx context.Context, s *scope) (int32, error) {
+	if s.kustomization.Status.LastAppliedRevision == "" {
+		return 0, nil
+	}
 	d := &appsv1.Deployment{}
 	err := s.vc.Get(ctx, client.ObjectKey{Namespace: render.TargetNamespace(s.app), Name: s.app.Name}, d)
 	switch {
