@@ -255,9 +255,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		return r.failed(ctx, s, err)
 	}
 	in := r.inputsOf(ctx, s)
-	if res, done, err := r.readBack(ctx, s, in); done {
+	res, err := r.readBack(ctx, s, in)
+	if !errors.Is(err, errFullPass) {
 		return res, err
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Full pass", "reason", err.Error())
 	r.configured.forget(s.key)
 	steps := []func(context.Context, *scope) error{
 		// Inputs read before any write: a bad one leaves nothing behind.

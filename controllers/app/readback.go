@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -161,27 +162,50 @@ func (r *Reconciler) recordConfigured(s *scope, in passInputs) {
 	})
 }
 
-// readBack tries to end the pass with the vCluster's status only (see above). done is false
-// when the pass must be a full one; then nothing was recorded in the status.
-func (r *Reconciler) readBack(ctx context.Context, s *scope, in passInputs) (res ctrl.Result, done bool, err error) {
+// errFullPass: a read-back pass found a reason to be a full one (wrapped with it).
+var errFullPass = errors.New("a full pass is needed")
+
+func fullPass(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errFullPass}, args...)...)
+}
+
+// readBack tries to end the pass with the vCluster's status only (see above). An error wrapping
+// errFullPass says why the pass must be a full one instead; then nothing was recorded in the
+// status. Any other error is the pass's outcome (outcome.Pending: the branch is busy).
+func (r *Reconciler) readBack(ctx context.Context, s *scope, in passInputs) (ctrl.Result, error) {
 	rec, ok := r.configured.get(s.key)
-	if !ok || !rec.inputs.equal(in) || time.Since(rec.at) >= r.Options.ResyncInterval || r.pushes.outstanding(s.key) || s.app.Status.Commit == "" {
-		return ctrl.Result{}, false, nil
+	switch {
+	case !ok:
+		return ctrl.Result{}, fullPass("no full pass recorded")
+	case !rec.inputs.equal(in):
+		return ctrl.Result{}, fullPass("the inputs changed")
+	case time.Since(rec.at) >= r.Options.ResyncInterval:
+		return ctrl.Result{}, fullPass("the periodic pass")
+	case r.pushes.outstanding(s.key):
+		return ctrl.Result{}, fullPass("a push is outstanding")
+	case s.app.Status.Commit == "":
+		return ctrl.Result{}, fullPass("no commit in the status")
 	}
 	if c := findCondition(s.app, kubeoperav1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != s.app.Generation {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, fullPass("not Ready for generation %d", s.app.Generation)
 	}
-	ks := &kustomizev1.Kustomization{}
-	repo := &sourcev1.GitRepository{}
 	fluxKey := client.ObjectKey{Namespace: render.FluxNamespace(s.app), Name: render.FluxName(s.app)}
-	if s.vc.Get(ctx, fluxKey, ks) != nil || !managed(ks) || ks.Generation != rec.kustomizationGeneration {
-		return ctrl.Result{}, false, nil
+	ks := &kustomizev1.Kustomization{}
+	if err := s.vc.Get(ctx, fluxKey, ks); err != nil {
+		return ctrl.Result{}, fullPass("read the Kustomization: %w", err)
 	}
-	if s.vc.Get(ctx, fluxKey, repo) != nil || !managed(repo) || repo.Generation != rec.repositoryGeneration {
-		return ctrl.Result{}, false, nil
+	if !managed(ks) || ks.Generation != rec.kustomizationGeneration {
+		return ctrl.Result{}, fullPass("the Kustomization changed")
+	}
+	repo := &sourcev1.GitRepository{}
+	if err := s.vc.Get(ctx, fluxKey, repo); err != nil {
+		return ctrl.Result{}, fullPass("read the GitRepository: %w", err)
+	}
+	if !managed(repo) || repo.Generation != rec.repositoryGeneration {
+		return ctrl.Result{}, fullPass("the GitRepository changed")
 	}
 	if ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition); (ready != nil && ready.Status == metav1.ConditionFalse) || sourceFailing(repo) != nil {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, fullPass("Flux reports a failure")
 	}
 	s.kustomization, s.gitRepository, s.head = ks, repo, s.app.Status.Commit
 	revision := ks.Status.LastAppliedRevision
@@ -190,18 +214,19 @@ func (r *Reconciler) readBack(ctx context.Context, s *scope, in passInputs) (res
 	case errors.Is(err, gitops.ErrBranchBusy):
 		// Not decided: as in observeSync, the pass asks again once the batch holding the
 		// branch is done.
-		return ctrl.Result{}, true, outcome.Pending(reasonBranchBusy, err)
-	case err != nil, !holds && revision != s.app.Status.AppliedRevision:
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, outcome.Pending(reasonBranchBusy, err)
+	case err != nil:
+		return ctrl.Result{}, fullPass("compare the applied revision: %w", err)
+	case !holds && revision != s.app.Status.AppliedRevision:
+		return ctrl.Result{}, fullPass("Flux applied %s, which does not hold the app's folder", revision)
 	}
 	available, err := availableReplicas(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, fullPass("read the Deployment: %w", err)
 	}
 	exp, err := observeIngress(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, fullPass("read the Ingress: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Read back only: the vCluster shows what the last full pass left", "revision", revision)
-	return r.setSynced(s, available, exp, holds, why), true, nil
+	return r.setSynced(s, available, exp, holds, why), nil
 }
