@@ -222,7 +222,22 @@ func knownCause(id string) string {
 			"placement out of the status until the pass's own status patch (a third write saved) made the run " +
 			"slower, 206-211 s: the Tenant index that maps a vCluster's Kustomization events to apps reads " +
 			"status.tenant, so an app whose Kustomization Flux applied before its status was written missed " +
-			"the event and waited for the poll; the placement reaches the status at once again."
+			"the event and waited for the poll; the placement reaches the status at once again. Runs of " +
+			"2026-12-08 01:05-02:17 (`-only tenants`, one after another on one machine): at 6b5db5e 192 s against " +
+			"72.8 s (host 10,101 writes, vCluster 20,910 reads, operator CPU 85 s); without an Event for progress " +
+			"or for Synced waiting for Flux to apply a commit (4 per app instead of 6: controllers/app " +
+			"recordsEvent) 173 s against 56.9 s (host 8,104 writes); with read-back passes (controllers/app " +
+			"readback.go: a pass whose inputs are those of the app's last successful full pass reads the " +
+			"Kustomization, GitRepository and Deployment back and ends when they show what that pass left, " +
+			"instead of submitting the folder to the Git writer again, a second pass for its answer, and reading " +
+			"every object it applies) 166 s against 73.7 s (2.26x; vCluster 14,536 reads, operator CPU 67 s); " +
+			"with no Deployment read while Flux has applied nothing, 172 s against 77.1 s (2.23x; vCluster 13,547 " +
+			"reads). The floor moved between 56.9 s and 77.1 s within the hour, so the ratio is read beside the " +
+			"walls. Per app now: host 4 Events, 3 status writes, 1 app patch (the floor: 1 status write); " +
+			"vCluster 3 namespace reads, 2.3 of the GitRepository and the Kustomization, 1 of each other object. " +
+			"The operator's CPU profile of the first minute (-heap-profile, 01:48): the Git writer 30% (objects " +
+			"stored loose, one file open per object read; every folder's owner read at each batch), checkInputs " +
+			"17% (the credentials of every other app of the repository, 9%)."
 	case id == "P5.rss":
 		return "The operator's memory grows with the vClusters, not the apps (about 2 MiB per vCluster). Heap profiles " +
 			"of 2026-12-05 (`-only tenants -p5-tenants 30 -p5-apps 10 -p5-repos 10 -heap-profile DIR`, 30 vClusters) " +
