@@ -89,17 +89,24 @@ func TestSyncedIsReadBackFromTheKustomization(t *testing.T) {
 	f.waitCondition("synced", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 }
 
+// newAppWaitingForFlux creates app name in a Tenant of a new fixture and waits until the
+// operator's part is done (Ready) and the app waits for Flux to apply its commit.
+func newAppWaitingForFlux(t *testing.T, name string) (*fixture, *kubeoperav1alpha1.KubeOperaApp) {
+	f := newFixture(t)
+	f.addTenant("t1", time.Now())
+	f.create(f.newApp(name, "t1"))
+	a := f.waitReady(name)
+	f.waitCondition(name, kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	return f, a
+}
+
 // TestAnAppRecordsItsDecisionsOnly: from creation to Synced an app records four Events, each a
 // decision or an action: where it went (TenantSelected), what was pushed (Committed), the
 // operator's part done (Ready True) and Flux's (Synced True). A pass starting and the wait for
 // Flux to apply a commit are conditions only: a change records its Committed Event and, once
 // Flux applied it, Synced True again, and nothing for the wait between them.
 func TestAnAppRecordsItsDecisionsOnly(t *testing.T) {
-	f := newFixture(t)
-	f.addTenant("t1", time.Now())
-	f.create(f.newApp("fresh", "t1"))
-	a := f.waitReady("fresh")
-	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	f, a := newAppWaitingForFlux(t, "fresh")
 	f.fluxApplied("fresh", a.Status.Commit)
 	f.waitCondition("fresh", kubeoperav1alpha1.ConditionSynced, metav1.ConditionTrue, kubeoperav1alpha1.ReasonSucceeded)
 	// Events are recorded asynchronously, in order: once the last is there, all are.
@@ -135,11 +142,7 @@ func eventLabels(f *fixture, name string) []string {
 // generation), a failure Flux reports after the tenant deleted the ServiceAccount it applies as.
 // A changed input (an annotation) makes a full pass too.
 func TestPassesThatChangeNothingReadTheStatusBack(t *testing.T) {
-	f := newFixture(t)
-	f.addTenant("t1", time.Now())
-	f.create(f.newApp("calm", "t1"))
-	a := f.waitReady("calm")
-	f.waitCondition("calm", kubeoperav1alpha1.ConditionSynced, metav1.ConditionFalse, kubeoperav1alpha1.ReasonRevisionNotApplied)
+	f, a := newAppWaitingForFlux(t, "calm")
 	name := f.ns + "-calm"
 	ksPath := "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/" + name
 	repoPath := "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/" + name
