@@ -120,6 +120,8 @@ build() {
 		local etcd_pid=$! apiserver_rc=0
 		CGO_ENABLED=0 build_in_wrapper envtest "$out" -ldflags "-s -w$(k8s_ldflags)" -o "$out/" \
 			k8s.io/kubernetes/cmd/kube-apiserver || apiserver_rc=$?
+		# Either failure fails the tool (set -e stops at a failed wait); etcd's build is waited
+		# for even when the API server's failed, so none runs on behind the script.
 		wait "$etcd_pid"
 		return "$apiserver_rc"
 		;;

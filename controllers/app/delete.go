@@ -107,7 +107,7 @@ func (r *Reconciler) cleanupVCluster(ctx context.Context, s *scope) (bool, error
 	if err != nil {
 		return false, err
 	}
-	vc, err := r.vclusterClient(ctx, t)
+	vc, _, err := r.vclusterClient(ctx, t)
 	if errors.Is(err, errVClusterServerNotAllowed) || errors.Is(err, tenant.ErrKubeconfigInvalid) {
 		// The app was placed there: the allow-list changed since, or the kubeconfig did. The
 		// operator does not connect where it may not, and does not pretend nothing runs there.

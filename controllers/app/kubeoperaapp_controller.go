@@ -114,9 +114,11 @@ type scope struct {
 	// orig is the app as read (or as last patched): the base of the status patches.
 	orig *kubeoperav1alpha1.KubeOperaApp
 	key  types.NamespacedName
-	// tenant and vc are set once the Tenant is resolved.
-	tenant *tenantv1alpha1.Tenant
-	vc     client.Client
+	// tenant and vc are set once the Tenant is resolved; kubeconfig is the version of the
+	// kubeconfig Secret vc is built from.
+	tenant     *tenantv1alpha1.Tenant
+	vc         client.Client
+	kubeconfig tenant.SecretVersion
 	// registrySecret is the host's pull Secret the app names (checkRegistrySecret).
 	registrySecret *corev1.Secret
 	// creds are the app's Git credentials, read once per pass (credentials.go).

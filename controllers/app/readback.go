@@ -42,8 +42,8 @@ import (
 // reports as before.
 //
 // The inputs are everything a full pass reads from the host that can change what it writes:
-// the app's generation and annotations, its Tenant and the resourceVersions of the Secrets it
-// names and of the Tenant's kubeconfig Secret. What a read-back pass does not look at (the Role,
+// the app's generation and annotations, its Tenant, the version of the kubeconfig Secret its
+// vCluster client is built from, and the resourceVersions of the Secrets it names. What a read-back pass does not look at (the Role,
 // RoleBinding, ServiceAccount and Secret copies in the vCluster, the branch in Git) is checked
 // by the next full pass: the periodic one (--app-resync-interval) at the latest, or the first
 // after an input changed. An event that concerns the app through another app (a push Secret it
@@ -55,16 +55,19 @@ type passInputs struct {
 	annotations map[string]string
 	tenant      types.NamespacedName
 	tenantRV    string
-	// secrets are the resourceVersions of the Secrets the app names, in secretRefs' order, and
-	// of its Tenant's kubeconfig Secret last ("" for one the cache does not hold).
+	// kubeconfig is the version of the Tenant's kubeconfig Secret the vCluster client is built
+	// from (resolveTenant).
+	kubeconfig tenant.SecretVersion
+	// secrets are the resourceVersions of the Secrets the app names, in secretRefs' order ("" for
+	// one the cache does not hold).
 	secrets []string
-	// commit is status.commit as the full pass left it.
+	// commit is status.commit: as the pass read it, and in a record as the full pass left it.
 	commit string
 }
 
 func (a passInputs) equal(b passInputs) bool {
 	return a.generation == b.generation && maps.Equal(a.annotations, b.annotations) &&
-		a.tenant == b.tenant && a.tenantRV == b.tenantRV &&
+		a.tenant == b.tenant && a.tenantRV == b.tenantRV && a.kubeconfig == b.kubeconfig &&
 		slices.Equal(a.secrets, b.secrets) && a.commit == b.commit
 }
 
@@ -128,20 +131,19 @@ func (r *Reconciler) forgetting(fn func(context.Context, client.Object) []reconc
 	}
 }
 
-// inputsOf returns the inputs of the pass (the Tenant is resolved): the Secrets' versions come
-// from the manager's metadata cache.
+// inputsOf returns the inputs of the pass (the Tenant is resolved): the named Secrets' versions
+// come from the manager's metadata cache.
 func (r *Reconciler) inputsOf(ctx context.Context, s *scope) passInputs {
 	in := passInputs{
 		generation:  s.app.Generation,
 		annotations: maps.Clone(s.app.Annotations),
 		tenant:      client.ObjectKeyFromObject(s.tenant),
 		tenantRV:    s.tenant.ResourceVersion,
+		kubeconfig:  s.kubeconfig,
 		commit:      s.app.Status.Commit,
 	}
-	kubeconfig, _ := tenant.KubeconfigSecret(s.tenant)
-	for _, name := range append(secretRefs(s.app), kubeconfig) {
+	for _, name := range secretRefs(s.app) {
 		meta := secretMetadata(types.NamespacedName{Namespace: s.app.Namespace, Name: name})
-		// The Tenant is in the app's namespace (tenant.Resolve), and so is its kubeconfig.
 		rv := ""
 		if err := r.Get(ctx, client.ObjectKeyFromObject(meta), meta); err == nil {
 			rv = meta.ResourceVersion

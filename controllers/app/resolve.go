@@ -100,7 +100,7 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 			fmt.Sprintf("Placed in Tenant %s/%s; the app stays in its vCluster from now on", t.Namespace, t.Name))
 	}
 
-	vc, err := r.vclusterClient(ctx, t)
+	vc, version, err := r.vclusterClient(ctx, t)
 	if errors.Is(err, errVClusterServerNotAllowed) {
 		return outcome.Stop(kubeoperav1alpha1.ReasonVClusterServerNotAllowed, err).On(cond)
 	}
@@ -110,22 +110,23 @@ func (r *Reconciler) resolveTenant(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.vc = vc
+	s.vc, s.kubeconfig = vc, version
 	r.stepSucceeded(s.app, cond, fmt.Sprintf("Tenant %s/%s", t.Namespace, t.Name))
 	return nil
 }
 
 // vclusterClient returns the cached client of the Tenant's vCluster, rebuilt when the kubeconfig
-// Secret changed. The Secret's version comes from the metadata cache, so a hit costs no request.
-func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenant) (client.Client, error) {
+// Secret changed, and the version of that Secret it is built from. The Secret's version comes
+// from the metadata cache, so a hit costs no request.
+func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenant) (client.Client, tenant.SecretVersion, error) {
 	name, key := tenant.KubeconfigSecret(t)
 	secretKey := types.NamespacedName{Namespace: t.Namespace, Name: name}
 	meta := secretMetadata(secretKey)
 	if err := r.Get(ctx, secretKey, meta); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: Secret %s not found", tenant.ErrKubeconfigInvalid, secretKey)
+			return nil, tenant.SecretVersion{}, fmt.Errorf("%w: Secret %s not found", tenant.ErrKubeconfigInvalid, secretKey)
 		}
-		return nil, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
+		return nil, tenant.SecretVersion{}, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
 	}
 	version := tenant.SecretVersion{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Key: key}
 	tenantKey := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
@@ -160,7 +161,7 @@ func (r *Reconciler) vclusterClient(ctx context.Context, t *tenantv1alpha1.Tenan
 	if err == nil && built != nil {
 		r.vclusterWatches.watch(tenantKey, version, built, vc)
 	}
-	return vc, err
+	return vc, version, err
 }
 
 func findCondition(app *kubeoperav1alpha1.KubeOperaApp, condType string) *metav1.Condition {
